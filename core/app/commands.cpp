@@ -1,0 +1,101 @@
+#include "core/app/commands.h"
+
+#include "core/config/config_loader.h"
+#include "core/data/global_batch_sampler.h"
+#include "core/dist/communicator.h"
+#include "core/plugin/host_context.h"
+#include "core/plugin/host_logger.h"
+#include "core/plugin/plugin_loader.h"
+#include "core/train/run_setup.h"
+#include "core/train/trainer.h"
+
+#include <cstdio>
+#include <iostream>
+
+namespace ptrain::app {
+namespace fs = std::filesystem;
+
+namespace {
+
+struct LoadedRun {
+  plugin::LoadedPlugin plugin;
+  config::RunConfig config;
+};
+
+// Reads the config, finds its plugin, and validates every section, the
+// plugin's own included, against its schema.
+LoadedRun load_run(const ConfigOptions& options) {
+  const config::ConfigDocument document = config::ConfigDocument::load(options.config_file, options.overrides);
+  plugin::LoadedPlugin plugin = plugin::load_plugin(document.plugin(), plugin::plugin_search_dirs(options.plugin_dirs));
+  config::RunConfig config = document.resolve(plugin.config_schema());
+  return {std::move(plugin), std::move(config)};
+}
+
+}  // namespace
+
+int command_train(const ConfigOptions& options, bool overwrite) {
+  auto communicator = dist::make_single_process_communicator();
+  plugin::init_logging(communicator->rank());
+  LoadedRun run = load_run(options);
+  train::TrainOptions train_options;
+  train_options.overwrite = overwrite;
+  train_options.resolved_config_toml = config::to_toml(run.config, run.plugin.config_schema());
+  train::run_training(run.config, run.plugin, *communicator, train_options);
+  return 0;
+}
+
+int command_validate(const ConfigOptions& options) {
+  plugin::init_logging(0);
+  LoadedRun run = load_run(options);
+  const config::RunConfig& config = run.config;
+
+  const auto tokenizer = train::make_tokenizer(config.tokenizer);
+  const auto policy = train::make_policy(config, *tokenizer);
+  plugin::ModuleHandle module = run.plugin.create_module();
+  plugin::HostContext context(*policy, *tokenizer, config.module, sdk::RankInfo{},
+                              sdk::RunInfo{config.seed, config.data.max_length, 0, 0});
+  module->setup(context);
+  const std::vector<sdk::Example> examples = train::load_examples(config, *module);
+  const data::GlobalBatchSampler sampler(static_cast<int64_t>(examples.size()), config.batch.global_size, config.seed);
+
+  std::error_code error;
+  if (fs::is_directory(config.output_dir, error) && !fs::is_empty(config.output_dir, error)) {
+    plugin::log_warn("validate", "output_dir '" + config.output_dir +
+                                     "' already holds a run: `ptrain train` will refuse it without --overwrite");
+  }
+  const double epochs = static_cast<double>(config.train.max_steps) / static_cast<double>(sampler.steps_per_epoch());
+  char epochs_text[32];
+  std::snprintf(epochs_text, sizeof epochs_text, "%.2f", epochs);
+  std::cout << "config OK: " << options.config_file.string() << "\n"
+            << "  plugin     " << run.plugin.info().name << " " << run.plugin.info().version << " ("
+            << run.plugin.path().string() << ")\n"
+            << "  model      " << policy->num_parameters() << " parameters, "
+            << (config.model.init.empty() ? "initialised from [model] sizes" : "loaded from " + config.model.init)
+            << "\n"
+            << "  data       " << examples.size() << " examples in " << config.data.train << ", "
+            << sampler.steps_per_epoch() << " steps per epoch of " << config.batch.global_size << "\n"
+            << "  training   " << config.train.max_steps << " steps (" << epochs_text << " epochs) into "
+            << config.output_dir << "\n";
+  return 0;
+}
+
+int command_plugins(const std::vector<fs::path>& plugin_dirs) {
+  plugin::init_logging(0);
+  const std::vector<fs::path> dirs = plugin::plugin_search_dirs(plugin_dirs);
+  const std::vector<plugin::PluginListing> listings = plugin::list_plugins(dirs);
+  std::cout << "search path:\n";
+  for (const fs::path& dir : dirs) std::cout << "  " << dir.string() << (fs::is_directory(dir) ? "" : " (missing)") << "\n";
+  std::cout << "plugins (host: SDK ABI " << sdk::kAbiVersion << ", LibTorch " << PTRAIN_TORCH_VERSION << "):\n";
+  if (listings.empty()) std::cout << "  none found\n";
+  for (const plugin::PluginListing& listing : listings) {
+    if (listing.ok) {
+      std::cout << "  " << listing.name << " " << listing.version << "  ABI " << listing.abi_version << ", LibTorch "
+                << listing.torch_version << "  " << listing.path.string() << "\n      " << listing.description << "\n";
+    } else {
+      std::cout << "  (unusable) " << listing.error << "\n";
+    }
+  }
+  return 0;
+}
+
+}  // namespace ptrain::app

@@ -1,0 +1,21 @@
+// The `ptrain` subcommands. Each returns the process exit code and throws
+// sdk errors, which cli.cpp turns into one line and an exit code.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace ptrain::app {
+
+struct ConfigOptions {
+  std::filesystem::path config_file;
+  std::vector<std::string> overrides;  // "section.key=value"
+  std::vector<std::filesystem::path> plugin_dirs;
+};
+
+int command_train(const ConfigOptions& options, bool overwrite);
+int command_validate(const ConfigOptions& options);
+int command_plugins(const std::vector<std::filesystem::path>& plugin_dirs);
+
+}  // namespace ptrain::app

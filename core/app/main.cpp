@@ -1,0 +1,3 @@
+#include "core/app/cli.h"
+
+int main(int argc, char** argv) { return ptrain::app::run_cli(argc, argv); }

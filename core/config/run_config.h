@@ -1,0 +1,103 @@
+// The resolved run configuration as typed structs (DESIGN.md §8).
+//
+// load_run_config() (config_loader.h) is the only place that reads TOML keys;
+// everything below it uses these fields.
+#pragma once
+
+#include "ptrain/sdk/config_schema.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace ptrain::config {
+
+struct ModelSection {
+  std::string init;  // Hugging Face model directory; empty: build from the sizes below
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t max_position_embeddings = 0;
+  double rope_theta = 0.0;
+  double rms_norm_eps = 0.0;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;  // q/k/v projections carry a bias (Qwen2 style)
+};
+
+struct TokenizerSection {
+  std::string kind;  // "bytes" or "hf"
+  std::string path;  // tokenizer.json when kind = "hf"
+};
+
+struct DataSection {
+  std::string train;       // JSONL path; relative paths are taken from the working directory
+  int64_t max_length = 0;  // tokens per sequence, bos/eos included
+};
+
+struct BatchSection {
+  int64_t global_size = 0;   // examples per optimizer update
+  int64_t micro_size = 0;    // examples per microbatch (0 when micro_tokens is used)
+  int64_t micro_tokens = 0;  // padded-token budget per microbatch (0 when micro_size is used)
+};
+
+struct OptimSection {
+  std::string name;  // "adamw" | "sgd"
+  double lr = 0.0;
+  double weight_decay = 0.0;
+  double beta1 = 0.0;
+  double beta2 = 0.0;
+  double eps = 0.0;
+  double momentum = 0.0;          // sgd only
+  double clip_grad_norm = 0.0;    // 0: no clipping
+  bool decay_norms_and_biases = false;
+};
+
+struct ScheduleSection {
+  std::string name;  // "constant" | "linear" | "cosine"
+  int64_t warmup_steps = 0;
+  double min_lr_ratio = 0.0;  // floor of linear/cosine decay as a fraction of lr
+};
+
+struct TrainSection {
+  int64_t max_steps = 0;
+  int64_t log_every = 0;
+};
+
+struct CheckpointSection {
+  int64_t every_steps = 0;  // 0: only the final model
+  int64_t keep_last = 0;
+};
+
+struct DistributedSection {
+  int64_t timeout_s = 0;
+};
+
+struct RuntimeSection {
+  int64_t threads = 0;  // 0: the process's share of the cores
+};
+
+struct RunConfig {
+  std::filesystem::path source;  // the config file
+  std::string plugin;            // a plugin name or a path to its .so
+  uint64_t seed = 0;
+  std::string output_dir;
+
+  ModelSection model;
+  TokenizerSection tokenizer;
+  DataSection data;
+  BatchSection batch;
+  OptimSection optim;
+  ScheduleSection schedule;
+  TrainSection train;
+  CheckpointSection checkpoint;
+  DistributedSection distributed;
+  RuntimeSection runtime;
+
+  sdk::ConfigValues module;  // [module], validated against the plugin's schema
+};
+
+}  // namespace ptrain::config

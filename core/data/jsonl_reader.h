@@ -1,0 +1,16 @@
+// Reads a JSONL dataset into examples that remember their file:line.
+#pragma once
+
+#include "ptrain/sdk/batch.h"
+
+#include <filesystem>
+#include <vector>
+
+namespace ptrain::data {
+
+// One example per non-blank line, each a JSON object. Throws sdk::DataError
+// naming file:line for invalid JSON (including invalid UTF-8) or a line that
+// is not an object, and naming the file when it is missing or has no example.
+std::vector<sdk::Example> read_jsonl(const std::filesystem::path& path);
+
+}  // namespace ptrain::data

@@ -1,0 +1,62 @@
+#include "core/metrics/metrics_sink.h"
+
+#include "ptrain/sdk/errors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+
+namespace ptrain::metrics {
+
+JsonlMetricsWriter::JsonlMetricsWriter(const std::filesystem::path& path)
+    : path_(path), out_(path, std::ios::app) {
+  if (!out_) throw sdk::Error(path.string() + ": cannot open metrics file for writing");
+}
+
+void JsonlMetricsWriter::write(int64_t step, const std::map<std::string, double>& values) {
+  nlohmann::json line = {{"step", step}};
+  for (const auto& [name, value] : values) {
+    // JSON has no NaN or infinity; null keeps the line valid and the key visible.
+    line[name] = std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
+  }
+  out_ << line.dump() << '\n';
+  out_.flush();
+  if (!out_) throw sdk::Error(path_.string() + ": failed to write metrics");
+}
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const auto total = static_cast<int64_t>(std::llround(seconds));
+  char buffer[32];
+  if (total >= 3600) {
+    std::snprintf(buffer, sizeof buffer, "%lldh%02lldm", static_cast<long long>(total / 3600),
+                  static_cast<long long>(total % 3600 / 60));
+  } else if (total >= 60) {
+    std::snprintf(buffer, sizeof buffer, "%lldm%02llds", static_cast<long long>(total / 60),
+                  static_cast<long long>(total % 60));
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%llds", static_cast<long long>(total));
+  }
+  return buffer;
+}
+
+std::string format_console_line(int64_t step, int64_t max_steps, const std::map<std::string, double>& values,
+                                double eta_s) {
+  std::string line = "step " + std::to_string(step) + "/" + std::to_string(max_steps);
+  char buffer[64];
+  const auto append = [&](const char* name, const char* label, const char* format) {
+    const auto found = values.find(name);
+    if (found == values.end()) return;
+    std::snprintf(buffer, sizeof buffer, format, found->second);
+    line += std::string(" | ") + label + " " + buffer;
+  };
+  append("loss", "loss", "%.4f");
+  append("lr", "lr", "%.2e");
+  append("grad_norm", "grad_norm", "%.3f");
+  append("tokens_per_s", "tok/s", "%.0f");
+  line += " | eta " + format_duration(eta_s);
+  return line;
+}
+
+}  // namespace ptrain::metrics

@@ -1,0 +1,367 @@
+#include "core/model/causal_lm.h"
+
+#include "core/model/safetensors.h"
+#include "ptrain/sdk/errors.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+
+namespace ptrain::model {
+namespace {
+
+namespace fs = std::filesystem;
+using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+
+std::string format_shape(at::IntArrayRef shape) {
+  std::ostringstream out;
+  out << shape;
+  return out.str();
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+nlohmann::json read_json_file(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) throw sdk::ModelError(path.string() + ": cannot open");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw sdk::ModelError(path.string() + ": not valid JSON: " + e.what());
+  }
+}
+
+// model.safetensors, or the shards named by model.safetensors.index.json.
+NamedTensors read_model_tensors(const fs::path& dir) {
+  const fs::path single = dir / "model.safetensors";
+  if (fs::exists(single)) return read_safetensors(single);
+
+  const fs::path index_path = dir / "model.safetensors.index.json";
+  if (!fs::exists(index_path)) {
+    throw sdk::ModelError(dir.string() + ": neither model.safetensors nor model.safetensors.index.json exists");
+  }
+  const nlohmann::json index = read_json_file(index_path);
+  if (!index.contains("weight_map") || !index["weight_map"].is_object()) {
+    throw sdk::ModelError(index_path.string() + ": key 'weight_map': missing or not an object");
+  }
+  std::vector<std::string> shards;
+  for (const auto& [name, file] : index["weight_map"].items()) {
+    if (!file.is_string()) throw sdk::ModelError(index_path.string() + ": weight_map['" + name + "'] is not a string");
+    const std::string shard = file.get<std::string>();
+    if (std::find(shards.begin(), shards.end(), shard) == shards.end()) shards.push_back(shard);
+  }
+  NamedTensors all;
+  for (const std::string& shard : shards) {
+    NamedTensors part = read_safetensors(dir / shard);
+    std::move(part.begin(), part.end(), std::back_inserter(all));
+  }
+  return all;
+}
+
+// Rotate-half convention: pairs dimension i with i + d/2. x: [..., d]
+at::Tensor rotate_half(const at::Tensor& x) {
+  const int64_t half = x.size(-1) / 2;
+  return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+}
+
+}  // namespace
+
+CausalLm::CausalLm(ModelConfig config, NamedTensors params) : config_(std::move(config)), params_(std::move(params)) {
+  const bool qkv_bias = config_.qkv_bias;
+  const bool o_bias = config_.o_bias;
+  size_t next = 0;
+  auto take = [&](const char* suffix) -> at::Tensor {
+    TORCH_INTERNAL_ASSERT(next < params_.size() && ends_with(params_[next].first, suffix), "parameter order: expected ",
+                          suffix, " at ", next);
+    return params_[next++].second;
+  };
+  embed_tokens_ = take("model.embed_tokens.weight");
+  layers_.resize(config_.num_layers);
+  for (Layer& layer : layers_) {
+    layer.q_weight = take("q_proj.weight");
+    if (qkv_bias) layer.q_bias = take("q_proj.bias");
+    layer.k_weight = take("k_proj.weight");
+    if (qkv_bias) layer.k_bias = take("k_proj.bias");
+    layer.v_weight = take("v_proj.weight");
+    if (qkv_bias) layer.v_bias = take("v_proj.bias");
+    layer.o_weight = take("o_proj.weight");
+    if (o_bias) layer.o_bias = take("o_proj.bias");
+    layer.gate_weight = take("gate_proj.weight");
+    layer.up_weight = take("up_proj.weight");
+    layer.down_weight = take("down_proj.weight");
+    layer.input_norm = take("input_layernorm.weight");
+    layer.post_norm = take("post_attention_layernorm.weight");
+  }
+  final_norm_ = take("model.norm.weight");
+  if (!config_.tie_word_embeddings) lm_head_ = take("lm_head.weight");
+  TORCH_INTERNAL_ASSERT(next == params_.size(), "parameter order: ", params_.size() - next, " unused tensors");
+}
+
+std::vector<std::pair<std::string, std::vector<int64_t>>> CausalLm::expected_parameters(const ModelConfig& c) {
+  const int64_t h = c.hidden_size;
+  const int64_t q_dim = c.num_heads * c.resolved_head_dim();
+  const int64_t kv_dim = c.num_kv_heads * c.resolved_head_dim();
+  std::vector<std::pair<std::string, std::vector<int64_t>>> out;
+  out.push_back({"model.embed_tokens.weight", {c.vocab_size, h}});
+  // transformers' module order within a decoder layer.
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    out.push_back({p + "self_attn.q_proj.weight", {q_dim, h}});
+    if (c.qkv_bias) out.push_back({p + "self_attn.q_proj.bias", {q_dim}});
+    out.push_back({p + "self_attn.k_proj.weight", {kv_dim, h}});
+    if (c.qkv_bias) out.push_back({p + "self_attn.k_proj.bias", {kv_dim}});
+    out.push_back({p + "self_attn.v_proj.weight", {kv_dim, h}});
+    if (c.qkv_bias) out.push_back({p + "self_attn.v_proj.bias", {kv_dim}});
+    out.push_back({p + "self_attn.o_proj.weight", {h, q_dim}});
+    if (c.o_bias) out.push_back({p + "self_attn.o_proj.bias", {h}});
+    out.push_back({p + "mlp.gate_proj.weight", {c.intermediate_size, h}});
+    out.push_back({p + "mlp.up_proj.weight", {c.intermediate_size, h}});
+    out.push_back({p + "mlp.down_proj.weight", {h, c.intermediate_size}});
+    out.push_back({p + "input_layernorm.weight", {h}});
+    out.push_back({p + "post_attention_layernorm.weight", {h}});
+  }
+  out.push_back({"model.norm.weight", {h}});
+  if (!c.tie_word_embeddings) out.push_back({"lm_head.weight", {c.vocab_size, h}});
+  return out;
+}
+
+std::unique_ptr<CausalLm> CausalLm::init_random(const ModelConfig& config, uint64_t seed) {
+  config.validate();
+  at::Generator generator = at::detail::createCPUGenerator(seed);
+  NamedTensors params;
+  for (const auto& [name, shape] : expected_parameters(config)) {
+    at::Tensor t;
+    if (ends_with(name, "norm.weight")) {
+      t = at::ones(shape, at::kFloat);
+    } else if (ends_with(name, ".bias")) {
+      t = at::zeros(shape, at::kFloat);
+    } else {
+      t = at::empty(shape, at::kFloat).normal_(0.0, 0.02, generator);
+    }
+    params.emplace_back(name, t.requires_grad_(true));
+  }
+  return std::unique_ptr<CausalLm>(new CausalLm(config, std::move(params)));
+}
+
+std::unique_ptr<CausalLm> CausalLm::load_hf_dir(const std::filesystem::path& dir) {
+  if (!fs::is_directory(dir)) throw sdk::ModelError(dir.string() + ": model directory does not exist");
+  const fs::path config_path = dir / "config.json";
+  const ModelConfig config = ModelConfig::from_hf_json(read_json_file(config_path), config_path.string());
+
+  std::map<std::string, at::Tensor> loaded;
+  for (auto& [name, tensor] : read_model_tensors(dir)) {
+    if (!loaded.emplace(name, std::move(tensor)).second) {
+      throw sdk::ModelError(dir.string() + ": tensor '" + name + "' appears in more than one file");
+    }
+  }
+  auto fail = [&](const std::string& name, const std::string& what) {
+    throw sdk::ModelError(dir.string() + ": tensor '" + name + "' " + what);
+  };
+  auto to_float = [&](const std::string& name, const at::Tensor& t) {
+    if (!at::isFloatingType(t.scalar_type())) {
+      fail(name, std::string("has dtype ") + c10::toString(t.scalar_type()) + ", expected a floating type");
+    }
+    return t.to(at::kFloat).contiguous();
+  };
+
+  NamedTensors params;
+  for (const auto& [name, shape] : expected_parameters(config)) {
+    auto it = loaded.find(name);
+    if (it == loaded.end()) fail(name, "is missing (expected shape " + format_shape(shape) + ")");
+    if (it->second.sizes() != at::IntArrayRef(shape)) {
+      fail(name, "has shape " + format_shape(it->second.sizes()) + ", expected " + format_shape(shape));
+    }
+    params.emplace_back(name, to_float(name, it->second).requires_grad_(true));
+    loaded.erase(it);
+  }
+
+  std::vector<std::string> unexpected;
+  for (const auto& [name, tensor] : loaded) {
+    // Older checkpoints store the rotary buffer; it is recomputed from rope_theta.
+    if (ends_with(name, ".rotary_emb.inv_freq")) continue;
+    // Some exporters write the tied head anyway; accept only an exact copy.
+    if (config.tie_word_embeddings && name == "lm_head.weight") {
+      const at::Tensor& embed = params.front().second;
+      if (tensor.sizes() != embed.sizes() || !at::equal(to_float(name, tensor), embed.detach())) {
+        fail(name, "differs from model.embed_tokens.weight although tie_word_embeddings is true");
+      }
+      continue;
+    }
+    unexpected.push_back(name);
+  }
+  if (!unexpected.empty()) {
+    std::string list;
+    for (size_t i = 0; i < unexpected.size() && i < 5; ++i) list += (i ? ", '" : "'") + unexpected[i] + "'";
+    if (unexpected.size() > 5) list += ", ... (" + std::to_string(unexpected.size()) + " in all)";
+    throw sdk::ModelError(dir.string() + ": unexpected tensors for a " + config.model_type +
+                          " model with this config: " + list);
+  }
+  return std::unique_ptr<CausalLm>(new CausalLm(config, std::move(params)));
+}
+
+void CausalLm::save_hf_dir(const std::filesystem::path& dir) const {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw sdk::ModelError(dir.string() + ": cannot create model directory: " + ec.message());
+
+  const fs::path config_path = dir / "config.json";
+  std::ofstream out(config_path);
+  out << config_.to_hf_json().dump(2) << "\n";
+  out.flush();
+  if (!out) throw sdk::ModelError(config_path.string() + ": write failed");
+
+  NamedTensors tensors;
+  tensors.reserve(params_.size());
+  for (const auto& [name, t] : params_) tensors.emplace_back(name, t.detach().to(at::kFloat).contiguous());
+  write_safetensors(dir / "model.safetensors", tensors);
+}
+
+NamedTensors CausalLm::named_parameters() const { return params_; }
+
+std::unique_ptr<CausalLm> CausalLm::frozen_copy() const {
+  NamedTensors copies;
+  copies.reserve(params_.size());
+  for (const auto& [name, t] : params_) copies.emplace_back(name, t.detach().clone());
+  return std::unique_ptr<CausalLm>(new CausalLm(config_, std::move(copies)));
+}
+
+int64_t CausalLm::num_parameters() const {
+  int64_t total = 0;
+  for (const auto& [name, t] : params_) total += t.numel();
+  return total;
+}
+
+void CausalLm::ensure_rope_cache(int64_t length) {
+  if (length <= rope_length_) return;
+  // Grow geometrically so that slowly growing lengths do not recompute each call.
+  length = std::max(length, std::min(2 * rope_length_, config_.max_position_embeddings));
+  const int64_t d = config_.resolved_head_dim();
+  // Float32 as transformers computes it: inv_freq_i = 1 / theta^(2i/d).
+  const at::Tensor exponents = at::arange(0, d, 2, at::kLong).to(at::kFloat) / static_cast<double>(d);
+  const at::Tensor inv_freq = at::pow(config_.rope_theta, exponents).reciprocal();  // [d/2]
+  const at::Tensor positions = at::arange(length, at::kFloat);                      // [L]
+  const at::Tensor freqs = at::outer(positions, inv_freq);                          // [L, d/2]
+  const at::Tensor angles = at::cat({freqs, freqs}, -1);                            // [L, d]
+  rope_cos_ = angles.cos();
+  rope_sin_ = angles.sin();
+  rope_length_ = length;
+}
+
+at::Tensor CausalLm::rms_norm(const at::Tensor& x, const at::Tensor& weight) const {
+  const at::Tensor variance = x.pow(2).mean(-1, /*keepdim=*/true);
+  return weight * (x * at::rsqrt(variance + config_.rms_norm_eps));
+}
+
+// x: [B, T, H] → [B, T, H]. cos/sin: [T, head_dim]; causal_mask: [T, T] bool, true above the diagonal.
+at::Tensor CausalLm::attention(const Layer& layer, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                               const at::Tensor& causal_mask) const {
+  const int64_t b = x.size(0);
+  const int64_t t = x.size(1);
+  const int64_t d = config_.resolved_head_dim();
+  const int64_t heads = config_.num_heads;
+  const int64_t kv_heads = config_.num_kv_heads;
+
+  auto project = [&](const at::Tensor& w, const at::Tensor& bias, int64_t n) {
+    return at::linear(x, w, bias).view({b, t, n, d}).transpose(1, 2);  // [B, n, T, d]
+  };
+  at::Tensor q = project(layer.q_weight, layer.q_bias, heads);
+  at::Tensor k = project(layer.k_weight, layer.k_bias, kv_heads);
+  at::Tensor v = project(layer.v_weight, layer.v_bias, kv_heads);
+  q = q * cos + rotate_half(q) * sin;
+  k = k * cos + rotate_half(k) * sin;
+  if (kv_heads != heads) {
+    // Query head j reads kv head j / (heads / kv_heads), as transformers' repeat_kv.
+    const int64_t repeat = heads / kv_heads;
+    k = k.unsqueeze(2).expand({b, kv_heads, repeat, t, d}).reshape({b, heads, t, d});
+    v = v.unsqueeze(2).expand({b, kv_heads, repeat, t, d}).reshape({b, heads, t, d});
+  }
+  const at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(d)));
+  const at::Tensor probs =
+      at::softmax(scores.masked_fill(causal_mask, -std::numeric_limits<float>::infinity()), -1);  // [B, heads, T, T]
+  const at::Tensor out = at::matmul(probs, v).transpose(1, 2).reshape({b, t, heads * d});
+  return at::linear(out, layer.o_weight, layer.o_bias);
+}
+
+at::Tensor CausalLm::mlp(const Layer& layer, const at::Tensor& x) const {
+  return at::linear(at::silu(at::linear(x, layer.gate_weight)) * at::linear(x, layer.up_weight), layer.down_weight);
+}
+
+at::Tensor CausalLm::hidden_states(const at::Tensor& input_ids) {
+  TORCH_CHECK(input_ids.defined() && input_ids.dim() == 2, "input_ids must be [B, T], got ",
+              input_ids.defined() ? format_shape(input_ids.sizes()) : "an undefined tensor");
+  TORCH_CHECK(input_ids.scalar_type() == at::kLong, "input_ids must be int64, got ", input_ids.scalar_type());
+  TORCH_CHECK(input_ids.numel() > 0, "input_ids is empty: ", input_ids.sizes());
+  const int64_t t = input_ids.size(1);
+  TORCH_CHECK(t <= config_.max_position_embeddings, "input_ids has ", t,
+              " positions, more than max_position_embeddings = ", config_.max_position_embeddings);
+  const int64_t min_id = input_ids.min().item<int64_t>();
+  const int64_t max_id = input_ids.max().item<int64_t>();
+  TORCH_CHECK(min_id >= 0 && max_id < config_.vocab_size, "input_ids values must be in [0, ", config_.vocab_size,
+              "), got range [", min_id, ", ", max_id, "]");
+
+  ensure_rope_cache(t);
+  const at::Tensor cos = rope_cos_.narrow(0, 0, t);  // [T, d]
+  const at::Tensor sin = rope_sin_.narrow(0, 0, t);
+  const at::Tensor causal_mask = at::ones({t, t}, at::kBool).triu(1);
+
+  at::Tensor x = at::embedding(embed_tokens_, input_ids);  // [B, T, H]
+  for (const Layer& layer : layers_) {
+    x = x + attention(layer, rms_norm(x, layer.input_norm), cos, sin, causal_mask);
+    x = x + mlp(layer, rms_norm(x, layer.post_norm));
+  }
+  return rms_norm(x, final_norm_);
+}
+
+at::Tensor CausalLm::logits(const at::Tensor& input_ids) {
+  return at::linear(hidden_states(input_ids), lm_head_weight());  // [B, T, V]
+}
+
+sdk::TargetLogProbs CausalLm::target_log_probs(const sdk::TokenBatch& batch) {
+  const at::Tensor& input_ids = batch.input_ids;
+  const at::Tensor& target_ids = batch.target_ids;
+  const at::Tensor& loss_mask = batch.loss_mask;
+  TORCH_CHECK(input_ids.defined() && input_ids.dim() == 2, "input_ids must be [B, T], got ",
+              input_ids.defined() ? format_shape(input_ids.sizes()) : "an undefined tensor");
+  TORCH_CHECK(target_ids.defined() && target_ids.sizes() == input_ids.sizes(),
+              "target_ids must have the shape of input_ids ", input_ids.sizes(), ", got ",
+              target_ids.defined() ? format_shape(target_ids.sizes()) : "an undefined tensor");
+  TORCH_CHECK(target_ids.scalar_type() == at::kLong, "target_ids must be int64, got ", target_ids.scalar_type());
+  TORCH_CHECK(loss_mask.defined() && loss_mask.sizes() == input_ids.sizes(),
+              "loss_mask must have the shape of input_ids ", input_ids.sizes(), ", got ",
+              loss_mask.defined() ? format_shape(loss_mask.sizes()) : "an undefined tensor");
+  TORCH_CHECK(loss_mask.scalar_type() == at::kBool, "loss_mask must be bool, got ", loss_mask.scalar_type());
+
+  const int64_t b = input_ids.size(0);
+  const int64_t t = input_ids.size(1);
+  const at::Tensor rows = loss_mask.reshape({-1}).nonzero().squeeze(1);       // [M] int64, row-major order
+  const at::Tensor targets = target_ids.reshape({-1}).index_select(0, rows);  // [M]
+  if (targets.numel() > 0) {
+    const int64_t min_id = targets.min().item<int64_t>();
+    const int64_t max_id = targets.max().item<int64_t>();
+    TORCH_CHECK(min_id >= 0 && max_id < config_.vocab_size, "target_ids values at loss_mask positions must be in [0, ",
+                config_.vocab_size, "), got range [", min_id, ", ", max_id, "]");
+  }
+
+  const at::Tensor hidden = hidden_states(input_ids);                                              // [B, T, H]
+  const at::Tensor selected = hidden.reshape({b * t, config_.hidden_size}).index_select(0, rows);  // [M, H]
+  // Only the M trained rows go through the vocabulary projection.
+  const at::Tensor logits = at::linear(selected, lm_head_weight());  // [M, V]
+  const at::Tensor log_probs = logits.gather(1, targets.unsqueeze(1)).squeeze(1) - at::logsumexp(logits, {1});  // [M]
+  const at::Tensor is_argmax = logits.detach().argmax(1) == targets;                                            // [M]
+
+  // masked_scatter fills true positions in row-major order, the order of `rows`.
+  sdk::TargetLogProbs out;
+  out.log_probs = at::zeros({b, t}, hidden.options()).masked_scatter(loss_mask, log_probs);
+  out.is_argmax = at::zeros({b, t}, at::kBool).masked_scatter(loss_mask, is_argmax);
+  return out;
+}
+
+}  // namespace ptrain::model

@@ -1,0 +1,48 @@
+// Architecture hyper-parameters of a Llama / Qwen2 causal LM, and their
+// mapping to and from a Hugging Face config.json.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace ptrain::model {
+
+struct ModelConfig {
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;  // 0: hidden_size / num_heads
+  int64_t max_position_embeddings = 2048;
+  double rope_theta = 10000.0;
+  double rms_norm_eps = 1e-6;
+  bool tie_word_embeddings = false;
+  bool qkv_bias = false;             // q/k/v projections have bias (Qwen2; Llama with attention_bias)
+  bool o_bias = false;               // o_proj has bias (Llama with attention_bias = true only)
+  std::string model_type = "llama";  // "llama" or "qwen2"
+
+  int64_t resolved_head_dim() const;
+
+  // Throws sdk::ModelError naming the first inconsistent field.
+  void validate() const;
+
+  // config.json as transformers writes it (float32 weights).
+  nlohmann::json to_hf_json() const;
+
+  // Reads a transformers config.json. `source` (the file path) prefixes every
+  // error. Size keys (vocab_size, hidden_size, intermediate_size,
+  // num_hidden_layers, num_attention_heads) are required; the other keys take
+  // transformers' defaults when missing. Features this model does not
+  // implement (rope_scaling, sliding windows, mlp_bias, non-SiLU activations,
+  // attention dropout) are rejected with a ModelError naming the key.
+  static ModelConfig from_hf_json(const nlohmann::json& j, const std::string& source);
+
+  bool operator==(const ModelConfig& other) const;
+  bool operator!=(const ModelConfig& other) const { return !(*this == other); }
+};
+
+}  // namespace ptrain::model

@@ -1,0 +1,35 @@
+// Reading and writing the safetensors format
+// (https://github.com/huggingface/safetensors#format):
+//   8 bytes   N, little-endian uint64: header length
+//   N bytes   JSON object {name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {str: str}}
+//   rest      tensor bytes, offsets relative to the end of the header
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ptrain::model {
+
+// Reads every tensor of a safetensors file into CPU tensors of the stored
+// dtype (F32, F16, BF16, F64, I64, I32, I16, I8, U8, BOOL), in file order
+// (by data offset; equal offsets keep header order). Validates the file like
+// the reference reader: sane header length within the file, a JSON object
+// header, known dtypes, offsets contiguous from 0 and covering the data
+// exactly, and shape × dtype size equal to each tensor's byte range. Throws
+// sdk::ModelError naming the file and the tensor.
+std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::filesystem::path& path);
+
+// Writes tensors (any device, any layout; stored contiguous, in the given
+// order) with "__metadata__" = metadata plus "format": "pt". The header is
+// padded with spaces so tensor data starts at a multiple of 8 bytes. Names
+// must be unique. Overwrites `path`; atomicity is the caller's concern.
+void write_safetensors(const std::filesystem::path& path,
+                       const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace ptrain::model

@@ -1,0 +1,45 @@
+#include "core/plugin/host_logger.h"
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <string>
+
+namespace ptrain::plugin {
+namespace {
+
+int g_rank = 0;
+
+std::string pattern_for(int rank) { return "%H:%M:%S.%e r" + std::to_string(rank) + " %^%-5l%$ %v"; }
+
+}  // namespace
+
+void init_logging(int rank) {
+  g_rank = rank;
+  auto console = spdlog::stderr_color_mt("ptrain");
+  console->set_pattern(pattern_for(rank));
+  console->set_level(rank == 0 ? spdlog::level::info : spdlog::level::warn);
+  spdlog::set_default_logger(console);
+}
+
+void add_log_file(const std::filesystem::path& dir, int rank) {
+  auto logger = spdlog::default_logger();
+  auto file_sink =
+      std::make_shared<spdlog::sinks::basic_file_sink_mt>((dir / ("log_rank" + std::to_string(rank) + ".txt")).string());
+  file_sink->set_pattern("%Y-%m-%d " + pattern_for(rank));
+  logger->sinks().push_back(file_sink);
+  logger->flush_on(spdlog::level::info);
+}
+
+void log_info(std::string_view component, std::string_view message) {
+  spdlog::info("[{}] {}", component, message);
+}
+void log_warn(std::string_view component, std::string_view message) {
+  spdlog::warn("[{}] {}", component, message);
+}
+void log_error(std::string_view component, std::string_view message) {
+  spdlog::error("[{}] {}", component, message);
+}
+
+}  // namespace ptrain::plugin

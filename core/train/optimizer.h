@@ -1,0 +1,37 @@
+// The optimizer over the policy's parameters: AdamW (decoupled weight decay)
+// or SGD, with norms and biases excluded from weight decay by default, as in
+// transformers' Trainer. torch::optim stays behind this header so only one
+// translation unit pays for its includes.
+#pragma once
+
+#include "core/config/run_config.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ptrain::train {
+
+class ParameterOptimizer {
+ public:
+  ParameterOptimizer(const config::OptimSection& optim,
+                     const std::vector<std::pair<std::string, at::Tensor>>& named_parameters);
+  ~ParameterOptimizer();
+
+  // One update with the given learning rate for every parameter group.
+  void step(double lr);
+
+  int64_t num_decayed() const { return num_decayed_; }
+  int64_t num_not_decayed() const { return num_not_decayed_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int64_t num_decayed_ = 0;
+  int64_t num_not_decayed_ = 0;
+};
+
+}  // namespace ptrain::train

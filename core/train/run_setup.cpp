@@ -1,0 +1,70 @@
+#include "core/train/run_setup.h"
+
+#include "core/data/jsonl_reader.h"
+#include "core/tokenizer/byte_tokenizer.h"
+#include "ptrain/sdk/errors.h"
+
+namespace ptrain::train {
+
+std::unique_ptr<sdk::Tokenizer> make_tokenizer(const config::TokenizerSection& section) {
+  if (section.kind == "bytes") return std::make_unique<tokenizer::ByteTokenizer>();
+  throw sdk::ConfigError("tokenizer.kind = \"" + section.kind +
+                         "\": this build has only the byte tokenizer (kind = \"bytes\")");
+}
+
+model::ModelConfig model_config_from(const config::ModelSection& section) {
+  model::ModelConfig config;
+  config.vocab_size = section.vocab_size;
+  config.hidden_size = section.hidden_size;
+  config.intermediate_size = section.intermediate_size;
+  config.num_layers = section.num_layers;
+  config.num_heads = section.num_heads;
+  config.num_kv_heads = section.num_kv_heads;
+  config.max_position_embeddings = section.max_position_embeddings;
+  config.rope_theta = section.rope_theta;
+  config.rms_norm_eps = section.rms_norm_eps;
+  config.tie_word_embeddings = section.tie_word_embeddings;
+  // Bias on q/k/v only is the Qwen2 layout; without it the model is a Llama.
+  config.qkv_bias = section.attention_bias;
+  config.o_bias = false;
+  config.model_type = section.attention_bias ? "qwen2" : "llama";
+  return config;
+}
+
+std::unique_ptr<model::CausalLm> make_policy(const config::RunConfig& config, const sdk::Tokenizer& tokenizer) {
+  std::unique_ptr<model::CausalLm> policy;
+  if (!config.model.init.empty()) {
+    policy = model::CausalLm::load_hf_dir(config.model.init);
+  } else {
+    model::ModelConfig model_config = model_config_from(config.model);
+    model_config.validate();
+    policy = model::CausalLm::init_random(model_config, config.seed);
+  }
+  const model::ModelConfig& loaded = policy->config();
+  if (loaded.vocab_size < tokenizer.vocab_size()) {
+    throw sdk::ConfigError("model vocab_size " + std::to_string(loaded.vocab_size) + " is smaller than the tokenizer's " +
+                           std::to_string(tokenizer.vocab_size()) + " ids");
+  }
+  if (config.data.max_length > loaded.max_position_embeddings) {
+    throw sdk::ConfigError("data.max_length = " + std::to_string(config.data.max_length) +
+                           " exceeds the model's max_position_embeddings = " +
+                           std::to_string(loaded.max_position_embeddings));
+  }
+  return policy;
+}
+
+std::vector<sdk::Example> load_examples(const config::RunConfig& config, const sdk::TrainModule& module) {
+  std::vector<sdk::Example> examples = data::read_jsonl(config.data.train);
+  for (const sdk::Example& example : examples) module.check_example(example);
+  return examples;
+}
+
+sdk::MicrobatchPlan microbatch_plan(const config::BatchSection& batch) {
+  sdk::MicrobatchPlan plan;
+  plan.micro_size = batch.micro_size;
+  plan.micro_tokens = batch.micro_tokens;
+  if (plan.micro_size <= 0 && plan.micro_tokens <= 0) plan.micro_size = batch.global_size;
+  return plan;
+}
+
+}  // namespace ptrain::train

@@ -1,0 +1,30 @@
+// The pieces a run is built from, shared by `ptrain train` and `ptrain validate`
+// so that validation checks exactly what training will use.
+#pragma once
+
+#include "core/config/run_config.h"
+#include "core/model/causal_lm.h"
+#include "ptrain/sdk/batch.h"
+#include "ptrain/sdk/tokenizer.h"
+#include "ptrain/sdk/train_module.h"
+
+#include <memory>
+#include <vector>
+
+namespace ptrain::train {
+
+// Throws sdk::ConfigError for a tokenizer kind this build cannot load.
+std::unique_ptr<sdk::Tokenizer> make_tokenizer(const config::TokenizerSection& section);
+
+model::ModelConfig model_config_from(const config::ModelSection& section);
+
+// Loads model.init, or builds the configured sizes with a seeded init; checks
+// the vocabulary covers the tokenizer's and that max_length fits the positions.
+std::unique_ptr<model::CausalLm> make_policy(const config::RunConfig& config, const sdk::Tokenizer& tokenizer);
+
+// Reads data.train and checks every example with the plugin (DataError names file:line).
+std::vector<sdk::Example> load_examples(const config::RunConfig& config, const sdk::TrainModule& module);
+
+sdk::MicrobatchPlan microbatch_plan(const config::BatchSection& batch);
+
+}  // namespace ptrain::train

@@ -1,0 +1,205 @@
+#include "core/train/trainer.h"
+
+#include "core/checkpoint/model_saver.h"
+#include "core/data/global_batch_sampler.h"
+#include "core/metrics/metric_reducer.h"
+#include "core/metrics/metrics_sink.h"
+#include "core/metrics/throughput.h"
+#include "core/plugin/host_context.h"
+#include "core/plugin/host_logger.h"
+#include "core/train/lr_schedule.h"
+#include "core/train/optimizer.h"
+#include "core/train/run_setup.h"
+#include "core/train/update_step.h"
+#include "ptrain/sdk/errors.h"
+
+#include <ATen/Parallel.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <thread>
+
+namespace ptrain::train {
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Refuses to mix a new run into an old one unless asked to replace it.
+void prepare_output_dir(const fs::path& dir, bool overwrite) {
+  std::error_code error;
+  const bool non_empty = fs::is_directory(dir, error) && !fs::is_empty(dir, error);
+  if (non_empty && !overwrite) {
+    throw sdk::ConfigError("output_dir '" + dir.string() +
+                           "' already holds a run; pass --overwrite to replace it or choose another output_dir");
+  }
+  if (non_empty) fs::remove_all(dir);
+  fs::create_directories(dir);
+}
+
+void write_text_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw sdk::Error(path.string() + ": cannot write");
+}
+
+int default_thread_count(int local_world_size) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::max(1, static_cast<int>(cores) / std::max(1, local_world_size));
+}
+
+std::vector<sdk::MetricSpec> all_metric_specs(const sdk::TrainModule& module) {
+  std::vector<sdk::MetricSpec> specs = core_step_metric_specs();
+  static const std::set<std::string> reserved{"loss", "grad_norm", "lr", "units", "tokens", "tokens_per_s",
+                                              "step_s", "mfu", "skipped_steps", "epoch", "step"};
+  for (const sdk::MetricSpec& spec : module.metric_specs()) {
+    if (reserved.count(spec.name) != 0 || spec.name.rfind("core/", 0) == 0) {
+      throw sdk::PluginError("plugin metric '" + spec.name + "' clashes with a core metric name");
+    }
+    specs.push_back(spec);
+  }
+  return specs;
+}
+
+}  // namespace
+
+TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,
+                          dist::Communicator& communicator, const TrainOptions& options) {
+  const bool is_main = communicator.rank() == 0;
+  const fs::path output_dir = config.output_dir;
+  if (is_main) prepare_output_dir(output_dir, options.overwrite);
+  communicator.barrier();
+  plugin::add_log_file(output_dir, communicator.rank());
+  if (is_main) write_text_file(output_dir / "config.toml", options.resolved_config_toml);
+
+  const int threads = config.runtime.threads > 0 ? static_cast<int>(config.runtime.threads)
+                                                 : default_thread_count(communicator.world_size());
+  at::set_num_threads(threads);
+
+  const auto tokenizer = make_tokenizer(config.tokenizer);
+  const auto policy = make_policy(config, *tokenizer);
+  plugin::ModuleHandle module = plugin.create_module();
+  sdk::RankInfo rank_info{communicator.rank(), communicator.world_size(), communicator.local_rank()};
+  sdk::RunInfo run_info{config.seed, config.data.max_length, 0, 0};
+  plugin::HostContext context(*policy, *tokenizer, config.module, rank_info, run_info);
+  module->setup(context);
+
+  const std::vector<sdk::Example> examples = load_examples(config, *module);
+  const data::GlobalBatchSampler sampler(static_cast<int64_t>(examples.size()), config.batch.global_size, config.seed);
+  const sdk::MicrobatchPlan plan = microbatch_plan(config.batch);
+  metrics::MetricReducer reducer(all_metric_specs(*module));
+
+  const auto named_parameters = policy->named_parameters();
+  std::vector<at::Tensor> parameters;
+  for (const auto& [name, parameter] : named_parameters) parameters.push_back(parameter);
+  ParameterOptimizer optimizer(config.optim, named_parameters);
+
+  const int64_t num_parameters = policy->num_parameters();
+  const double peak_flops_per_s = metrics::measure_matmul_flops_per_s();
+  plugin::log_info("train", "plugin " + std::string(plugin.info().name) + " " + plugin.info().version + ", " +
+                                std::to_string(num_parameters) + " parameters, " + std::to_string(examples.size()) +
+                                " examples, " + std::to_string(sampler.steps_per_epoch()) + " steps per epoch, " +
+                                std::to_string(threads) + " threads, world size " +
+                                std::to_string(communicator.world_size()));
+
+  std::unique_ptr<metrics::JsonlMetricsWriter> metrics_writer;
+  if (is_main) metrics_writer = std::make_unique<metrics::JsonlMetricsWriter>(output_dir / "metrics.jsonl");
+
+  TrainSummary summary;
+  const auto run_start = Clock::now();
+  const int64_t max_steps = config.train.max_steps;
+  for (int64_t step = 0; step < max_steps; ++step) {
+    const auto step_start = Clock::now();
+    const data::GlobalBatchSampler::Position position = sampler.position(step);
+    context.set_step(step, position.epoch);
+
+    const std::vector<int64_t> global_batch = sampler.global_batch(step);
+    const data::RankSlice slice =
+        data::rank_slice(static_cast<int64_t>(global_batch.size()), communicator.rank(), communicator.world_size());
+    std::vector<const sdk::Example*> rank_examples;
+    for (int64_t i = slice.begin; i < slice.end; ++i) rank_examples.push_back(&examples[global_batch[i]]);
+
+    const GradientResult gradient =
+        accumulate_gradients(*module, context, rank_examples, plan, parameters, communicator, reducer);
+    std::map<std::string, double> reduced = reducer.reduce(communicator);
+
+    const double lr = learning_rate_at(config.schedule, config.optim.lr, step, max_steps);
+    std::map<std::string, double> values;
+    bool stepped = false;
+    if (!gradient.has_units) {
+      plugin::log_warn("train", "step " + std::to_string(step + 1) +
+                                    ": no loss unit in the global batch (nothing to learn from); step skipped");
+    } else {
+      const double loss = reduced["core/loss_sum"] / gradient.loss_divisor;
+      // Gradients are identical on every rank after the all-reduce, so every
+      // rank computes the same norm and takes the same branch.
+      const double grad_norm = clip_grad_norm(parameters, config.optim.clip_grad_norm);
+      values["loss"] = loss;
+      values["grad_norm"] = grad_norm;
+      if (std::isfinite(loss) && std::isfinite(grad_norm)) {
+        optimizer.step(lr);
+        stepped = true;
+        if (summary.steps == summary.skipped_steps) summary.first_loss = loss;
+        summary.last_loss = loss;
+      } else {
+        plugin::log_warn("train", "step " + std::to_string(step + 1) + ": non-finite loss or gradient norm; step skipped");
+      }
+    }
+    if (!stepped) ++summary.skipped_steps;
+    ++summary.steps;
+
+    const double step_s = seconds_since(step_start);
+    const auto tokens = static_cast<int64_t>(reduced["core/tokens"]);
+    values["lr"] = lr;
+    values["units"] = static_cast<double>(gradient.global_units);
+    values["tokens"] = static_cast<double>(tokens);
+    values["padded_tokens"] = reduced["core/padded_tokens"];
+    values["step_s"] = step_s;
+    values["tokens_per_s"] = static_cast<double>(tokens) / step_s;
+    values["mfu"] = metrics::training_flops(num_parameters, tokens) / step_s /
+                    (peak_flops_per_s * communicator.world_size());
+    values["skipped_steps"] = static_cast<double>(summary.skipped_steps);
+    values["epoch"] = static_cast<double>(position.epoch);
+    for (const auto& [name, value] : reduced) {
+      if (name.rfind("core/", 0) != 0) values[name] = value;
+    }
+
+    if (is_main) {
+      metrics_writer->write(step + 1, values);
+      if ((step + 1) % config.train.log_every == 0 || step + 1 == max_steps) {
+        const double elapsed = seconds_since(run_start);
+        const double eta_s = elapsed / static_cast<double>(step + 1) * static_cast<double>(max_steps - step - 1);
+        plugin::log_info("train", metrics::format_console_line(step + 1, max_steps, values, eta_s));
+      }
+    }
+    if (config.checkpoint.every_steps > 0 && (step + 1) % config.checkpoint.every_steps == 0 && step + 1 < max_steps) {
+      if (is_main) {
+        const fs::path checkpoints_dir = output_dir / "checkpoints";
+        checkpoint::save_model_atomically(*policy, checkpoints_dir / ("step_" + std::to_string(step + 1)));
+        checkpoint::prune_checkpoints(checkpoints_dir, config.checkpoint.keep_last);
+        plugin::log_info("checkpoint", "saved step " + std::to_string(step + 1));
+      }
+      communicator.barrier();
+    }
+  }
+
+  summary.final_model_dir = output_dir / "final";
+  if (is_main) {
+    checkpoint::save_model_atomically(*policy, summary.final_model_dir);
+    plugin::log_info("train", "done: " + std::to_string(summary.steps) + " steps (" +
+                                  std::to_string(summary.skipped_steps) + " skipped) in " +
+                                  metrics::format_duration(seconds_since(run_start)) + "; final model in " +
+                                  summary.final_model_dir.string());
+  }
+  communicator.barrier();
+  return summary;
+}
+
+}  // namespace ptrain::train

@@ -1,0 +1,31 @@
+// A training run: builds the pieces, loops over update steps, logs metrics and
+// writes checkpoints and the final model.
+#pragma once
+
+#include "core/config/run_config.h"
+#include "core/dist/communicator.h"
+#include "core/plugin/plugin_loader.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+namespace ptrain::train {
+
+struct TrainOptions {
+  bool overwrite = false;           // replace an existing non-empty output_dir
+  std::string resolved_config_toml; // written to <output_dir>/config.toml
+};
+
+struct TrainSummary {
+  int64_t steps = 0;
+  int64_t skipped_steps = 0;
+  double first_loss = 0.0;
+  double last_loss = 0.0;
+  std::filesystem::path final_model_dir;
+};
+
+TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,
+                          dist::Communicator& communicator, const TrainOptions& options);
+
+}  // namespace ptrain::train

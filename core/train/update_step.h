@@ -1,0 +1,46 @@
+// The gradient of one global batch (DESIGN.md §2).
+//
+//   n[r,k] = count_units(microbatch k on rank r)      before any forward
+//   N      = Σ_r Σ_k n[r,k]                           one all-reduce
+//   for each k: backward(S[r,k] / divisor(N))         divisor = N, or 1 for `sum`
+//   all-reduce gradients with SUM once, after the last microbatch
+// so the step's gradient, ∇ ΣS / divisor, is the same for every split of the
+// global batch over ranks, microbatch sizes and accumulation counts.
+#pragma once
+
+#include "core/dist/communicator.h"
+#include "core/metrics/metric_reducer.h"
+#include "ptrain/sdk/train_module.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace ptrain::train {
+
+struct GradientResult {
+  bool has_units = false;      // false: nothing to learn from anywhere; gradients untouched
+  int64_t global_units = 0;    // N
+  double loss_divisor = 0.0;   // N, or the plugin's fixed divisor
+  int64_t num_microbatches = 0;  // on this rank
+};
+
+// Metrics accumulate_gradients() adds to the reducer: core/loss_sum (ΣS, so
+// L = core/loss_sum / loss_divisor), core/tokens, core/padded_tokens.
+std::vector<sdk::MetricSpec> core_step_metric_specs();
+
+// Zeroes the parameters' gradients, then accumulates the step's gradient into
+// them. Collective: every rank calls it for every step, even with no examples.
+// Plugin metrics go into `reducer` (reduce() is left to the caller, which
+// adds its own values first).
+GradientResult accumulate_gradients(sdk::TrainModule& module, sdk::Context& context,
+                                    const std::vector<const sdk::Example*>& rank_examples,
+                                    const sdk::MicrobatchPlan& plan, const std::vector<at::Tensor>& parameters,
+                                    dist::Communicator& communicator, metrics::MetricReducer& reducer);
+
+// Global L2 norm of the gradients, then scales them to `max_norm` if larger
+// (max_norm 0: no clipping). Returns the norm before clipping.
+double clip_grad_norm(const std::vector<at::Tensor>& parameters, double max_norm);
+
+}  // namespace ptrain::train

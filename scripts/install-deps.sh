@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ptrain builds against, only those not installed yet.
+# Safe to run repeatedly; needs root (or sudo) only when something is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ccache
+  libtorch-dev libgloo-dev
+  libopenblas0-openmp          # LibTorch is ~15x slower on the reference BLAS
+  libboost-dev libboost-program-options-dev libboost-filesystem-dev
+  libtomlplusplus-dev libspdlog-dev catch2 nlohmann-json3-dev
+  python3
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "[deps] all build dependencies are installed"
+  exit 0
+fi
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+echo "[deps] installing: ${missing[*]}"
+"${sudo_cmd[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

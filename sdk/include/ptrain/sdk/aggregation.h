@@ -1,0 +1,44 @@
+// Loss aggregation modes shared by all plugins (DESIGN.md §2).
+//
+// With per-token loss l, mask m over sequences i and tokens t, one microbatch adds
+//   mode                     S (sum)                     n (units)
+//   token_mean               Σ_i Σ_t m·l                 Σ_i Σ_t m
+//   seq_mean_token_mean      Σ_i (Σ_t m·l / Σ_t m)       sequences with Σ_t m > 0
+//   seq_mean_token_sum       Σ_i Σ_t m·l                 sequences with Σ_t m > 0
+//   seq_mean_token_sum_norm  Σ_i Σ_t m·l / C             sequences with Σ_t m > 0
+//   sum                      Σ_i Σ_t m·l                 Σ_i Σ_t m (only to detect an empty step)
+// and the step loss is L = ΣS / divisor, divisor = N = Σn over all microbatches
+// and ranks, except in `sum` mode where the divisor is fixed at 1.
+// A sequence with no trainable token adds nothing to S or n.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ptrain::sdk {
+
+enum class LossAggregation { kTokenMean, kSeqMeanTokenMean, kSeqMeanTokenSum, kSeqMeanTokenSumNorm, kSum };
+
+struct AggregationSpec {
+  LossAggregation mode = LossAggregation::kTokenMean;
+  double norm_constant = 1.0;  // C of seq_mean_token_sum_norm
+};
+
+const std::vector<std::string>& loss_aggregation_names();
+LossAggregation parse_loss_aggregation(const std::string& name);  // throws ConfigError
+const char* loss_aggregation_name(LossAggregation mode);
+
+// n: loss units of a microbatch. loss_mask: [B, T] bool.
+int64_t count_loss_units(const at::Tensor& loss_mask, const AggregationSpec& spec);
+
+// S: differentiable scalar sum. token_loss: [B, T] float; loss_mask: [B, T] bool.
+at::Tensor aggregate_loss_sum(const at::Tensor& token_loss, const at::Tensor& loss_mask,
+                              const AggregationSpec& spec);
+
+// The divisor of the step loss given the global unit count N.
+double loss_divisor(const AggregationSpec& spec, int64_t global_units);
+
+}  // namespace ptrain::sdk

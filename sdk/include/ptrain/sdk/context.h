@@ -1,0 +1,52 @@
+// What the core hands a plugin: the models, tokenizer, its validated config,
+// rank information and the host's logger. Plugins reach nothing else.
+#pragma once
+
+#include "ptrain/sdk/config_schema.h"
+#include "ptrain/sdk/model.h"
+#include "ptrain/sdk/tokenizer.h"
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+namespace ptrain::sdk {
+
+struct RankInfo {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+};
+
+struct RunInfo {
+  uint64_t seed = 0;
+  int64_t max_length = 0;  // data.max_length: longest sequence in tokens, prompt included
+  int64_t step = 0;        // the update step being prepared or computed (0-based)
+  int64_t epoch = 0;
+};
+
+// Logs through the host's logger, as "[component] message" with the rank.
+// Rank 0 prints info; every rank prints warnings and errors.
+class Logger {
+ public:
+  virtual ~Logger() = default;
+  virtual void info(std::string_view component, std::string_view message) = 0;
+  virtual void warn(std::string_view component, std::string_view message) = 0;
+  virtual void error(std::string_view component, std::string_view message) = 0;
+};
+
+class Context {
+ public:
+  virtual ~Context() = default;
+  virtual RankInfo rank_info() const = 0;
+  virtual RunInfo run_info() const = 0;
+  virtual LanguageModel& policy() = 0;
+  // A copy of the policy's current weights that takes no gradients (e.g. a
+  // reference model taken at setup).
+  virtual std::unique_ptr<LanguageModel> frozen_policy_copy() = 0;
+  virtual const Tokenizer& tokenizer() const = 0;
+  virtual const ConfigValues& module_config() const = 0;  // [module], validated against the plugin's schema
+  virtual Logger& logger() = 0;
+};
+
+}  // namespace ptrain::sdk

@@ -1,0 +1,49 @@
+// Error types shared by the core and plugins.
+//
+// Every message is complete when thrown: it names the file:line, key, tensor
+// or rank it is about, what was expected and what was found. `main` prints
+// `what()` as one line and maps the kind to an exit code (usage and config
+// errors: 2, everything else: 1).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace ptrain::sdk {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The command line was malformed (exit code 2).
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A configuration value is missing, unknown, mistyped or out of range (exit code 2).
+class ConfigError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A dataset line is unreadable or lacks a field; the message starts with file:line.
+class DataError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A model directory, config.json or tensor file is unusable; the message names the tensor or key.
+class ModelError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A plugin library could not be loaded or is incompatible; the message names the path.
+class PluginError : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace ptrain::sdk

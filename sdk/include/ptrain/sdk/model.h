@@ -1,0 +1,33 @@
+// The causal language model as plugins see it. The core implements it
+// (core/model) for the trained policy and for frozen copies.
+#pragma once
+
+#include "ptrain/sdk/batch.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+namespace ptrain::sdk {
+
+struct TargetLogProbs {
+  at::Tensor log_probs;  // [B, T] float32: log p(target | prefix) where loss_mask, 0 elsewhere; differentiable
+  at::Tensor is_argmax;  // [B, T] bool: target is the model's most likely token (false outside loss_mask)
+};
+
+class LanguageModel {
+ public:
+  virtual ~LanguageModel() = default;
+
+  // Log-probabilities of batch.target_ids, computed only at positions of
+  // batch.loss_mask and without materialising a full-vocabulary log-softmax.
+  virtual TargetLogProbs target_log_probs(const TokenBatch& batch) = 0;
+
+  // Full next-token logits. input_ids: [B, T] int64 → [B, T, V] float32.
+  virtual at::Tensor logits(const at::Tensor& input_ids) = 0;
+
+  virtual int64_t vocab_size() const = 0;
+  virtual int64_t num_parameters() const = 0;
+};
+
+}  // namespace ptrain::sdk

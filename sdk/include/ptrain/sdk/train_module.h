@@ -1,0 +1,58 @@
+// The one interface an algorithm implements: turn a microbatch into a loss sum.
+//
+// Per microbatch k on rank r the core asks for n[r,k] = count_units() before
+// any forward pass, all-reduces N = Σ n, then backpropagates
+// microbatch_loss().loss_sum / loss_divisor(N) for each microbatch, so a
+// step's gradient does not depend on how its global batch was split
+// (DESIGN.md §2). loss_sum must be a SUM over the microbatch's units, never a
+// mean.
+#pragma once
+
+#include "ptrain/sdk/batch.h"
+#include "ptrain/sdk/context.h"
+#include "ptrain/sdk/metrics.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace ptrain::sdk {
+
+struct LossOut {
+  at::Tensor loss_sum;  // differentiable scalar: Σ of the loss over this microbatch's units
+  MetricList metrics;
+};
+
+class TrainModule {
+ public:
+  virtual ~TrainModule() = default;
+
+  // Reads ctx.module_config() into the plugin's typed config; builds
+  // reference models or caches.
+  virtual void setup(Context& ctx) = 0;
+
+  // Every metric microbatch_loss() may emit, with its reduction.
+  virtual std::vector<MetricSpec> metric_specs() const = 0;
+
+  // Throws DataError "file:line: field ..." when the example lacks what this
+  // algorithm needs. Called on every example before training and by `ptrain validate`.
+  virtual void check_example(const Example& example) const = 0;
+
+  // Collates this rank's examples of the step into microbatches (GRPO also
+  // generates and scores here).
+  virtual std::vector<std::unique_ptr<Microbatch>> prepare(Context& ctx, const std::vector<const Example*>& examples,
+                                                           const MicrobatchPlan& plan) = 0;
+
+  // n[r,k]: loss units of a microbatch, known before its forward pass.
+  virtual int64_t count_units(const Microbatch& microbatch) const = 0;
+
+  // The step loss divisor given the global unit count N (e.g. 1 for `sum`).
+  virtual double loss_divisor(int64_t global_units) const { return static_cast<double>(global_units); }
+
+  // S[r,k] and metrics.
+  virtual LossOut microbatch_loss(Context& ctx, const Microbatch& microbatch) = 0;
+};
+
+}  // namespace ptrain::sdk

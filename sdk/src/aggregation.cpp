@@ -1,0 +1,76 @@
+#include "ptrain/sdk/aggregation.h"
+
+#include "ptrain/sdk/errors.h"
+
+#include <ATen/ATen.h>
+
+namespace ptrain::sdk {
+namespace {
+
+bool counts_sequences(LossAggregation mode) {
+  return mode == LossAggregation::kSeqMeanTokenMean || mode == LossAggregation::kSeqMeanTokenSum ||
+         mode == LossAggregation::kSeqMeanTokenSumNorm;
+}
+
+void check_mask(const at::Tensor& loss_mask) {
+  TORCH_CHECK(loss_mask.dim() == 2 && loss_mask.scalar_type() == at::kBool,
+              "loss_mask must be [B, T] bool, got ", loss_mask.sizes(), " ", loss_mask.scalar_type());
+}
+
+}  // namespace
+
+const std::vector<std::string>& loss_aggregation_names() {
+  static const std::vector<std::string> names{"token_mean", "seq_mean_token_mean", "seq_mean_token_sum",
+                                              "seq_mean_token_sum_norm", "sum"};
+  return names;
+}
+
+const char* loss_aggregation_name(LossAggregation mode) {
+  return loss_aggregation_names().at(static_cast<size_t>(mode)).c_str();
+}
+
+LossAggregation parse_loss_aggregation(const std::string& name) {
+  const auto& names = loss_aggregation_names();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<LossAggregation>(i);
+  }
+  std::string allowed;
+  for (const auto& candidate : names) allowed += (allowed.empty() ? "" : ", ") + candidate;
+  throw ConfigError("unknown loss aggregation '" + name + "' (expected one of: " + allowed + ")");
+}
+
+int64_t count_loss_units(const at::Tensor& loss_mask, const AggregationSpec& spec) {
+  check_mask(loss_mask);
+  if (counts_sequences(spec.mode)) return loss_mask.any(/*dim=*/1).sum().item<int64_t>();
+  return loss_mask.sum().item<int64_t>();
+}
+
+at::Tensor aggregate_loss_sum(const at::Tensor& token_loss, const at::Tensor& loss_mask,
+                              const AggregationSpec& spec) {
+  check_mask(loss_mask);
+  TORCH_CHECK(token_loss.sizes() == loss_mask.sizes(), "token_loss ", token_loss.sizes(),
+              " and loss_mask ", loss_mask.sizes(), " must have the same shape");
+  // where() rather than a product so that a non-finite loss at a masked-out
+  // position cannot leak into the sum as NaN.
+  const at::Tensor masked_loss = at::where(loss_mask, token_loss, at::zeros_like(token_loss));
+  switch (spec.mode) {
+    case LossAggregation::kTokenMean:
+    case LossAggregation::kSeqMeanTokenSum:
+    case LossAggregation::kSum:
+      return masked_loss.sum();
+    case LossAggregation::kSeqMeanTokenSumNorm:
+      return masked_loss.sum() / spec.norm_constant;
+    case LossAggregation::kSeqMeanTokenMean: {
+      // Sequences without a trainable token divide 0 by 1 and add nothing.
+      const at::Tensor tokens_per_sequence = loss_mask.sum(/*dim=*/1).clamp_min(1).to(token_loss.scalar_type());
+      return (masked_loss.sum(/*dim=*/1) / tokens_per_sequence).sum();
+    }
+  }
+  throw Error("unhandled loss aggregation mode");
+}
+
+double loss_divisor(const AggregationSpec& spec, int64_t global_units) {
+  return spec.mode == LossAggregation::kSum ? 1.0 : static_cast<double>(global_units);
+}
+
+}  // namespace ptrain::sdk

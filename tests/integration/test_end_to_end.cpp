@@ -1,0 +1,173 @@
+// The `ptrain` executable end to end: train, validate, plugins, errors and exit codes.
+#include "catch.h"
+
+#include "core/model/causal_lm.h"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+CommandResult run_ptrain(const std::string& arguments) {
+  const std::string command = std::string(PTRAIN_EXE) + " " + arguments + " 2>&1";
+  CommandResult result;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buffer{};
+  while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) result.output += buffer.data();
+  const int status = ::pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("ptrain_e2e_" + std::to_string(::getpid())) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// A config small enough to train in seconds on the bundled arithmetic data.
+fs::path write_config(const fs::path& dir, const std::string& extra_module = "",
+                      const std::string& file_name = "sft_small.toml") {
+  const fs::path path = dir / file_name;
+  std::ofstream(path) << "plugin = \"sft\"\n"
+                      << "seed = 1\n"
+                      << "output_dir = \"" << (dir / "run").string() << "\"\n"
+                      << "[model]\nvocab_size = 259\nhidden_size = 64\nintermediate_size = 128\nnum_layers = 2\n"
+                      << "num_heads = 4\nnum_kv_heads = 2\nmax_position_embeddings = 32\n"
+                      << "[data]\ntrain = \"" << PTRAIN_SOURCE_DIR << "/data/arith/train.jsonl\"\nmax_length = 16\n"
+                      << "[batch]\nglobal_size = 16\nmicro_size = 8\n"
+                      << "[optim]\nlr = 3e-3\n"
+                      << "[schedule]\nname = \"constant\"\nwarmup_steps = 3\n"
+                      << "[train]\nmax_steps = 40\nlog_every = 10\n"
+                      << "[checkpoint]\nevery_steps = 15\nkeep_last = 1\n"
+                      << "[module]\nloss_agg = \"token_mean\"\n"
+                      << extra_module;
+  return path;
+}
+
+std::vector<nlohmann::json> read_metrics(const fs::path& path) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+double mean_loss(const std::vector<nlohmann::json>& lines, size_t begin, size_t end) {
+  double sum = 0.0;
+  for (size_t i = begin; i < end; ++i) sum += lines[i]["loss"].get<double>();
+  return sum / static_cast<double>(end - begin);
+}
+
+}  // namespace
+
+TEST_CASE("ptrain train fine-tunes, logs falling loss, and writes a loadable model", "[e2e]") {
+  const fs::path dir = fresh_dir("train");
+  const fs::path config = write_config(dir);
+  const CommandResult result = run_ptrain("train -c " + config.string());
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.output, Catch::Contains("step 40/40"));
+
+  const fs::path run = dir / "run";
+  const auto lines = read_metrics(run / "metrics.jsonl");
+  REQUIRE(lines.size() == 40);
+  for (const char* key : {"loss", "grad_norm", "lr", "units", "tokens", "tokens_per_s", "step_s", "mfu",
+                          "skipped_steps", "token_accuracy", "trainable_tokens"}) {
+    INFO("metric " << key);
+    CHECK(lines.back().contains(key));
+  }
+  CHECK(lines.front()["step"] == 1);
+  CHECK(lines.back()["skipped_steps"] == 0);
+  const double early = mean_loss(lines, 0, 5);
+  const double late = mean_loss(lines, 35, 40);
+  INFO("mean loss of steps 1-5: " << early << ", of steps 36-40: " << late);
+  CHECK(late < 0.6 * early);
+
+  CHECK(fs::exists(run / "config.toml"));
+  CHECK(fs::exists(run / "log_rank0.txt"));
+  CHECK(fs::exists(run / "checkpoints" / "step_30" / "model.safetensors"));
+  CHECK_FALSE(fs::exists(run / "checkpoints" / "step_15"));  // keep_last = 1
+
+  const auto model = ptrain::model::CausalLm::load_hf_dir(run / "final");
+  CHECK(model->config().hidden_size == 64);
+  const at::Tensor logits = model->logits(at::tensor({256, '1', '+', '1', '='}, at::kLong).view({1, 5}));
+  CHECK(logits.sizes() == at::IntArrayRef({1, 5, 259}));
+  CHECK(at::isfinite(logits).all().item<bool>());
+
+  // The resolved config trains again as written (and the run dir is protected).
+  const CommandResult refused = run_ptrain("train -c " + (run / "config.toml").string());
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.output, Catch::Contains("already holds a run; pass --overwrite"));
+  const CommandResult validated = run_ptrain("validate -c " + (run / "config.toml").string());
+  INFO(validated.output);
+  CHECK(validated.exit_code == 0);
+}
+
+TEST_CASE("ptrain validate checks everything without training", "[e2e]") {
+  const fs::path dir = fresh_dir("validate");
+  const fs::path config = write_config(dir);
+  const CommandResult ok = run_ptrain("validate -c " + config.string());
+  INFO(ok.output);
+  CHECK(ok.exit_code == 0);
+  CHECK_THAT(ok.output, Catch::Contains("config OK"));
+  CHECK_THAT(ok.output, Catch::Contains("4000 examples"));
+  CHECK_FALSE(fs::exists(dir / "run"));
+
+  const CommandResult bad_key = run_ptrain("validate -c " + config.string() + " --set optim.lrr=1e-3");
+  CHECK(bad_key.exit_code == 2);
+  CHECK_THAT(bad_key.output, Catch::Contains("optim.lrr"));
+
+  const fs::path bad_module_config = write_config(dir, "norm_constnt = 3.0\n", "bad_module.toml");
+  const CommandResult bad_module = run_ptrain("validate -c " + bad_module_config.string());
+  CHECK(bad_module.exit_code == 2);
+  CHECK_THAT(bad_module.output, Catch::Contains(bad_module_config.string() + ":31"));
+  CHECK_THAT(bad_module.output, Catch::Contains("norm_constant"));
+
+  const fs::path bad_data = dir / "bad.jsonl";
+  std::ofstream(bad_data) << "{\"prompt\": \"1+1=\", \"completion\": \"2\"}\n{\"prompt\": \"2+2=\"}\n";
+  const CommandResult data_error =
+      run_ptrain("validate -c " + config.string() + " --set data.train=\"" + bad_data.string() + "\"");
+  CHECK(data_error.exit_code == 1);
+  CHECK_THAT(data_error.output, Catch::Contains(bad_data.string() + ":2: missing field 'completion'"));
+}
+
+TEST_CASE("help, version, plugins and usage errors", "[e2e]") {
+  const CommandResult help = run_ptrain("--help");
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.output, Catch::Contains("validate"));
+  const CommandResult train_help = run_ptrain("train --help");
+  CHECK(train_help.exit_code == 0);
+  CHECK_THAT(train_help.output, Catch::Contains("--set"));
+  const CommandResult version = run_ptrain("--version");
+  CHECK(version.exit_code == 0);
+  CHECK_THAT(version.output, Catch::Contains("SDK ABI"));
+  const CommandResult plugins = run_ptrain("plugins");
+  CHECK(plugins.exit_code == 0);
+  CHECK_THAT(plugins.output, Catch::Contains("sft 0.1.0"));
+  const CommandResult unknown = run_ptrain("trian");
+  CHECK(unknown.exit_code == 2);
+  CHECK_THAT(unknown.output, Catch::Contains("unknown command 'trian'"));
+  const CommandResult no_config = run_ptrain("train");
+  CHECK(no_config.exit_code == 2);
+  const CommandResult missing_file = run_ptrain("train -c /nonexistent.toml");
+  CHECK(missing_file.exit_code == 2);
+  CHECK_THAT(missing_file.output, Catch::Contains("/nonexistent.toml"));
+}

@@ -1,0 +1,233 @@
+// The framework's first promise (DESIGN.md §2): a step's gradient does not
+// depend on how its global batch is split. The reference is computed here
+// from the formula, one unpadded sequence at a time through the full-vocabulary
+// log_softmax, not through the code under test's collate or log-prob path.
+#include "catch.h"
+
+#include "core/dist/communicator.h"
+#include "core/metrics/metric_reducer.h"
+#include "core/model/causal_lm.h"
+#include "core/plugin/host_context.h"
+#include "core/tokenizer/byte_tokenizer.h"
+#include "core/train/update_step.h"
+#include "sft_module.h"
+
+#include <ATen/ATen.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace ptrain;
+
+constexpr int64_t kMaxLength = 40;
+
+model::ModelConfig tiny_model_config() {
+  model::ModelConfig config;
+  config.vocab_size = 272;
+  config.hidden_size = 32;
+  config.intermediate_size = 64;
+  config.num_layers = 2;
+  config.num_heads = 4;
+  config.num_kv_heads = 2;
+  config.max_position_embeddings = 64;
+  config.rope_theta = 10000.0;
+  config.rms_norm_eps = 1e-6;
+  config.tie_word_embeddings = false;
+  config.qkv_bias = true;
+  config.o_bias = false;
+  config.model_type = "qwen2";
+  return config;
+}
+
+struct Pair {
+  std::string prompt;
+  std::string completion;
+};
+
+// Very different lengths; the last prompt alone exceeds max_length, so that
+// example keeps no trainable token after truncation.
+std::vector<Pair> global_batch_pairs() {
+  return {{"1+1=", "2"},
+          {"a much longer prompt about something=", "ok"},
+          {"q", "a long completion with many bytes"},
+          {"héllo wörld ", "ünïcode"},
+          {"3*7=", "21"},
+          {"x", ""},
+          {"medium prompt=", "medium answer"},
+          {std::string(60, 'p'), "never seen"}};
+}
+
+std::vector<sdk::Example> to_examples(const std::vector<Pair>& pairs) {
+  std::vector<sdk::Example> examples;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    examples.push_back({static_cast<int64_t>(i), "test:" + std::to_string(i + 1),
+                        nlohmann::json{{"prompt", pairs[i].prompt}, {"completion", pairs[i].completion}}});
+  }
+  return examples;
+}
+
+// Σ over trained positions of -log p, per sequence, by the definition:
+// tokens <bos> prompt completion <eos> cut to max_length; position t predicts
+// t+1; trained iff token t+1 is a completion byte or <eos>.
+struct SequenceLoss {
+  at::Tensor nll_sum;  // differentiable scalar
+  int64_t trained_tokens = 0;
+};
+
+SequenceLoss reference_sequence_loss(model::CausalLm& model, const Pair& pair) {
+  std::vector<int64_t> tokens{tokenizer::ByteTokenizer::kBos};
+  for (unsigned char byte : pair.prompt) tokens.push_back(byte);
+  const auto completion_start = static_cast<int64_t>(tokens.size());
+  for (unsigned char byte : pair.completion) tokens.push_back(byte);
+  tokens.push_back(tokenizer::ByteTokenizer::kEos);
+  if (static_cast<int64_t>(tokens.size()) > kMaxLength) tokens.resize(kMaxLength);
+
+  const auto length = static_cast<int64_t>(tokens.size());
+  const at::Tensor input = at::tensor(std::vector<int64_t>(tokens.begin(), tokens.end() - 1), at::kLong).unsqueeze(0);
+  const at::Tensor log_probs = at::log_softmax(model.logits(input)[0], /*dim=*/-1);  // [T-1, V]
+  SequenceLoss loss{at::zeros({}, at::kFloat), 0};
+  for (int64_t t = 0; t + 1 < length; ++t) {
+    if (t + 1 < completion_start) continue;
+    loss.nll_sum = loss.nll_sum - log_probs[t][tokens[t + 1]];
+    ++loss.trained_tokens;
+  }
+  return loss;
+}
+
+at::Tensor reference_step_loss(model::CausalLm& model, const std::vector<Pair>& pairs,
+                               const sdk::AggregationSpec& spec) {
+  at::Tensor total = at::zeros({}, at::kFloat);
+  int64_t tokens = 0;
+  int64_t sequences = 0;
+  for (const Pair& pair : pairs) {
+    const SequenceLoss loss = reference_sequence_loss(model, pair);
+    if (loss.trained_tokens == 0) continue;
+    tokens += loss.trained_tokens;
+    ++sequences;
+    switch (spec.mode) {
+      case sdk::LossAggregation::kSeqMeanTokenMean:
+        total = total + loss.nll_sum / static_cast<double>(loss.trained_tokens);
+        break;
+      case sdk::LossAggregation::kSeqMeanTokenSumNorm:
+        total = total + loss.nll_sum / spec.norm_constant;
+        break;
+      default:
+        total = total + loss.nll_sum;
+    }
+  }
+  switch (spec.mode) {
+    case sdk::LossAggregation::kTokenMean: return total / static_cast<double>(tokens);
+    case sdk::LossAggregation::kSum: return total;
+    default: return total / static_cast<double>(sequences);
+  }
+}
+
+std::vector<at::Tensor> parameters_of(const model::CausalLm& model) {
+  std::vector<at::Tensor> parameters;
+  for (const auto& [name, parameter] : model.named_parameters()) parameters.push_back(parameter);
+  return parameters;
+}
+
+std::vector<at::Tensor> gradients_of(const std::vector<at::Tensor>& parameters) {
+  std::vector<at::Tensor> grads;
+  for (const at::Tensor& parameter : parameters) grads.push_back(parameter.grad().detach().clone());
+  return grads;
+}
+
+double relative_error(const std::vector<at::Tensor>& actual, const std::vector<at::Tensor>& expected) {
+  double diff = 0.0;
+  double norm = 0.0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    diff += (actual[i].to(at::kDouble) - expected[i].to(at::kDouble)).pow(2).sum().item<double>();
+    norm += expected[i].to(at::kDouble).pow(2).sum().item<double>();
+  }
+  return std::sqrt(diff / norm);
+}
+
+sdk::ConfigValues sft_values(const std::string& loss_agg) {
+  sdk::ConfigValues values("module");
+  values.set("loss_agg", loss_agg, "test", true);
+  values.set("norm_constant", 0.0, "default", false);
+  return values;
+}
+
+}  // namespace
+
+TEST_CASE("the step gradient is the same for every split of the global batch, in every aggregation mode",
+          "[invariance]") {
+  const auto model = model::CausalLm::init_random(tiny_model_config(), 7);
+  const std::vector<at::Tensor> parameters = parameters_of(*model);
+  const tokenizer::ByteTokenizer tokenizer;
+  const std::vector<Pair> pairs = global_batch_pairs();
+  const std::vector<sdk::Example> examples = to_examples(pairs);
+  std::vector<const sdk::Example*> example_pointers;
+  for (const auto& example : examples) example_pointers.push_back(&example);
+  auto communicator = dist::make_single_process_communicator();
+
+  for (const std::string& mode_name : sdk::loss_aggregation_names()) {
+    DYNAMIC_SECTION("loss_agg = " << mode_name) {
+      const sdk::ConfigValues values = sft_values(mode_name);
+      plugin::HostContext context(*model, tokenizer, values, sdk::RankInfo{}, sdk::RunInfo{0, kMaxLength, 0, 0});
+      sft::SftModule module;
+      module.setup(context);
+
+      // Reference: the formula on the whole batch.
+      for (const at::Tensor& parameter : parameters) parameter.mutable_grad() = at::Tensor();
+      const at::Tensor reference_loss = reference_step_loss(*model, pairs, module.config().aggregation);
+      reference_loss.backward();
+      const std::vector<at::Tensor> reference_grads = gradients_of(parameters);
+
+      struct Split {
+        const char* name;
+        sdk::MicrobatchPlan plan;
+      };
+      const std::vector<Split> splits{{"8x1", {8, 0}},  {"4x2", {4, 0}},  {"2x4", {2, 0}},
+                                      {"1x8", {1, 0}},  {"3+3+2", {3, 0}}, {"tokens<=80", {0, 80}},
+                                      {"tokens<=30", {0, 30}}};
+      for (const Split& split : splits) {
+        INFO("split " << split.name);
+        metrics::MetricReducer reducer([&] {
+          auto specs = train::core_step_metric_specs();
+          for (const auto& spec : module.metric_specs()) specs.push_back(spec);
+          return specs;
+        }());
+        const train::GradientResult result = train::accumulate_gradients(
+            module, context, example_pointers, split.plan, parameters, *communicator, reducer);
+        const auto reduced = reducer.reduce(*communicator);
+        REQUIRE(result.has_units);
+        const double error = relative_error(gradients_of(parameters), reference_grads);
+        INFO("relative gradient error " << error);
+        CHECK(error <= 1e-5);
+        const double loss = reduced.at("core/loss_sum") / result.loss_divisor;
+        CHECK(loss == Approx(reference_loss.item<double>()).epsilon(1e-5));
+        if (split.plan.micro_size == 1) CHECK(result.num_microbatches == 8);
+      }
+    }
+  }
+}
+
+TEST_CASE("a global batch without any trainable token is reported as empty, not as NaN", "[invariance]") {
+  const auto model = model::CausalLm::init_random(tiny_model_config(), 3);
+  const std::vector<at::Tensor> parameters = parameters_of(*model);
+  const tokenizer::ByteTokenizer tokenizer;
+  const std::vector<sdk::Example> examples =
+      to_examples({{std::string(50, 'a'), "x"}, {std::string(45, 'b'), "y"}});
+  std::vector<const sdk::Example*> example_pointers{&examples[0], &examples[1]};
+  auto communicator = dist::make_single_process_communicator();
+  for (const std::string& mode_name : sdk::loss_aggregation_names()) {
+    const sdk::ConfigValues values = sft_values(mode_name);
+    plugin::HostContext context(*model, tokenizer, values, sdk::RankInfo{}, sdk::RunInfo{0, kMaxLength, 0, 0});
+    sft::SftModule module;
+    module.setup(context);
+    auto specs = train::core_step_metric_specs();
+    for (const auto& spec : module.metric_specs()) specs.push_back(spec);
+    metrics::MetricReducer reducer(specs);
+    const train::GradientResult result =
+        train::accumulate_gradients(module, context, example_pointers, {1, 0}, parameters, *communicator, reducer);
+    CHECK_FALSE(result.has_units);
+    CHECK(result.global_units == 0);
+    for (const at::Tensor& parameter : parameters) CHECK(parameter.grad().abs().sum().item<double>() == 0.0);
+  }
+}
