@@ -137,7 +137,7 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
       plugin::log_warn("train", "step " + std::to_string(step + 1) +
                                     ": no loss unit in the global batch (nothing to learn from); step skipped");
     } else {
-      const double loss = reduced["core/loss_sum"] / gradient.loss_divisor;
+      const double loss = reduced["core/loss"];
       // Gradients are identical on every rank after the all-reduce, so every
       // rank computes the same norm and takes the same branch.
       const double grad_norm = clip_grad_norm(parameters, config.optim.clip_grad_norm);

@@ -39,7 +39,7 @@ void zero_gradients(const std::vector<at::Tensor>& parameters) {
 }  // namespace
 
 std::vector<sdk::MetricSpec> core_step_metric_specs() {
-  return {{"core/loss_sum", sdk::Reduction::kSum},
+  return {{"core/loss", sdk::Reduction::kSum},
           {"core/tokens", sdk::Reduction::kSum},
           {"core/padded_tokens", sdk::Reduction::kSum}};
 }
@@ -55,25 +55,48 @@ GradientResult accumulate_gradients(sdk::TrainModule& module, sdk::Context& cont
   if (!rank_examples.empty()) microbatches = module.prepare(context, rank_examples, plan);
   result.num_microbatches = static_cast<int64_t>(microbatches.size());
 
-  int64_t local_units = 0;
+  // Unit counts of the main term and of each extra term, summed over this
+  // rank's microbatches, then over ranks in one collective.
+  const size_t num_extra = module.num_extra_loss_terms();
+  std::vector<int64_t> local_units(1 + num_extra, 0);
   for (const auto& microbatch : microbatches) {
-    const int64_t units = module.count_units(*microbatch);
-    if (units < 0) throw sdk::PluginError("count_units returned a negative count (" + std::to_string(units) + ")");
-    local_units += units;
+    local_units[0] += module.count_units(*microbatch);
+    const std::vector<int64_t> extra = module.count_extra_units(*microbatch);
+    if (extra.size() != num_extra) {
+      throw sdk::PluginError("count_extra_units returned " + std::to_string(extra.size()) + " counts for " +
+                             std::to_string(num_extra) + " extra loss terms");
+    }
+    for (size_t j = 0; j < num_extra; ++j) local_units[1 + j] += extra[j];
   }
-  result.global_units = dist::all_reduce_sum(communicator, local_units);
-  result.has_units = result.global_units > 0;
+  for (const int64_t units : local_units) {
+    if (units < 0) throw sdk::PluginError("a unit count is negative (" + std::to_string(units) + ")");
+  }
+  std::vector<at::Tensor> packed_units{at::tensor(local_units, at::kLong)};
+  communicator.all_reduce_sum(packed_units);
+  const std::vector<int64_t> global_units(packed_units[0].data_ptr<int64_t>(),
+                                          packed_units[0].data_ptr<int64_t>() + packed_units[0].numel());
+  result.global_units = global_units[0];
+  result.global_extra_units.assign(global_units.begin() + 1, global_units.end());
+  for (const int64_t units : global_units) result.has_units = result.has_units || units > 0;
 
   if (result.has_units) {
-    result.loss_divisor = module.loss_divisor(result.global_units);
+    // Each term's weight in L; a term without units anywhere adds nothing.
+    std::vector<double> term_scale(1 + num_extra, 0.0);
+    if (global_units[0] > 0) term_scale[0] = 1.0 / module.loss_divisor(global_units[0]);
+    for (size_t j = 0; j < num_extra; ++j) {
+      if (global_units[1 + j] > 0) term_scale[1 + j] = 1.0 / module.extra_loss_divisor(j, global_units[1 + j]);
+    }
     for (const auto& microbatch : microbatches) {
       sdk::LossOut out = module.microbatch_loss(context, *microbatch);
       TORCH_CHECK(out.loss_sum.defined() && out.loss_sum.numel() == 1,
-                  "microbatch_loss must return a scalar loss_sum, got ",
-                  out.loss_sum.defined() ? out.loss_sum.sizes() : at::IntArrayRef{});
-      // Only the division by the global divisor makes accumulation exact.
-      if (out.loss_sum.requires_grad()) (out.loss_sum / result.loss_divisor).backward();
-      reducer.add("core/loss_sum", out.loss_sum.item<double>());
+                  "microbatch_loss must return a scalar loss_sum");
+      TORCH_CHECK(out.extra_loss_sums.size() == num_extra, "microbatch_loss returned ", out.extra_loss_sums.size(),
+                  " extra loss sums for ", num_extra, " extra loss terms");
+      // Only the division by global divisors makes accumulation exact.
+      at::Tensor scaled_loss = out.loss_sum * term_scale[0];
+      for (size_t j = 0; j < num_extra; ++j) scaled_loss = scaled_loss + out.extra_loss_sums[j] * term_scale[1 + j];
+      if (scaled_loss.requires_grad()) scaled_loss.backward();
+      reducer.add("core/loss", scaled_loss.item<double>());
       reducer.add(out.metrics);
     }
     // Every rank takes the same branch (has_units is global), so this

@@ -22,12 +22,12 @@ namespace ptrain::train {
 struct GradientResult {
   bool has_units = false;      // false: nothing to learn from anywhere; gradients untouched
   int64_t global_units = 0;    // N
-  double loss_divisor = 0.0;   // N, or the plugin's fixed divisor
+  std::vector<int64_t> global_extra_units;  // N_j of the plugin's extra loss terms
   int64_t num_microbatches = 0;  // on this rank
 };
 
-// Metrics accumulate_gradients() adds to the reducer: core/loss_sum (ΣS, so
-// L = core/loss_sum / loss_divisor), core/tokens, core/padded_tokens.
+// Metrics accumulate_gradients() adds to the reducer: core/loss (this rank's
+// share of L, so the reduced sum is L exactly), core/tokens, core/padded_tokens.
 std::vector<sdk::MetricSpec> core_step_metric_specs();
 
 // Zeroes the parameters' gradients, then accumulates the step's gradient into

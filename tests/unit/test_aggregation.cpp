@@ -16,7 +16,7 @@ namespace {
 //   seq 2: everything masked (loss 100 ignored)
 struct Case {
   at::Tensor loss = at::tensor({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 100.0f, 100.0f, 100.0f}).view({3, 3});
-  at::Tensor mask = at::tensor({1, 1, 1, 1, 0, 1, 0, 0, 0}, at::kBool).view({3, 3});
+  at::Tensor mask = at::tensor(std::vector<int64_t>{1, 1, 1, 1, 0, 1, 0, 0, 0}).to(at::kBool).view({3, 3});
 };
 
 double sum_for(sdk::LossAggregation mode, double norm_constant = 1.0) {
@@ -48,7 +48,7 @@ TEST_CASE("aggregation sums and units match the table of DESIGN.md §2") {
 
 TEST_CASE("a NaN loss at a masked position does not reach the sum") {
   at::Tensor loss = at::tensor({1.0f, std::nanf("")}).view({1, 2});
-  at::Tensor mask = at::tensor({1, 0}, at::kBool).view({1, 2});
+  at::Tensor mask = at::tensor(std::vector<int64_t>{1, 0}).to(at::kBool).view({1, 2});
   CHECK(sdk::aggregate_loss_sum(loss, mask, {}).item<double>() == 1.0);
 }
 

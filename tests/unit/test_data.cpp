@@ -65,7 +65,7 @@ TEST_CASE("SFT sequences are <bos> prompt completion <eos>, trained on completio
   // inputs <bos> a b c d; targets a b c d <eos>; trained targets c d <eos>.
   CHECK(at::equal(batch.input_ids, at::tensor({256, 'a', 'b', 'c', 'd'}, at::kLong).view({1, 5})));
   CHECK(at::equal(batch.target_ids, at::tensor({'a', 'b', 'c', 'd', 257}, at::kLong).view({1, 5})));
-  CHECK(at::equal(batch.loss_mask, at::tensor({0, 0, 1, 1, 1}, at::kBool).view({1, 5})));
+  CHECK(at::equal(batch.loss_mask, at::tensor(std::vector<int64_t>{0, 0, 1, 1, 1}).to(at::kBool).view({1, 5})));
 }
 
 TEST_CASE("truncation cuts at max_length and is reported") {

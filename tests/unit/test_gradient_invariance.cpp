@@ -200,7 +200,7 @@ TEST_CASE("the step gradient is the same for every split of the global batch, in
         const double error = relative_error(gradients_of(parameters), reference_grads);
         INFO("relative gradient error " << error);
         CHECK(error <= 1e-5);
-        const double loss = reduced.at("core/loss_sum") / result.loss_divisor;
+        const double loss = reduced.at("core/loss");
         CHECK(loss == Approx(reference_loss.item<double>()).epsilon(1e-5));
         if (split.plan.micro_size == 1) CHECK(result.num_microbatches == 8);
       }
@@ -229,5 +229,83 @@ TEST_CASE("a global batch without any trainable token is reported as empty, not 
     CHECK_FALSE(result.has_units);
     CHECK(result.global_units == 0);
     for (const at::Tensor& parameter : parameters) CHECK(parameter.grad().abs().sum().item<double>() == 0.0);
+  }
+}
+
+namespace {
+
+// A loss of two terms with different units: seq_mean_token_sum over
+// sequences plus token_mean NLL over tokens, built from two SFT modules.
+class TwoTermModule final : public sdk::TrainModule {
+ public:
+  TwoTermModule() = default;
+  void setup(sdk::Context& ctx) override {}
+  void setup_terms(sdk::Context& main_ctx, sdk::Context& extra_ctx) {
+    main_.setup(main_ctx);
+    extra_.setup(extra_ctx);
+  }
+  std::vector<sdk::MetricSpec> metric_specs() const override { return main_.metric_specs(); }
+  void check_example(const sdk::Example& example) const override { main_.check_example(example); }
+  std::vector<std::unique_ptr<sdk::Microbatch>> prepare(sdk::Context& ctx,
+                                                        const std::vector<const sdk::Example*>& examples,
+                                                        const sdk::MicrobatchPlan& plan) override {
+    return main_.prepare(ctx, examples, plan);
+  }
+  int64_t count_units(const sdk::Microbatch& microbatch) const override { return main_.count_units(microbatch); }
+  size_t num_extra_loss_terms() const override { return 1; }
+  std::vector<int64_t> count_extra_units(const sdk::Microbatch& microbatch) const override {
+    return {extra_.count_units(microbatch)};
+  }
+  sdk::LossOut microbatch_loss(sdk::Context& ctx, const sdk::Microbatch& microbatch) override {
+    sdk::LossOut out = main_.microbatch_loss(ctx, microbatch);
+    out.extra_loss_sums.push_back(extra_.microbatch_loss(ctx, microbatch).loss_sum);
+    return out;
+  }
+
+ private:
+  sft::SftModule main_;
+  sft::SftModule extra_;
+};
+
+}  // namespace
+
+TEST_CASE("extra loss terms are normalised by their own global units under every split", "[invariance]") {
+  const auto model = model::CausalLm::init_random(tiny_model_config(), 11);
+  const std::vector<at::Tensor> parameters = parameters_of(*model);
+  const tokenizer::ByteTokenizer tokenizer;
+  const std::vector<Pair> pairs = global_batch_pairs();
+  const std::vector<sdk::Example> examples = to_examples(pairs);
+  std::vector<const sdk::Example*> example_pointers;
+  for (const auto& example : examples) example_pointers.push_back(&example);
+  auto communicator = dist::make_single_process_communicator();
+
+  const sdk::ConfigValues main_values = sft_values("seq_mean_token_sum");
+  const sdk::ConfigValues extra_values = sft_values("token_mean");
+  plugin::HostContext main_context(*model, tokenizer, main_values, {}, {0, kMaxLength, 0, 0});
+  plugin::HostContext extra_context(*model, tokenizer, extra_values, {}, {0, kMaxLength, 0, 0});
+  TwoTermModule module;
+  module.setup_terms(main_context, extra_context);
+
+  for (const at::Tensor& parameter : parameters) parameter.mutable_grad() = at::Tensor();
+  const at::Tensor reference_loss =
+      reference_step_loss(*model, pairs, {sdk::LossAggregation::kSeqMeanTokenSum, 1.0}) +
+      reference_step_loss(*model, pairs, {sdk::LossAggregation::kTokenMean, 1.0});
+  reference_loss.backward();
+  const std::vector<at::Tensor> reference_grads = gradients_of(parameters);
+
+  for (const sdk::MicrobatchPlan plan : {sdk::MicrobatchPlan{8, 0}, sdk::MicrobatchPlan{3, 0},
+                                         sdk::MicrobatchPlan{1, 0}, sdk::MicrobatchPlan{0, 50}}) {
+    INFO("micro_size " << plan.micro_size << ", micro_tokens " << plan.micro_tokens);
+    auto specs = train::core_step_metric_specs();
+    for (const auto& spec : module.metric_specs()) specs.push_back(spec);
+    metrics::MetricReducer reducer(specs);
+    const train::GradientResult result =
+        train::accumulate_gradients(module, main_context, example_pointers, plan, parameters, *communicator, reducer);
+    REQUIRE(result.global_extra_units.size() == 1);
+    CHECK(result.global_units == 7);  // the fully truncated example is not a unit
+    const double error = relative_error(gradients_of(parameters), reference_grads);
+    INFO("relative gradient error " << error);
+    CHECK(error <= 1e-5);
+    CHECK(reducer.reduce(*communicator).at("core/loss") == Approx(reference_loss.item<double>()).epsilon(1e-5));
   }
 }

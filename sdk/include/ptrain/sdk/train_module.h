@@ -6,6 +6,13 @@
 // step's gradient does not depend on how its global batch was split
 // (DESIGN.md §2). loss_sum must be a SUM over the microbatch's units, never a
 // mean.
+//
+// A loss that adds terms normalised by other units (DPO's NLL term is a mean
+// over the completion tokens of the whole global batch while its main term is
+// a mean over pairs) declares num_extra_loss_terms() = E and reports, per
+// microbatch, E more unit counts and E more sums. The step loss is then
+//   L = ΣS / divisor(N) + Σ_j ΣS_j / extra_divisor(j, N_j)
+// where a term with N_j = 0 adds nothing. All counts travel in one all-reduce.
 #pragma once
 
 #include "ptrain/sdk/batch.h"
@@ -22,6 +29,7 @@ namespace ptrain::sdk {
 
 struct LossOut {
   at::Tensor loss_sum;  // differentiable scalar: Σ of the loss over this microbatch's units
+  std::vector<at::Tensor> extra_loss_sums;  // num_extra_loss_terms() scalars, each a Σ over its own units
   MetricList metrics;
 };
 
@@ -50,6 +58,13 @@ class TrainModule {
 
   // The step loss divisor given the global unit count N (e.g. 1 for `sum`).
   virtual double loss_divisor(int64_t global_units) const { return static_cast<double>(global_units); }
+
+  // Further loss terms with units of their own (see the top of this file).
+  virtual size_t num_extra_loss_terms() const { return 0; }
+  virtual std::vector<int64_t> count_extra_units(const Microbatch& microbatch) const { return {}; }
+  virtual double extra_loss_divisor(size_t term, int64_t global_units) const {
+    return static_cast<double>(global_units);
+  }
 
   // S[r,k] and metrics.
   virtual LossOut microbatch_loss(Context& ctx, const Microbatch& microbatch) = 0;
