@@ -65,10 +65,10 @@ int main(int argc, char** argv) {
   sdk::ConfigValues values("module");
   values.set("loss_agg", std::string("token_mean"), "bench", true);
   values.set("norm_constant", 0.0, "bench", false);
-  plugin::HostContext context(*model, tokenizer, values, {}, {0, kMaxLength, 0, 0});
+  auto communicator = dist::make_single_process_communicator();
+  plugin::HostContext context(*model, tokenizer, values, *communicator, {0, kMaxLength, 0, 0, ""});
   sft::SftModule module;
   module.setup(context);
-  auto communicator = dist::make_single_process_communicator();
   auto specs = train::core_step_metric_specs();
   for (const auto& spec : module.metric_specs()) specs.push_back(spec);
   metrics::MetricReducer reducer(specs);

@@ -52,8 +52,9 @@ int command_validate(const ConfigOptions& options) {
   const auto tokenizer = train::make_tokenizer(config.tokenizer);
   const auto policy = train::make_policy(config, *tokenizer);
   plugin::ModuleHandle module = run.plugin.create_module();
-  plugin::HostContext context(*policy, *tokenizer, config.module, sdk::RankInfo{},
-                              sdk::RunInfo{config.seed, config.data.max_length, 0, 0});
+  auto communicator = dist::make_single_process_communicator();
+  plugin::HostContext context(*policy, *tokenizer, config.module, *communicator,
+                              sdk::RunInfo{config.seed, config.data.max_length, 0, 0, config.output_dir});
   module->setup(context);
   const std::vector<sdk::Example> examples = train::load_examples(config, *module);
   const data::GlobalBatchSampler sampler(static_cast<int64_t>(examples.size()), config.batch.global_size, config.seed);

@@ -233,6 +233,17 @@ std::unique_ptr<CausalLm> CausalLm::frozen_copy() const {
   return std::unique_ptr<CausalLm>(new CausalLm(config_, std::move(copies)));
 }
 
+void CausalLm::soft_update_from(const sdk::LanguageModel& source, double alpha) {
+  const auto* other = dynamic_cast<const CausalLm*>(&source);
+  if (other == nullptr || other->config_ != config_) {
+    throw sdk::ModelError("soft_update_from: the source model has a different architecture");
+  }
+  at::NoGradGuard no_grad;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    params_[i].second.mul_(1.0 - alpha).add_(other->params_[i].second.detach(), alpha);
+  }
+}
+
 int64_t CausalLm::num_parameters() const {
   int64_t total = 0;
   for (const auto& [name, t] : params_) total += t.numel();

@@ -69,6 +69,7 @@ class CausalLm : public sdk::LanguageModel {
   at::Tensor logits(const at::Tensor& input_ids) override;  // [B, T] int64 → [B, T, V] float32
   int64_t vocab_size() const override { return config_.vocab_size; }
   int64_t num_parameters() const override;
+  void soft_update_from(const sdk::LanguageModel& source, double alpha) override;
 
  private:
   struct Layer {

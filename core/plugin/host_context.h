@@ -1,6 +1,7 @@
 // The core's implementation of sdk::Context for one run.
 #pragma once
 
+#include "core/dist/communicator.h"
 #include "core/model/causal_lm.h"
 #include "core/plugin/host_logger.h"
 #include "ptrain/sdk/context.h"
@@ -10,14 +11,23 @@ namespace ptrain::plugin {
 class HostContext final : public sdk::Context {
  public:
   HostContext(model::CausalLm& policy, const sdk::Tokenizer& tokenizer, const sdk::ConfigValues& module_config,
-              sdk::RankInfo rank_info, sdk::RunInfo run_info)
-      : policy_(policy), tokenizer_(tokenizer), module_config_(module_config), rank_info_(rank_info),
-        run_info_(run_info) {}
+              dist::Communicator& communicator, sdk::RunInfo run_info)
+      : policy_(policy), tokenizer_(tokenizer), module_config_(module_config), communicator_(communicator),
+        run_info_(std::move(run_info)) {}
 
-  sdk::RankInfo rank_info() const override { return rank_info_; }
+  sdk::RankInfo rank_info() const override {
+    return {communicator_.rank(), communicator_.world_size(), communicator_.local_rank()};
+  }
   sdk::RunInfo run_info() const override { return run_info_; }
   sdk::LanguageModel& policy() override { return policy_; }
   std::unique_ptr<sdk::LanguageModel> frozen_policy_copy() override { return policy_.frozen_copy(); }
+  std::unique_ptr<sdk::LanguageModel> load_frozen_model(const std::string& model_dir) override {
+    return model::CausalLm::load_hf_dir(model_dir)->frozen_copy();
+  }
+  void all_reduce_sum(at::Tensor& tensor) override {
+    std::vector<at::Tensor> tensors{tensor};
+    communicator_.all_reduce_sum(tensors);
+  }
   const sdk::Tokenizer& tokenizer() const override { return tokenizer_; }
   const sdk::ConfigValues& module_config() const override { return module_config_; }
   sdk::Logger& logger() override { return logger_; }
@@ -32,7 +42,7 @@ class HostContext final : public sdk::Context {
   model::CausalLm& policy_;
   const sdk::Tokenizer& tokenizer_;
   const sdk::ConfigValues& module_config_;
-  sdk::RankInfo rank_info_;
+  dist::Communicator& communicator_;
   sdk::RunInfo run_info_;
   HostLogger logger_;
 };

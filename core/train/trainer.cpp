@@ -86,12 +86,12 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
   const auto tokenizer = make_tokenizer(config.tokenizer);
   const auto policy = make_policy(config, *tokenizer);
   plugin::ModuleHandle module = plugin.create_module();
-  sdk::RankInfo rank_info{communicator.rank(), communicator.world_size(), communicator.local_rank()};
-  sdk::RunInfo run_info{config.seed, config.data.max_length, 0, 0};
-  plugin::HostContext context(*policy, *tokenizer, config.module, rank_info, run_info);
+  plugin::HostContext context(*policy, *tokenizer, config.module, communicator,
+                              sdk::RunInfo{config.seed, config.data.max_length, 0, 0, config.output_dir});
   module->setup(context);
 
   const std::vector<sdk::Example> examples = load_examples(config, *module);
+  module->prepare_dataset(context, examples);
   const data::GlobalBatchSampler sampler(static_cast<int64_t>(examples.size()), config.batch.global_size, config.seed);
   const sdk::MicrobatchPlan plan = microbatch_plan(config.batch);
   metrics::MetricReducer reducer(all_metric_specs(*module));

@@ -169,7 +169,7 @@ TEST_CASE("the step gradient is the same for every split of the global batch, in
   for (const std::string& mode_name : sdk::loss_aggregation_names()) {
     DYNAMIC_SECTION("loss_agg = " << mode_name) {
       const sdk::ConfigValues values = sft_values(mode_name);
-      plugin::HostContext context(*model, tokenizer, values, sdk::RankInfo{}, sdk::RunInfo{0, kMaxLength, 0, 0});
+      plugin::HostContext context(*model, tokenizer, values, *communicator, sdk::RunInfo{0, kMaxLength, 0, 0, ""});
       sft::SftModule module;
       module.setup(context);
 
@@ -218,7 +218,7 @@ TEST_CASE("a global batch without any trainable token is reported as empty, not 
   auto communicator = dist::make_single_process_communicator();
   for (const std::string& mode_name : sdk::loss_aggregation_names()) {
     const sdk::ConfigValues values = sft_values(mode_name);
-    plugin::HostContext context(*model, tokenizer, values, sdk::RankInfo{}, sdk::RunInfo{0, kMaxLength, 0, 0});
+    plugin::HostContext context(*model, tokenizer, values, *communicator, sdk::RunInfo{0, kMaxLength, 0, 0, ""});
     sft::SftModule module;
     module.setup(context);
     auto specs = train::core_step_metric_specs();
@@ -281,8 +281,8 @@ TEST_CASE("extra loss terms are normalised by their own global units under every
 
   const sdk::ConfigValues main_values = sft_values("seq_mean_token_sum");
   const sdk::ConfigValues extra_values = sft_values("token_mean");
-  plugin::HostContext main_context(*model, tokenizer, main_values, {}, {0, kMaxLength, 0, 0});
-  plugin::HostContext extra_context(*model, tokenizer, extra_values, {}, {0, kMaxLength, 0, 0});
+  plugin::HostContext main_context(*model, tokenizer, main_values, *communicator, {0, kMaxLength, 0, 0, ""});
+  plugin::HostContext extra_context(*model, tokenizer, extra_values, *communicator, {0, kMaxLength, 0, 0, ""});
   TwoTermModule module;
   module.setup_terms(main_context, extra_context);
 

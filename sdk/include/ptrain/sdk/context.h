@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
 namespace ptrain::sdk {
@@ -23,6 +24,7 @@ struct RunInfo {
   int64_t max_length = 0;  // data.max_length: longest sequence in tokens, prompt included
   int64_t step = 0;        // the update step being prepared or computed (0-based)
   int64_t epoch = 0;
+  std::string output_dir;  // the run directory (caches a plugin keeps across restarts go here)
 };
 
 // Logs through the host's logger, as "[component] message" with the rank.
@@ -44,6 +46,13 @@ class Context {
   // A copy of the policy's current weights that takes no gradients (e.g. a
   // reference model taken at setup).
   virtual std::unique_ptr<LanguageModel> frozen_policy_copy() = 0;
+  // A Hugging Face model directory loaded without gradients; throws
+  // sdk::ModelError naming the directory or tensor.
+  virtual std::unique_ptr<LanguageModel> load_frozen_model(const std::string& model_dir) = 0;
+  // Sums a CPU tensor over all ranks, in place. Collective: every rank must
+  // call it the same number of times with tensors of the same shape (e.g. to
+  // assemble values each rank computed for its shard of the dataset).
+  virtual void all_reduce_sum(at::Tensor& tensor) = 0;
   virtual const Tokenizer& tokenizer() const = 0;
   virtual const ConfigValues& module_config() const = 0;  // [module], validated against the plugin's schema
   virtual Logger& logger() = 0;

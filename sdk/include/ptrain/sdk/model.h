@@ -28,6 +28,11 @@ class LanguageModel {
 
   virtual int64_t vocab_size() const = 0;
   virtual int64_t num_parameters() const = 0;
+
+  // this ← alpha·source + (1 − alpha)·this, parameter by parameter, without
+  // gradients (TR-DPO's reference sync; alpha = 1 copies). The models must
+  // have the same architecture; throws sdk::ModelError otherwise.
+  virtual void soft_update_from(const LanguageModel& source, double alpha) = 0;
 };
 
 }  // namespace ptrain::sdk

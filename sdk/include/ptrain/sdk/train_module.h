@@ -48,6 +48,11 @@ class TrainModule {
   // algorithm needs. Called on every example before training and by `ptrain validate`.
   virtual void check_example(const Example& example) const = 0;
 
+  // Called once on every rank after the whole dataset is read and checked,
+  // before the first step (e.g. to precompute reference log-probs, each rank
+  // for its shard, assembled with ctx.all_reduce_sum). May use collectives.
+  virtual void prepare_dataset(Context& ctx, const std::vector<Example>& examples) {}
+
   // Collates this rank's examples of the step into microbatches (GRPO also
   // generates and scores here).
   virtual std::vector<std::unique_ptr<Microbatch>> prepare(Context& ctx, const std::vector<const Example*>& examples,
