@@ -62,9 +62,9 @@ int main(int argc, char** argv) {
   for (const auto& [name, parameter] : model->named_parameters()) parameters.push_back(parameter);
   config::OptimSection optim{"adamw", 1e-3, 0.0, 0.9, 0.999, 1e-8, 0.0, 1.0, false};
 
-  sdk::ConfigValues values("module");
-  values.set("loss_agg", std::string("token_mean"), "bench", true);
-  values.set("norm_constant", 0.0, "bench", false);
+  sdk::ConfigSchema schema;
+  sft::declare_sft_config(schema);
+  const sdk::ConfigValues values = sdk::ConfigValues::defaults_of(schema, "module");  // token_mean
   auto communicator = dist::make_single_process_communicator();
   plugin::HostContext context(*model, tokenizer, values, *communicator, {0, kMaxLength, 0, 0, ""});
   sft::SftModule module;
@@ -73,13 +73,14 @@ int main(int argc, char** argv) {
   for (const auto& spec : module.metric_specs()) specs.push_back(spec);
   metrics::MetricReducer reducer(specs);
   train::ParameterOptimizer optimizer(optim, model->named_parameters());
+  dist::GradientSynchronizer grad_sync(parameters, *communicator, 1 << 20);
 
   // ptrain's update step.
   int64_t tokens = 0;
   auto start = std::chrono::steady_clock::now();
   for (int step = 0; step < steps + 1; ++step) {
     if (step == 1) start = std::chrono::steady_clock::now();  // first step warms up
-    train::accumulate_gradients(module, context, batch, {kMicroSize, 0}, parameters, *communicator, reducer);
+    train::accumulate_gradients(module, context, batch, {kMicroSize, 0}, parameters, *communicator, grad_sync, reducer);
     const auto reduced = reducer.reduce(*communicator);
     if (step >= 1) tokens += static_cast<int64_t>(reduced.at("core/tokens"));
     train::clip_grad_norm(parameters, 1.0);

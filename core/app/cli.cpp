@@ -1,12 +1,14 @@
 #include "core/app/cli.h"
 
 #include "core/app/commands.h"
+#include "core/app/tokenize_command.h"
 #include "ptrain/sdk/errors.h"
 #include "ptrain/sdk/plugin.h"
 
 #include <boost/program_options.hpp>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -29,6 +31,9 @@ const char* const kOverview =
     "  train      run a training job:           ptrain train -c configs/sft.toml [--set key=value]...\n"
     "  validate   check config, plugin, data and model without training\n"
     "  plugins    list the plugins found on the plugin search path\n"
+    "  schema     print the config reference (every key, type, default, range) as Markdown\n"
+    "  tokenize   text on stdin to token ids:    ptrain tokenize --tokenizer models/x/tokenizer.json < docs.txt\n"
+    "  launch     run N local worker processes:  ptrain launch --nproc 2 -- train -c configs/sft.toml\n"
     "\n"
     "  ptrain <command> --help   options of a command\n"
     "  ptrain --version          versions of ptrain, its SDK ABI and LibTorch\n";
@@ -108,6 +113,56 @@ int dispatch(const std::vector<std::string>& args) {
     if (!parse_command(command, "-c FILE [--set key=value]...", config_options(), rest, values)) return kExitOk;
     return command_validate(config_options_from(values));
   }
+  if (command == "schema") {
+    po::options_description options("options");
+    options.add_options()("plugin", po::value<std::vector<std::string>>()->composing(),
+                          "also document this plugin's [module] keys (repeatable)")
+        ("plugin-dir", po::value<std::vector<std::string>>()->composing(), "also search this directory (repeatable)");
+    if (!parse_command(command, "[--plugin NAME]...", options, rest, values)) return kExitOk;
+    std::vector<std::string> plugins;
+    if (values.count("plugin")) plugins = values["plugin"].as<std::vector<std::string>>();
+    return command_schema(plugins, plugin_dirs_from(values));
+  }
+  if (command == "launch") {
+    // Everything after `--` is the workers' command, untouched by option parsing.
+    const auto separator = std::find(rest.begin(), rest.end(), "--");
+    const std::vector<std::string> own(rest.begin(), separator);
+    po::options_description options("options");
+    options.add_options()("nproc", po::value<int>()->required(), "number of worker processes (ranks) on this machine")
+        ("master-port", po::value<int>()->default_value(0), "rendezvous port on 127.0.0.1 (0: a free port)");
+    if (!parse_command(command, "--nproc N [--master-port P] -- <ptrain command or program> [args...]", options, own,
+                       values)) {
+      return kExitOk;
+    }
+    dist::LaunchOptions launch;
+    launch.nproc = values["nproc"].as<int>();
+    launch.master_port = values["master-port"].as<int>();
+    if (separator != rest.end()) launch.command.assign(separator + 1, rest.end());
+    return command_launch(launch);
+  }
+  if (command == "tokenize") {
+    po::options_description options("options");
+    options.add_options()
+        ("tokenizer", po::value<std::string>()->required(), "a Hugging Face tokenizer.json, or \"bytes\"")
+        ("template", po::value<std::string>(),
+         "lines are conversations: render field \"messages\" (or --jsonl FIELD) with chatml, llama3, plain or auto")
+        ("jsonl", po::value<std::string>(), "lines are JSON objects: tokenize this field (not the whole line)")
+        ("decode", "lines are JSON arrays of ids: write the text (with --jsonl, as {\"FIELD\": text})")
+        ("generation-prompt", "with --template: end with the assistant prefix, as a generation prompt")
+        ("mask", "with --template: write {\"ids\": [...], \"trainable\": [...]} (the assistant-only loss mask)");
+    if (!parse_command(command, "--tokenizer PATH|bytes [--template NAME] [--jsonl FIELD] [--decode] < input",
+                       options, rest, values)) {
+      return kExitOk;
+    }
+    TokenizeOptions tokenize;
+    tokenize.tokenizer = values["tokenizer"].as<std::string>();
+    if (values.count("template")) tokenize.chat_template = values["template"].as<std::string>();
+    if (values.count("jsonl")) tokenize.jsonl_field = values["jsonl"].as<std::string>();
+    tokenize.decode = values.count("decode") > 0;
+    tokenize.generation_prompt = values.count("generation-prompt") > 0;
+    tokenize.show_mask = values.count("mask") > 0;
+    return command_tokenize(tokenize, std::cin, std::cout);
+  }
   if (command == "plugins") {
     po::options_description options("options");
     options.add_options()("plugin-dir", po::value<std::vector<std::string>>()->composing(),
@@ -115,7 +170,7 @@ int dispatch(const std::vector<std::string>& args) {
     if (!parse_command(command, "[--plugin-dir DIR]...", options, rest, values)) return kExitOk;
     return command_plugins(plugin_dirs_from(values));
   }
-  throw sdk::UsageError("unknown command '" + command + "' (commands: train, validate, plugins; see ptrain --help)");
+  throw sdk::UsageError("unknown command '" + command + "' (commands: train, validate, plugins, tokenize; see ptrain --help)");
 }
 
 }  // namespace

@@ -1,8 +1,12 @@
 #include "core/app/commands.h"
 
 #include "core/config/config_loader.h"
+#include "core/config/core_schema.h"
+#include "core/config/schema_markdown.h"
 #include "core/data/global_batch_sampler.h"
-#include "core/dist/communicator.h"
+#include "core/dist/c10d_communicator.h"
+#include "core/dist/launch_env.h"
+#include "core/dist/launcher.h"
 #include "core/plugin/host_context.h"
 #include "core/plugin/host_logger.h"
 #include "core/plugin/plugin_loader.h"
@@ -34,9 +38,10 @@ LoadedRun load_run(const ConfigOptions& options) {
 }  // namespace
 
 int command_train(const ConfigOptions& options, bool overwrite) {
-  auto communicator = dist::make_single_process_communicator();
-  plugin::init_logging(communicator->rank());
+  const dist::LaunchEnv launch = dist::read_launch_env();
+  plugin::init_logging(launch.rank);
   LoadedRun run = load_run(options);
+  auto communicator = dist::make_communicator(launch, std::chrono::seconds(run.config.distributed.timeout_s));
   train::TrainOptions train_options;
   train_options.overwrite = overwrite;
   train_options.resolved_config_toml = config::to_toml(run.config, run.plugin.config_schema());
@@ -79,6 +84,20 @@ int command_validate(const ConfigOptions& options) {
             << config.output_dir << "\n";
   return 0;
 }
+
+int command_schema(const std::vector<std::string>& plugin_names, const std::vector<fs::path>& plugin_dirs) {
+  std::vector<std::pair<std::string, sdk::ConfigSchema>> sections = config::core_sections();
+  std::cout << config::schema_markdown(sections);
+  const std::vector<fs::path> dirs = plugin::plugin_search_dirs(plugin_dirs);
+  for (const std::string& name : plugin_names) {
+    const plugin::LoadedPlugin plugin = plugin::load_plugin(name, dirs);
+    std::cout << "# plugin " << plugin.info().name << "\n\n"
+              << config::schema_markdown({{"module", plugin.config_schema()}});
+  }
+  return 0;
+}
+
+int command_launch(const dist::LaunchOptions& options) { return dist::run_launcher(options); }
 
 int command_plugins(const std::vector<fs::path>& plugin_dirs) {
   plugin::init_logging(0);

@@ -2,6 +2,8 @@
 // sdk errors, which cli.cpp turns into one line and an exit code.
 #pragma once
 
+#include "core/dist/launcher.h"
+
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -16,6 +18,9 @@ struct ConfigOptions {
 
 int command_train(const ConfigOptions& options, bool overwrite);
 int command_validate(const ConfigOptions& options);
+// The config reference (core sections, then each named plugin's [module]) as Markdown.
+int command_schema(const std::vector<std::string>& plugin_names, const std::vector<std::filesystem::path>& plugin_dirs);
+int command_launch(const dist::LaunchOptions& options);
 int command_plugins(const std::vector<std::filesystem::path>& plugin_dirs);
 
 }  // namespace ptrain::app

@@ -233,6 +233,16 @@ std::vector<Binding> build_bindings() {
   b.push_back(bind_field("model", "attention_bias", &R::model, &ModelSection::attention_bias));
   b.push_back(bind_field("tokenizer", "kind", &R::tokenizer, &TokenizerSection::kind));
   b.push_back(bind_field("tokenizer", "path", &R::tokenizer, &TokenizerSection::path));
+  b.push_back(bind_field("tokenizer", "chat_template", &R::tokenizer, &TokenizerSection::chat_template));
+  b.push_back(bind_field("tokenizer", "chat_begin", &R::tokenizer, &TokenizerSection::chat_begin));
+  b.push_back(bind_field("tokenizer", "chat_system_prefix", &R::tokenizer, &TokenizerSection::chat_system_prefix));
+  b.push_back(bind_field("tokenizer", "chat_system_suffix", &R::tokenizer, &TokenizerSection::chat_system_suffix));
+  b.push_back(bind_field("tokenizer", "chat_user_prefix", &R::tokenizer, &TokenizerSection::chat_user_prefix));
+  b.push_back(bind_field("tokenizer", "chat_user_suffix", &R::tokenizer, &TokenizerSection::chat_user_suffix));
+  b.push_back(bind_field("tokenizer", "chat_assistant_prefix", &R::tokenizer, &TokenizerSection::chat_assistant_prefix));
+  b.push_back(bind_field("tokenizer", "chat_assistant_suffix", &R::tokenizer, &TokenizerSection::chat_assistant_suffix));
+  b.push_back(bind_field("tokenizer", "chat_turn_separator", &R::tokenizer, &TokenizerSection::chat_turn_separator));
+  b.push_back(bind_field("tokenizer", "chat_trim_content", &R::tokenizer, &TokenizerSection::chat_trim_content));
   b.push_back(bind_field("data", "train", &R::data, &DataSection::train));
   b.push_back(bind_field("data", "max_length", &R::data, &DataSection::max_length));
   b.push_back(bind_field("batch", "global_size", &R::batch, &BatchSection::global_size));
@@ -255,6 +265,7 @@ std::vector<Binding> build_bindings() {
   b.push_back(bind_field("checkpoint", "every_steps", &R::checkpoint, &CheckpointSection::every_steps));
   b.push_back(bind_field("checkpoint", "keep_last", &R::checkpoint, &CheckpointSection::keep_last));
   b.push_back(bind_field("distributed", "timeout_s", &R::distributed, &DistributedSection::timeout_s));
+  b.push_back(bind_field("distributed", "bucket_mb", &R::distributed, &DistributedSection::bucket_mb));
   b.push_back(bind_field("runtime", "threads", &R::runtime, &RuntimeSection::threads));
 
   // A schema key without a binding would be validated and then dropped; a
@@ -604,6 +615,23 @@ class CrossChecks {
       resolver_.add_problem(location("tokenizer", "path"),
                             "key 'tokenizer.path' is ignored by " + describe("tokenizer", "kind") +
                                 "; remove path or set kind = \"hf\"");
+    }
+    // The chat_* keys describe a custom template; with a named one they would be ignored.
+    if (has("tokenizer", "chat_template")) {
+      const bool custom = str("tokenizer", "chat_template") == "custom";
+      for (const char* k : {"chat_begin", "chat_system_prefix", "chat_system_suffix", "chat_user_prefix",
+                            "chat_user_suffix", "chat_assistant_prefix", "chat_assistant_suffix",
+                            "chat_turn_separator", "chat_trim_content"}) {
+        if (!custom) reject_unused("tokenizer", k, "tokenizer", "chat_template", "tokenizer.chat_template = \"custom\"");
+      }
+      for (const char* k : {"chat_user_prefix", "chat_assistant_prefix", "chat_assistant_suffix"}) {
+        if (custom && !has("tokenizer", k)) {
+          resolver_.add_problem(location("tokenizer", "chat_template"),
+                                std::string("key 'tokenizer.chat_template' = \"custom\" needs 'tokenizer.") + k +
+                                    "' (a custom template needs user and assistant prefixes and the assistant "
+                                    "end-of-turn text)");
+        }
+      }
     }
     // Ids 0-255 are bytes and 256-258 are <bos>, <eos>, <pad> (DESIGN.md §6).
     if (has("tokenizer", "kind") && str("tokenizer", "kind") == "bytes" && !has("model", "init") &&

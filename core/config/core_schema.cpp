@@ -41,7 +41,25 @@ std::vector<std::pair<std::string, sdk::ConfigSchema>> build_core_sections() {
                        "\"bytes\" (built-in byte tokenizer) or \"hf\" (tokenizer.json); "
                        "default: \"hf\" if path is set, else \"bytes\"",
                        {"bytes", "hf"});
-  tokenizer.add_string("path", std::nullopt, "Hugging Face tokenizer.json (kind = \"hf\" only)");
+  tokenizer.add_string("path", std::nullopt,
+                       "Hugging Face tokenizer.json (kind = \"hf\" only); tokenizer_config.json beside it gives "
+                       "bos/eos/pad and the chat template family");
+  tokenizer.add_string("chat_template", "auto",
+                       "template for {\"messages\": [...]} data: \"auto\" (from tokenizer_config.json; \"plain\" "
+                       "for bytes), \"chatml\", \"llama3\", \"plain\", or \"custom\" (the chat_* keys)",
+                       {"auto", "chatml", "llama3", "plain", "custom"});
+  tokenizer.add_string("chat_begin", std::nullopt, "custom template: text before the first message, e.g. \"{bos}\"");
+  tokenizer.add_string("chat_system_prefix", std::nullopt, "custom template: text before a system message");
+  tokenizer.add_string("chat_system_suffix", std::nullopt, "custom template: text after a system message");
+  tokenizer.add_string("chat_user_prefix", std::nullopt, "custom template: text before a user message (required)");
+  tokenizer.add_string("chat_user_suffix", std::nullopt, "custom template: text after a user message");
+  tokenizer.add_string("chat_assistant_prefix", std::nullopt,
+                       "custom template: text before an assistant message, also the generation prompt (required)");
+  tokenizer.add_string("chat_assistant_suffix", std::nullopt,
+                       "custom template: end of an assistant turn, trained on, e.g. \"<|im_end|>\" or \"{eos}\" "
+                       "(required)");
+  tokenizer.add_string("chat_turn_separator", std::nullopt, "custom template: text after every turn, never trained on");
+  tokenizer.add_bool("chat_trim_content", false, "custom template: strip whitespace around each message's content");
   sections.emplace_back("tokenizer", std::move(tokenizer));
 
   sdk::ConfigSchema data;
@@ -92,6 +110,8 @@ std::vector<std::pair<std::string, sdk::ConfigSchema>> build_core_sections() {
 
   sdk::ConfigSchema distributed;
   distributed.add_int("timeout_s", 300, "seconds a collective may wait before the run fails", 1);
+  distributed.add_int("bucket_mb", 25, "gradient all-reduce bucket size in MiB (buckets start during the last backward)",
+                      1);
   sections.emplace_back("distributed", std::move(distributed));
 
   sdk::ConfigSchema runtime;

@@ -31,6 +31,17 @@ struct ModelSection {
 struct TokenizerSection {
   std::string kind;  // "bytes" or "hf"
   std::string path;  // tokenizer.json when kind = "hf"
+  std::string chat_template;  // "auto" | "chatml" | "llama3" | "plain" | "custom"
+  // The parts of a chat_template = "custom" (sdk::ChatTemplate); {bos}/{eos} stand for those ids.
+  std::string chat_begin;
+  std::string chat_system_prefix;
+  std::string chat_system_suffix;
+  std::string chat_user_prefix;
+  std::string chat_user_suffix;
+  std::string chat_assistant_prefix;
+  std::string chat_assistant_suffix;  // the end of an assistant turn, trained with assistant_only_loss
+  std::string chat_turn_separator;
+  bool chat_trim_content = false;
 };
 
 struct DataSection {
@@ -74,6 +85,7 @@ struct CheckpointSection {
 
 struct DistributedSection {
   int64_t timeout_s = 0;
+  int64_t bucket_mb = 0;  // gradient all-reduce bucket size
 };
 
 struct RuntimeSection {

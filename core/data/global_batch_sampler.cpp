@@ -60,4 +60,10 @@ RankSlice rank_slice(int64_t global_size, int rank, int world_size) {
   return {begin, begin + base + (rank < extra ? 1 : 0)};
 }
 
+std::vector<int64_t> rank_example_indices(const GlobalBatchSampler& sampler, int64_t step, int rank, int world_size) {
+  const std::vector<int64_t> global_batch = sampler.global_batch(step);
+  const RankSlice slice = rank_slice(static_cast<int64_t>(global_batch.size()), rank, world_size);
+  return std::vector<int64_t>(global_batch.begin() + slice.begin, global_batch.begin() + slice.end);
+}
+
 }  // namespace ptrain::data

@@ -43,4 +43,7 @@ struct RankSlice {
 // that `rank` of `world_size` takes; sizes differ by at most one.
 RankSlice rank_slice(int64_t global_size, int rank, int world_size);
 
+// Dataset indices of the examples `rank` computes in `step`: its slice of the global batch.
+std::vector<int64_t> rank_example_indices(const GlobalBatchSampler& sampler, int64_t step, int rank, int world_size);
+
 }  // namespace ptrain::data

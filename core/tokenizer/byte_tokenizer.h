@@ -2,7 +2,10 @@
 // UTF-8 text, 256 = <bos>, 257 = <eos>, 258 = <pad>.
 #pragma once
 
+#include "ptrain/sdk/chat.h"
 #include "ptrain/sdk/tokenizer.h"
+
+#include <optional>
 
 namespace ptrain::tokenizer {
 
@@ -19,6 +22,13 @@ class ByteTokenizer final : public sdk::Tokenizer {
   int64_t eos_id() const override { return kEos; }
   int64_t pad_id() const override { return kPad; }
   int64_t vocab_size() const override { return kVocabSize; }
+  std::string fingerprint() const override { return "bytes:1"; }
+  const sdk::ChatTemplate* chat_template() const override { return chat_template_ ? &*chat_template_ : nullptr; }
+
+  void set_chat_template(std::optional<sdk::ChatTemplate> chat_template) { chat_template_ = std::move(chat_template); }
+
+ private:
+  std::optional<sdk::ChatTemplate> chat_template_;
 };
 
 }  // namespace ptrain::tokenizer

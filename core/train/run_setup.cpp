@@ -2,14 +2,46 @@
 
 #include "core/data/jsonl_reader.h"
 #include "core/tokenizer/byte_tokenizer.h"
+#include "core/tokenizer/hf_tokenizer.h"
 #include "ptrain/sdk/errors.h"
 
 namespace ptrain::train {
 
+std::optional<sdk::ChatTemplate> make_chat_template(const config::TokenizerSection& section,
+                                                    const std::string& auto_name) {
+  if (section.chat_template == "custom") {
+    sdk::ChatTemplate custom;
+    custom.name = "custom";
+    custom.begin = section.chat_begin;
+    custom.system = {section.chat_system_prefix, section.chat_system_suffix};
+    custom.user = {section.chat_user_prefix, section.chat_user_suffix};
+    custom.assistant = {section.chat_assistant_prefix, section.chat_assistant_suffix};
+    custom.turn_separator = section.chat_turn_separator;
+    custom.trim_content = section.chat_trim_content;
+    return custom;
+  }
+  const std::string name = section.chat_template == "auto" || section.chat_template.empty() ? auto_name
+                                                                                            : section.chat_template;
+  if (name.empty()) return std::nullopt;  // chat data will fail naming tokenizer.chat_template
+  return sdk::ChatTemplate::named(name);
+}
+
 std::unique_ptr<sdk::Tokenizer> make_tokenizer(const config::TokenizerSection& section) {
-  if (section.kind == "bytes") return std::make_unique<tokenizer::ByteTokenizer>();
-  throw sdk::ConfigError("tokenizer.kind = \"" + section.kind +
-                         "\": this build has only the byte tokenizer (kind = \"bytes\")");
+  if (section.kind == "bytes") {
+    auto bytes = std::make_unique<tokenizer::ByteTokenizer>();
+    bytes->set_chat_template(make_chat_template(section, "plain"));
+    return bytes;
+  }
+  if (section.kind == "hf") {
+    auto hf = tokenizer::HfTokenizer::load(section.path);
+    // Every sequence a plugin builds ends with eos (SFT completions, DPO responses).
+    if (hf->eos_id() < 0) {
+      throw sdk::ConfigError(section.path + ": no eos token: put a tokenizer_config.json with \"eos_token\" beside it");
+    }
+    hf->set_chat_template(make_chat_template(section, hf->detected_chat_template()));
+    return hf;
+  }
+  throw sdk::ConfigError("tokenizer.kind = \"" + section.kind + "\": expected \"bytes\" or \"hf\"");
 }
 
 model::ModelConfig model_config_from(const config::ModelSection& section) {

@@ -5,16 +5,25 @@
 #include "core/config/run_config.h"
 #include "core/model/causal_lm.h"
 #include "ptrain/sdk/batch.h"
+#include "ptrain/sdk/chat.h"
 #include "ptrain/sdk/tokenizer.h"
 #include "ptrain/sdk/train_module.h"
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace ptrain::train {
 
-// Throws sdk::ConfigError for a tokenizer kind this build cannot load.
+// The byte tokenizer or a tokenizer.json, with the run's chat template
+// attached. Throws sdk::ConfigError naming the file and what is wrong or unsupported.
 std::unique_ptr<sdk::Tokenizer> make_tokenizer(const config::TokenizerSection& section);
+
+// tokenizer.chat_template resolved: "auto" becomes `auto_name` (the family
+// tokenizer_config.json names; nullopt when empty), "custom" the chat_* keys.
+std::optional<sdk::ChatTemplate> make_chat_template(const config::TokenizerSection& section,
+                                                    const std::string& auto_name);
 
 model::ModelConfig model_config_from(const config::ModelSection& section);
 

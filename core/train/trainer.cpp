@@ -13,6 +13,7 @@
 #include "core/train/update_step.h"
 #include "ptrain/sdk/errors.h"
 
+#include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
 #include <chrono>
@@ -55,10 +56,25 @@ int default_thread_count(int local_world_size) {
   return std::max(1, static_cast<int>(cores) / std::max(1, local_world_size));
 }
 
+// Every rank starts from rank 0's weights, whatever its own init or load did.
+void broadcast_parameters(const std::vector<at::Tensor>& parameters, dist::Communicator& communicator) {
+  if (communicator.world_size() == 1) return;
+  std::vector<at::Tensor> flat_parts;
+  for (const at::Tensor& parameter : parameters) flat_parts.push_back(parameter.detach().reshape({-1}));
+  std::vector<at::Tensor> flat{at::cat(flat_parts)};
+  communicator.broadcast(flat, 0);
+  int64_t offset = 0;
+  at::NoGradGuard no_grad;
+  for (const at::Tensor& parameter : parameters) {
+    parameter.copy_(flat[0].narrow(0, offset, parameter.numel()).view_as(parameter));
+    offset += parameter.numel();
+  }
+}
+
 std::vector<sdk::MetricSpec> all_metric_specs(const sdk::TrainModule& module) {
   std::vector<sdk::MetricSpec> specs = core_step_metric_specs();
-  static const std::set<std::string> reserved{"loss", "grad_norm", "lr", "units", "tokens", "tokens_per_s",
-                                              "step_s", "mfu", "skipped_steps", "epoch", "step"};
+  static const std::set<std::string> reserved{"loss",   "grad_norm", "lr",  "units",         "tokens", "tokens_per_s",
+                                              "step_s", "comm_s",    "mfu", "skipped_steps", "epoch",  "step"};
   for (const sdk::MetricSpec& spec : module.metric_specs()) {
     if (reserved.count(spec.name) != 0 || spec.name.rfind("core/", 0) == 0) {
       throw sdk::PluginError("plugin metric '" + spec.name + "' clashes with a core metric name");
@@ -80,7 +96,7 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
   if (is_main) write_text_file(output_dir / "config.toml", options.resolved_config_toml);
 
   const int threads = config.runtime.threads > 0 ? static_cast<int>(config.runtime.threads)
-                                                 : default_thread_count(communicator.world_size());
+                                                 : default_thread_count(communicator.local_world_size());
   at::set_num_threads(threads);
 
   const auto tokenizer = make_tokenizer(config.tokenizer);
@@ -99,6 +115,8 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
   const auto named_parameters = policy->named_parameters();
   std::vector<at::Tensor> parameters;
   for (const auto& [name, parameter] : named_parameters) parameters.push_back(parameter);
+  broadcast_parameters(parameters, communicator);
+  dist::GradientSynchronizer grad_sync(parameters, communicator, config.distributed.bucket_mb << 20);
   ParameterOptimizer optimizer(config.optim, named_parameters);
 
   const int64_t num_parameters = policy->num_parameters();
@@ -117,17 +135,18 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
   const int64_t max_steps = config.train.max_steps;
   for (int64_t step = 0; step < max_steps; ++step) {
     const auto step_start = Clock::now();
+    const double collective_s_before = communicator.collective_seconds();
     const data::GlobalBatchSampler::Position position = sampler.position(step);
     context.set_step(step, position.epoch);
 
-    const std::vector<int64_t> global_batch = sampler.global_batch(step);
-    const data::RankSlice slice =
-        data::rank_slice(static_cast<int64_t>(global_batch.size()), communicator.rank(), communicator.world_size());
     std::vector<const sdk::Example*> rank_examples;
-    for (int64_t i = slice.begin; i < slice.end; ++i) rank_examples.push_back(&examples[global_batch[i]]);
+    for (const int64_t index :
+         data::rank_example_indices(sampler, step, communicator.rank(), communicator.world_size())) {
+      rank_examples.push_back(&examples[index]);
+    }
 
     const GradientResult gradient =
-        accumulate_gradients(*module, context, rank_examples, plan, parameters, communicator, reducer);
+        accumulate_gradients(*module, context, rank_examples, plan, parameters, communicator, grad_sync, reducer);
     std::map<std::string, double> reduced = reducer.reduce(communicator);
 
     const double lr = learning_rate_at(config.schedule, config.optim.lr, step, max_steps);
@@ -162,6 +181,7 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
     values["tokens"] = static_cast<double>(tokens);
     values["padded_tokens"] = reduced["core/padded_tokens"];
     values["step_s"] = step_s;
+    values["comm_s"] = communicator.collective_seconds() - collective_s_before;
     values["tokens_per_s"] = static_cast<double>(tokens) / step_s;
     values["mfu"] = metrics::training_flops(num_parameters, tokens) / step_s /
                     (peak_flops_per_s * communicator.world_size());

@@ -9,22 +9,6 @@
 namespace ptrain::train {
 namespace {
 
-// Packs the gradients into one buffer so the cross-rank sum is one collective.
-void all_reduce_gradients(const std::vector<at::Tensor>& parameters, dist::Communicator& communicator) {
-  if (communicator.world_size() == 1) return;
-  std::vector<at::Tensor> grads;
-  grads.reserve(parameters.size());
-  for (const at::Tensor& parameter : parameters) grads.push_back(parameter.grad().reshape({-1}));
-  std::vector<at::Tensor> flat{at::cat(grads)};
-  communicator.all_reduce_sum(flat);
-  int64_t offset = 0;
-  for (const at::Tensor& parameter : parameters) {
-    const int64_t count = parameter.numel();
-    parameter.grad().copy_(flat[0].narrow(0, offset, count).view_as(parameter));
-    offset += count;
-  }
-}
-
 void zero_gradients(const std::vector<at::Tensor>& parameters) {
   for (const at::Tensor& parameter : parameters) {
     at::Tensor grad = parameter.mutable_grad();
@@ -47,7 +31,8 @@ std::vector<sdk::MetricSpec> core_step_metric_specs() {
 GradientResult accumulate_gradients(sdk::TrainModule& module, sdk::Context& context,
                                     const std::vector<const sdk::Example*>& rank_examples,
                                     const sdk::MicrobatchPlan& plan, const std::vector<at::Tensor>& parameters,
-                                    dist::Communicator& communicator, metrics::MetricReducer& reducer) {
+                                    dist::Communicator& communicator, dist::GradientSynchronizer& grad_sync,
+                                    metrics::MetricReducer& reducer) {
   GradientResult result;
   zero_gradients(parameters);
 
@@ -86,8 +71,9 @@ GradientResult accumulate_gradients(sdk::TrainModule& module, sdk::Context& cont
     for (size_t j = 0; j < num_extra; ++j) {
       if (global_units[1 + j] > 0) term_scale[1 + j] = 1.0 / module.extra_loss_divisor(j, global_units[1 + j]);
     }
-    for (const auto& microbatch : microbatches) {
-      sdk::LossOut out = module.microbatch_loss(context, *microbatch);
+    for (size_t k = 0; k < microbatches.size(); ++k) {
+      const sdk::Microbatch& microbatch = *microbatches[k];
+      sdk::LossOut out = module.microbatch_loss(context, microbatch);
       TORCH_CHECK(out.loss_sum.defined() && out.loss_sum.numel() == 1,
                   "microbatch_loss must return a scalar loss_sum");
       TORCH_CHECK(out.extra_loss_sums.size() == num_extra, "microbatch_loss returned ", out.extra_loss_sums.size(),
@@ -95,13 +81,14 @@ GradientResult accumulate_gradients(sdk::TrainModule& module, sdk::Context& cont
       // Only the division by global divisors makes accumulation exact.
       at::Tensor scaled_loss = out.loss_sum * term_scale[0];
       for (size_t j = 0; j < num_extra; ++j) scaled_loss = scaled_loss + out.extra_loss_sums[j] * term_scale[1 + j];
+      if (k + 1 == microbatches.size()) grad_sync.arm_for_last_backward();
       if (scaled_loss.requires_grad()) scaled_loss.backward();
       reducer.add("core/loss", scaled_loss.item<double>());
       reducer.add(out.metrics);
     }
-    // Every rank takes the same branch (has_units is global), so this
-    // collective is symmetric.
-    all_reduce_gradients(parameters, communicator);
+    // Every rank takes the same branch (has_units is global), so the
+    // gradient all-reduce is symmetric, also on a rank without microbatches.
+    grad_sync.finish();
   }
   for (const auto& microbatch : microbatches) {
     reducer.add("core/tokens", static_cast<double>(microbatch->num_tokens));

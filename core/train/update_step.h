@@ -3,12 +3,14 @@
 //   n[r,k] = count_units(microbatch k on rank r)      before any forward
 //   N      = Σ_r Σ_k n[r,k]                           one all-reduce
 //   for each k: backward(S[r,k] / divisor(N))         divisor = N, or 1 for `sum`
-//   all-reduce gradients with SUM once, after the last microbatch
+//   all-reduce gradients with SUM once, during and after the last
+//   microbatch's backward (dist::GradientSynchronizer)
 // so the step's gradient, ∇ ΣS / divisor, is the same for every split of the
 // global batch over ranks, microbatch sizes and accumulation counts.
 #pragma once
 
 #include "core/dist/communicator.h"
+#include "core/dist/gradient_sync.h"
 #include "core/metrics/metric_reducer.h"
 #include "ptrain/sdk/train_module.h"
 
@@ -37,7 +39,8 @@ std::vector<sdk::MetricSpec> core_step_metric_specs();
 GradientResult accumulate_gradients(sdk::TrainModule& module, sdk::Context& context,
                                     const std::vector<const sdk::Example*>& rank_examples,
                                     const sdk::MicrobatchPlan& plan, const std::vector<at::Tensor>& parameters,
-                                    dist::Communicator& communicator, metrics::MetricReducer& reducer);
+                                    dist::Communicator& communicator, dist::GradientSynchronizer& grad_sync,
+                                    metrics::MetricReducer& reducer);
 
 // Global L2 norm of the gradients, then scales them to `max_norm` if larger
 // (max_norm 0: no clipping). Returns the norm before clipping.

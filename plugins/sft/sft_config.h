@@ -8,6 +8,7 @@ namespace ptrain::sft {
 
 struct SftConfig {
   sdk::AggregationSpec aggregation;  // loss_agg, and norm_constant for seq_mean_token_sum_norm
+  bool assistant_only_loss = true;   // chat data: train on assistant turns only (content + end of turn)
 };
 
 void declare_sft_config(sdk::ConfigSchema& schema);

@@ -2,23 +2,55 @@
 
 #include <ATen/ATen.h>
 
-namespace ptrain::sft {
+#include <algorithm>
 
-TokenizedExample tokenize_example(const sdk::Tokenizer& tokenizer, std::string_view prompt,
-                                  std::string_view completion, int64_t max_length) {
+namespace ptrain::sft {
+namespace {
+
+void truncate(TokenizedExample& example, int64_t max_length) {
+  if (static_cast<int64_t>(example.tokens.size()) > max_length) {
+    example.tokens.resize(max_length);
+    example.trainable.resize(max_length);
+    example.truncated = true;
+  }
+}
+
+}  // namespace
+
+bool TokenizedExample::has_trainable_target() const {
+  return std::any_of(trainable.begin() + std::min<size_t>(1, trainable.size()), trainable.end(),
+                     [](uint8_t flag) { return flag != 0; });
+}
+
+TokenizedExample tokenize_example(const sdk::Tokenizer& tokenizer, std::string_view prompt, std::string_view completion,
+                                  int64_t max_length) {
   TokenizedExample example;
   const std::vector<int64_t> prompt_ids = tokenizer.encode(prompt);
   const std::vector<int64_t> completion_ids = tokenizer.encode(completion);
   example.tokens.reserve(prompt_ids.size() + completion_ids.size() + 2);
-  example.tokens.push_back(tokenizer.bos_id());
+  if (tokenizer.bos_id() >= 0) example.tokens.push_back(tokenizer.bos_id());
   example.tokens.insert(example.tokens.end(), prompt_ids.begin(), prompt_ids.end());
   example.completion_start = static_cast<int64_t>(example.tokens.size());
   example.tokens.insert(example.tokens.end(), completion_ids.begin(), completion_ids.end());
   example.tokens.push_back(tokenizer.eos_id());
-  if (static_cast<int64_t>(example.tokens.size()) > max_length) {
-    example.tokens.resize(max_length);
-    example.truncated = true;
+  example.trainable.assign(example.tokens.size(), 0);
+  std::fill(example.trainable.begin() + example.completion_start, example.trainable.end(), 1);
+  truncate(example, max_length);
+  return example;
+}
+
+TokenizedExample tokenize_chat_example(const sdk::Tokenizer& tokenizer, const sdk::ChatTemplate& chat_template,
+                                       const std::vector<sdk::ChatMessage>& messages, bool assistant_only_loss,
+                                       int64_t max_length, const std::string& location) {
+  sdk::ChatTokens chat = sdk::tokenize_chat(tokenizer, chat_template.render(messages, false, location));
+  TokenizedExample example;
+  example.tokens = std::move(chat.ids);
+  if (assistant_only_loss) {
+    example.trainable = std::move(chat.trainable);
+  } else {
+    example.trainable.assign(example.tokens.size(), 1);
   }
+  truncate(example, max_length);
   return example;
 }
 
@@ -43,11 +75,10 @@ sdk::TokenBatch collate_examples(const std::vector<TokenizedExample>& examples, 
   batch.loss_mask = at::zeros(batch.input_ids.sizes(), at::kBool);
   auto mask = batch.loss_mask.accessor<bool, 2>();
   for (size_t row = 0; row < examples.size(); ++row) {
-    // Target index j is token j+1, trained iff it is a completion token or <eos>.
-    const auto num_targets = static_cast<int64_t>(targets[row].size());
-    const int64_t first_trained = std::max<int64_t>(0, examples[row].completion_start - 1);
-    if (examples[row].tokens.size() < 2) continue;
-    for (int64_t j = first_trained; j < num_targets; ++j) mask[row][j] = true;
+    // Target index j is token j+1.
+    const TokenizedExample& example = examples[row];
+    if (example.tokens.size() < 2) continue;
+    for (size_t j = 0; j + 1 < example.tokens.size(); ++j) mask[row][j] = example.trainable[j + 1] != 0;
   }
   return batch;
 }

@@ -1,12 +1,17 @@
-// Supervised fine-tuning on completions: the pure functions of the plugin.
+// Supervised fine-tuning: the pure functions of the plugin.
 //
-// A sequence is <bos> prompt completion <eos> (DESIGN.md §6). Position t
-// predicts token t+1; only targets that are completion tokens or the final
-// <eos> are trained on. The per-token loss is the negative log-likelihood
-// l = -log p(target | prefix), aggregated by the configured mode.
+// Prompt/completion data is <bos> prompt completion <eos> (DESIGN.md §6);
+// chat data is the conversation rendered by the run's chat template. Position
+// t predicts token t+1; a target is trained on when its token is trainable:
+// completion tokens and the final <eos>, or — for chat with
+// assistant_only_loss — each assistant turn's content and end-of-turn token
+// (every token after the first without it). The per-token loss is the
+// negative log-likelihood l = -log p(target | prefix), aggregated by the
+// configured mode; only the mask depends on the data format.
 #pragma once
 
 #include "ptrain/sdk/batch.h"
+#include "ptrain/sdk/chat.h"
 #include "ptrain/sdk/tokenizer.h"
 
 #include <cstdint>
@@ -16,16 +21,26 @@
 namespace ptrain::sft {
 
 struct TokenizedExample {
-  std::vector<int64_t> tokens;   // <bos> prompt completion <eos>, cut to max_length
-  int64_t completion_start = 0;  // index in `tokens` of the first completion token
-  bool truncated = false;        // tokens were cut at max_length
+  std::vector<int64_t> tokens;     // the sequence, cut to max_length
+  std::vector<uint8_t> trainable;  // per token: 1 if it is trained on as a target (same length as tokens)
+  int64_t completion_start = 0;    // prompt/completion: index in `tokens` of the first completion token
+  bool truncated = false;          // tokens were cut at max_length
+
+  // Whether any target (tokens[1:]) is trained on; an example without one is skipped.
+  bool has_trainable_target() const;
 };
 
-TokenizedExample tokenize_example(const sdk::Tokenizer& tokenizer, std::string_view prompt,
-                                  std::string_view completion, int64_t max_length);
+// <bos> prompt completion <eos>; no <bos> when the tokenizer has none (Qwen).
+TokenizedExample tokenize_example(const sdk::Tokenizer& tokenizer, std::string_view prompt, std::string_view completion,
+                                  int64_t max_length);
 
-// Inputs tokens[:-1], targets tokens[1:], loss mask on targets at index ≥
-// completion_start; right-padded with `pad_id`.
+// A conversation rendered with `chat_template`; `location` names the example in errors.
+TokenizedExample tokenize_chat_example(const sdk::Tokenizer& tokenizer, const sdk::ChatTemplate& chat_template,
+                                       const std::vector<sdk::ChatMessage>& messages, bool assistant_only_loss,
+                                       int64_t max_length, const std::string& location);
+
+// Inputs tokens[:-1], targets tokens[1:], loss mask on targets whose token is
+// trainable; right-padded with `pad_id`.
 sdk::TokenBatch collate_examples(const std::vector<TokenizedExample>& examples, int64_t pad_id);
 
 }  // namespace ptrain::sft

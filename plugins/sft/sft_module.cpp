@@ -1,31 +1,100 @@
 #include "sft_module.h"
 
 #include "ptrain/sdk/errors.h"
+#include "ptrain/sdk/token_cache.h"
 
 #include <ATen/ATen.h>
+
+#include <cstdio>
 
 namespace ptrain::sft {
 
 void SftModule::setup(sdk::Context& ctx) {
   config_ = read_sft_config(ctx.module_config(), ctx.run_info().max_length);
-  ctx.logger().info("sft", std::string("loss aggregation ") + sdk::loss_aggregation_name(config_.aggregation.mode));
+  if (const sdk::ChatTemplate* chat_template = ctx.tokenizer().chat_template()) chat_template_ = *chat_template;
+  ctx.logger().info("sft", std::string("loss aggregation ") + sdk::loss_aggregation_name(config_.aggregation.mode) +
+                               (chat_template_ ? ", chat template " + chat_template_->name : "") +
+                               (config_.assistant_only_loss ? ", assistant-only loss on chat data" : ""));
 }
 
 std::vector<sdk::MetricSpec> SftModule::metric_specs() const {
   return {{"token_accuracy", sdk::Reduction::kWeightedMean},
           {"nll_per_token", sdk::Reduction::kWeightedMean},
           {"trainable_tokens", sdk::Reduction::kSum},
-          {"truncated", sdk::Reduction::kSum}};
+          {"truncated", sdk::Reduction::kSum},
+          {"skipped_examples", sdk::Reduction::kSum}};
 }
 
 void SftModule::check_example(const sdk::Example& example) const {
-  if (sdk::has_field(example, "messages") && !sdk::has_field(example, "prompt")) {
-    throw sdk::DataError(example.location +
-                         ": field 'messages': chat-formatted SFT data needs a chat template, which the byte "
-                         "tokenizer does not have; give {\"prompt\", \"completion\"} instead");
+  if (sdk::has_field(example, "messages")) {
+    if (sdk::has_field(example, "prompt") || sdk::has_field(example, "completion")) {
+      throw sdk::DataError(example.location +
+                           ": field 'messages': give either {\"messages\"} or {\"prompt\", \"completion\"}, not both");
+    }
+    const std::vector<sdk::ChatMessage> messages = sdk::read_messages(example);
+    if (!chat_template_) {
+      throw sdk::DataError(example.location +
+                           ": field 'messages': chat data needs a chat template, and the tokenizer names none; set "
+                           "tokenizer.chat_template (chatml, llama3, plain or custom)");
+    }
+    chat_template_->render(messages, false, example.location);  // unknown roles fail here, before training
+    return;
   }
   sdk::require_string(example, "prompt");
   sdk::require_string(example, "completion");
+}
+
+TokenizedExample SftModule::tokenize(const sdk::Tokenizer& tokenizer, const sdk::Example& example,
+                                     int64_t max_length) const {
+  if (sdk::has_field(example, "messages")) {
+    if (!chat_template_) check_example(example);  // throws the error that names the missing template
+    return tokenize_chat_example(tokenizer, *chat_template_, sdk::read_messages(example), config_.assistant_only_loss,
+                                 max_length, example.location);
+  }
+  return tokenize_example(tokenizer, sdk::require_string(example, "prompt"), sdk::require_string(example, "completion"),
+                          max_length);
+}
+
+void SftModule::prepare_dataset(sdk::Context& ctx, const std::vector<sdk::Example>& examples) {
+  const int64_t max_length = ctx.run_info().max_length;
+  const sdk::Tokenizer& tokenizer = ctx.tokenizer();
+  // Everything tokenize() reads besides the tokenizer, its template and the examples.
+  const std::string recipe = "sft/1 max_length=" + std::to_string(max_length) +
+                             " assistant_only_loss=" + std::to_string(config_.assistant_only_loss);
+  sdk::TokenizeStats stats;
+  const std::vector<sdk::TokenArrays> arrays = sdk::tokenize_dataset(
+      ctx, examples, recipe,
+      [&](const sdk::Example& example) {
+        TokenizedExample tokenized = tokenize(tokenizer, example, max_length);
+        return sdk::TokenArrays{std::move(tokenized.tokens),
+                                std::vector<int64_t>(tokenized.trainable.begin(), tokenized.trainable.end()),
+                                {tokenized.completion_start, tokenized.truncated ? 1 : 0}};
+      },
+      &stats);
+
+  dataset_.assign(examples.size(), TokenizedExample{});
+  int64_t untrainable = 0;
+  for (size_t i = 0; i < examples.size(); ++i) {
+    TokenizedExample& tokenized = dataset_.at(static_cast<size_t>(examples[i].index));
+    tokenized.tokens = arrays[i][0];
+    tokenized.trainable.assign(arrays[i][1].begin(), arrays[i][1].end());
+    tokenized.completion_start = arrays[i][2][0];
+    tokenized.truncated = arrays[i][2][1] != 0;
+    untrainable += tokenized.has_trainable_target() ? 0 : 1;
+  }
+  char rate[64];
+  std::snprintf(rate, sizeof rate, "%.2f s, %.1f MB/s", stats.seconds,
+                stats.seconds > 0 ? static_cast<double>(stats.json_bytes) / 1e6 / stats.seconds : 0.0);
+  ctx.logger().info(
+      "sft", std::string(stats.from_cache ? "loaded " : "tokenized ") + std::to_string(stats.examples) + " examples (" +
+                 rate + ")" +
+                 (stats.cache_file.empty() ? "" : (stats.from_cache ? " from " : ", cached in ") + stats.cache_file));
+  if (untrainable > 0) {
+    ctx.logger().warn("sft", std::to_string(untrainable) + " of " + std::to_string(examples.size()) +
+                                 " examples have no trainable token within data.max_length = " +
+                                 std::to_string(max_length) +
+                                 ": they add nothing to the loss and are counted in skipped_examples");
+  }
 }
 
 std::vector<std::unique_ptr<sdk::Microbatch>> SftModule::prepare(sdk::Context& ctx,
@@ -36,10 +105,16 @@ std::vector<std::unique_ptr<sdk::Microbatch>> SftModule::prepare(sdk::Context& c
   std::vector<TokenizedExample> tokenized;
   std::vector<int64_t> input_lengths;
   tokenized.reserve(examples.size());
+  int64_t skipped = 0;
   for (const sdk::Example* example : examples) {
-    tokenized.push_back(tokenize_example(tokenizer, sdk::require_string(*example, "prompt"),
-                                         sdk::require_string(*example, "completion"), max_length));
-    input_lengths.push_back(static_cast<int64_t>(tokenized.back().tokens.size()) - 1);
+    const bool prepared = example->index >= 0 && static_cast<size_t>(example->index) < dataset_.size();
+    TokenizedExample item = prepared ? dataset_[example->index] : tokenize(tokenizer, *example, max_length);
+    // Nothing to learn from (truncated away): it stays in its microbatch so the
+    // split follows the plan, but adds no loss and no unit in any aggregation
+    // mode (DESIGN.md §2), and is counted.
+    if (!item.has_trainable_target()) ++skipped;
+    input_lengths.push_back(static_cast<int64_t>(item.tokens.size()) - 1);
+    tokenized.push_back(std::move(item));
   }
 
   std::vector<std::unique_ptr<sdk::Microbatch>> microbatches;
@@ -54,6 +129,7 @@ std::vector<std::unique_ptr<sdk::Microbatch>> SftModule::prepare(sdk::Context& c
     microbatch->tokens = collate_examples(group, tokenizer.pad_id());
     microbatch->num_examples = static_cast<int64_t>(members.size());
     microbatch->padded_tokens = microbatch->tokens.input_ids.numel();
+    if (microbatches.empty()) microbatch->skipped_examples = skipped;
     microbatches.push_back(std::move(microbatch));
   }
   return microbatches;
@@ -85,6 +161,7 @@ sdk::LossOut SftModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatch
   }
   out.metrics.add("trainable_tokens", trainable);
   out.metrics.add("truncated", static_cast<double>(batch.truncated_examples));
+  out.metrics.add("skipped_examples", static_cast<double>(batch.skipped_examples));
   return out;
 }
 

@@ -6,11 +6,15 @@
 
 #include "ptrain/sdk/train_module.h"
 
+#include <optional>
+#include <vector>
+
 namespace ptrain::sft {
 
 struct SftMicrobatch final : sdk::Microbatch {
   sdk::TokenBatch tokens;
   int64_t truncated_examples = 0;
+  int64_t skipped_examples = 0;  // examples of the step without a trainable target after truncation
 };
 
 class SftModule final : public sdk::TrainModule {
@@ -18,6 +22,8 @@ class SftModule final : public sdk::TrainModule {
   void setup(sdk::Context& ctx) override;
   std::vector<sdk::MetricSpec> metric_specs() const override;
   void check_example(const sdk::Example& example) const override;
+  // Tokenizes every example once, in parallel, cached in the run directory (sdk/token_cache.h).
+  void prepare_dataset(sdk::Context& ctx, const std::vector<sdk::Example>& examples) override;
   std::vector<std::unique_ptr<sdk::Microbatch>> prepare(sdk::Context& ctx,
                                                         const std::vector<const sdk::Example*>& examples,
                                                         const sdk::MicrobatchPlan& plan) override;
@@ -27,8 +33,13 @@ class SftModule final : public sdk::TrainModule {
 
   const SftConfig& config() const { return config_; }
 
+  // One example as this run trains on it: prompt/completion or chat.
+  TokenizedExample tokenize(const sdk::Tokenizer& tokenizer, const sdk::Example& example, int64_t max_length) const;
+
  private:
   SftConfig config_;
+  std::optional<sdk::ChatTemplate> chat_template_;  // the tokenizer's, copied at setup
+  std::vector<TokenizedExample> dataset_;           // by Example::index, filled by prepare_dataset()
 };
 
 }  // namespace ptrain::sft

@@ -229,4 +229,12 @@ std::string ConfigValues::where(const std::string& key) const {
   return it->second.location + ": " + name;
 }
 
+ConfigValues ConfigValues::defaults_of(const ConfigSchema& schema, std::string section) {
+  ConfigValues values(std::move(section));
+  for (const ConfigKey& key : schema.keys()) {
+    if (key.default_value) values.set(key.name, *key.default_value, "default", false);
+  }
+  return values;
+}
+
 }  // namespace ptrain::sdk

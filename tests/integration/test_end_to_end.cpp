@@ -2,14 +2,11 @@
 #include "catch.h"
 
 #include "core/model/causal_lm.h"
+#include "support/run_command.h"
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -18,29 +15,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
+using ptrain::testing::CommandResult;
+using ptrain::testing::run_ptrain;
 
-CommandResult run_ptrain(const std::string& arguments) {
-  const std::string command = std::string(PTRAIN_EXE) + " " + arguments + " 2>&1";
-  CommandResult result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) result.output += buffer.data();
-  const int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
-
-fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("ptrain_e2e_" + std::to_string(::getpid())) / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path fresh_dir(const std::string& name) { return ptrain::testing::fresh_test_dir("e2e_" + name); }
 
 // A config small enough to train in seconds on the bundled arithmetic data.
 fs::path write_config(const fs::path& dir, const std::string& extra_module = "",

@@ -11,6 +11,7 @@
 #include "core/tokenizer/byte_tokenizer.h"
 #include "core/train/update_step.h"
 #include "sft_module.h"
+#include "support/sft_reference.h"
 
 #include <ATen/ATen.h>
 
@@ -41,10 +42,7 @@ model::ModelConfig tiny_model_config() {
   return config;
 }
 
-struct Pair {
-  std::string prompt;
-  std::string completion;
-};
+using Pair = testing::PromptCompletion;
 
 // Very different lengths; the last prompt alone exceeds max_length, so that
 // example keeps no trainable token after truncation.
@@ -68,60 +66,9 @@ std::vector<sdk::Example> to_examples(const std::vector<Pair>& pairs) {
   return examples;
 }
 
-// Σ over trained positions of -log p, per sequence, by the definition:
-// tokens <bos> prompt completion <eos> cut to max_length; position t predicts
-// t+1; trained iff token t+1 is a completion byte or <eos>.
-struct SequenceLoss {
-  at::Tensor nll_sum;  // differentiable scalar
-  int64_t trained_tokens = 0;
-};
-
-SequenceLoss reference_sequence_loss(model::CausalLm& model, const Pair& pair) {
-  std::vector<int64_t> tokens{tokenizer::ByteTokenizer::kBos};
-  for (unsigned char byte : pair.prompt) tokens.push_back(byte);
-  const auto completion_start = static_cast<int64_t>(tokens.size());
-  for (unsigned char byte : pair.completion) tokens.push_back(byte);
-  tokens.push_back(tokenizer::ByteTokenizer::kEos);
-  if (static_cast<int64_t>(tokens.size()) > kMaxLength) tokens.resize(kMaxLength);
-
-  const auto length = static_cast<int64_t>(tokens.size());
-  const at::Tensor input = at::tensor(std::vector<int64_t>(tokens.begin(), tokens.end() - 1), at::kLong).unsqueeze(0);
-  const at::Tensor log_probs = at::log_softmax(model.logits(input)[0], /*dim=*/-1);  // [T-1, V]
-  SequenceLoss loss{at::zeros({}, at::kFloat), 0};
-  for (int64_t t = 0; t + 1 < length; ++t) {
-    if (t + 1 < completion_start) continue;
-    loss.nll_sum = loss.nll_sum - log_probs[t][tokens[t + 1]];
-    ++loss.trained_tokens;
-  }
-  return loss;
-}
-
 at::Tensor reference_step_loss(model::CausalLm& model, const std::vector<Pair>& pairs,
                                const sdk::AggregationSpec& spec) {
-  at::Tensor total = at::zeros({}, at::kFloat);
-  int64_t tokens = 0;
-  int64_t sequences = 0;
-  for (const Pair& pair : pairs) {
-    const SequenceLoss loss = reference_sequence_loss(model, pair);
-    if (loss.trained_tokens == 0) continue;
-    tokens += loss.trained_tokens;
-    ++sequences;
-    switch (spec.mode) {
-      case sdk::LossAggregation::kSeqMeanTokenMean:
-        total = total + loss.nll_sum / static_cast<double>(loss.trained_tokens);
-        break;
-      case sdk::LossAggregation::kSeqMeanTokenSumNorm:
-        total = total + loss.nll_sum / spec.norm_constant;
-        break;
-      default:
-        total = total + loss.nll_sum;
-    }
-  }
-  switch (spec.mode) {
-    case sdk::LossAggregation::kTokenMean: return total / static_cast<double>(tokens);
-    case sdk::LossAggregation::kSum: return total;
-    default: return total / static_cast<double>(sequences);
-  }
+  return testing::reference_sft_step_loss(model, pairs, spec, kMaxLength);
 }
 
 std::vector<at::Tensor> parameters_of(const model::CausalLm& model) {
@@ -136,20 +83,13 @@ std::vector<at::Tensor> gradients_of(const std::vector<at::Tensor>& parameters) 
   return grads;
 }
 
-double relative_error(const std::vector<at::Tensor>& actual, const std::vector<at::Tensor>& expected) {
-  double diff = 0.0;
-  double norm = 0.0;
-  for (size_t i = 0; i < actual.size(); ++i) {
-    diff += (actual[i].to(at::kDouble) - expected[i].to(at::kDouble)).pow(2).sum().item<double>();
-    norm += expected[i].to(at::kDouble).pow(2).sum().item<double>();
-  }
-  return std::sqrt(diff / norm);
-}
+using testing::relative_error;
 
 sdk::ConfigValues sft_values(const std::string& loss_agg) {
-  sdk::ConfigValues values("module");
+  sdk::ConfigSchema schema;
+  sft::declare_sft_config(schema);
+  sdk::ConfigValues values = sdk::ConfigValues::defaults_of(schema, "module");
   values.set("loss_agg", loss_agg, "test", true);
-  values.set("norm_constant", 0.0, "default", false);
   return values;
 }
 
@@ -165,6 +105,7 @@ TEST_CASE("the step gradient is the same for every split of the global batch, in
   std::vector<const sdk::Example*> example_pointers;
   for (const auto& example : examples) example_pointers.push_back(&example);
   auto communicator = dist::make_single_process_communicator();
+  dist::GradientSynchronizer grad_sync(parameters, *communicator, 1 << 20);
 
   for (const std::string& mode_name : sdk::loss_aggregation_names()) {
     DYNAMIC_SECTION("loss_agg = " << mode_name) {
@@ -194,7 +135,7 @@ TEST_CASE("the step gradient is the same for every split of the global batch, in
           return specs;
         }());
         const train::GradientResult result = train::accumulate_gradients(
-            module, context, example_pointers, split.plan, parameters, *communicator, reducer);
+            module, context, example_pointers, split.plan, parameters, *communicator, grad_sync, reducer);
         const auto reduced = reducer.reduce(*communicator);
         REQUIRE(result.has_units);
         const double error = relative_error(gradients_of(parameters), reference_grads);
@@ -202,7 +143,9 @@ TEST_CASE("the step gradient is the same for every split of the global batch, in
         CHECK(error <= 1e-5);
         const double loss = reduced.at("core/loss");
         CHECK(loss == Approx(reference_loss.item<double>()).epsilon(1e-5));
-        if (split.plan.micro_size == 1) CHECK(result.num_microbatches == 8);
+        // One example per microbatch; the fully truncated one is skipped
+        // (counted, never trained on as zeros).
+        if (split.plan.micro_size == 1) CHECK(result.num_microbatches == 7);
       }
     }
   }
@@ -216,6 +159,7 @@ TEST_CASE("a global batch without any trainable token is reported as empty, not 
       to_examples({{std::string(50, 'a'), "x"}, {std::string(45, 'b'), "y"}});
   std::vector<const sdk::Example*> example_pointers{&examples[0], &examples[1]};
   auto communicator = dist::make_single_process_communicator();
+  dist::GradientSynchronizer grad_sync(parameters, *communicator, 1 << 20);
   for (const std::string& mode_name : sdk::loss_aggregation_names()) {
     const sdk::ConfigValues values = sft_values(mode_name);
     plugin::HostContext context(*model, tokenizer, values, *communicator, sdk::RunInfo{0, kMaxLength, 0, 0, ""});
@@ -225,7 +169,7 @@ TEST_CASE("a global batch without any trainable token is reported as empty, not 
     for (const auto& spec : module.metric_specs()) specs.push_back(spec);
     metrics::MetricReducer reducer(specs);
     const train::GradientResult result =
-        train::accumulate_gradients(module, context, example_pointers, {1, 0}, parameters, *communicator, reducer);
+        train::accumulate_gradients(module, context, example_pointers, {1, 0}, parameters, *communicator, grad_sync, reducer);
     CHECK_FALSE(result.has_units);
     CHECK(result.global_units == 0);
     for (const at::Tensor& parameter : parameters) CHECK(parameter.grad().abs().sum().item<double>() == 0.0);
@@ -278,6 +222,7 @@ TEST_CASE("extra loss terms are normalised by their own global units under every
   std::vector<const sdk::Example*> example_pointers;
   for (const auto& example : examples) example_pointers.push_back(&example);
   auto communicator = dist::make_single_process_communicator();
+  dist::GradientSynchronizer grad_sync(parameters, *communicator, 1 << 20);
 
   const sdk::ConfigValues main_values = sft_values("seq_mean_token_sum");
   const sdk::ConfigValues extra_values = sft_values("token_mean");
@@ -300,7 +245,7 @@ TEST_CASE("extra loss terms are normalised by their own global units under every
     for (const auto& spec : module.metric_specs()) specs.push_back(spec);
     metrics::MetricReducer reducer(specs);
     const train::GradientResult result =
-        train::accumulate_gradients(module, main_context, example_pointers, plan, parameters, *communicator, reducer);
+        train::accumulate_gradients(module, main_context, example_pointers, plan, parameters, *communicator, grad_sync, reducer);
     REQUIRE(result.global_extra_units.size() == 1);
     CHECK(result.global_units == 7);  // the fully truncated example is not a unit
     const double error = relative_error(gradients_of(parameters), reference_grads);

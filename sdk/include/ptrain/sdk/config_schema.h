@@ -66,6 +66,9 @@ class ConfigValues {
 
   ConfigValues() = default;
   explicit ConfigValues(std::string section) : section_(std::move(section)) {}
+  // Every key of `schema` that has a default, at its default (tests and
+  // tools that build a module without a config file start here).
+  static ConfigValues defaults_of(const ConfigSchema& schema, std::string section);
 
   void set(const std::string& key, ConfigValue value, std::string location, bool set_by_user);
 

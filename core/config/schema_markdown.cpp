@@ -1,0 +1,53 @@
+#include "core/config/schema_markdown.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace ptrain::config {
+namespace {
+
+std::string format_bound(double value, sdk::ValueType type) {
+  if (type == sdk::ValueType::kInt) return std::to_string(static_cast<int64_t>(value));
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+std::string allowed_values(const sdk::ConfigKey& key) {
+  if (!key.choices.empty()) {
+    std::string text;
+    for (const std::string& choice : key.choices) text += (text.empty() ? "`" : ", `") + choice + "`";
+    return text;
+  }
+  if (key.min && key.max) return format_bound(*key.min, key.type) + " … " + format_bound(*key.max, key.type);
+  if (key.min) return "≥ " + format_bound(*key.min, key.type);
+  if (key.max) return "≤ " + format_bound(*key.max, key.type);
+  return "";
+}
+
+// Markdown tables cannot hold a bare '|'.
+std::string escape_cell(const std::string& text) {
+  std::string escaped;
+  for (const char c : text) escaped += c == '|' ? std::string("\\|") : std::string(1, c);
+  return escaped;
+}
+
+}  // namespace
+
+std::string schema_markdown(const std::vector<std::pair<std::string, sdk::ConfigSchema>>& sections) {
+  std::ostringstream out;
+  for (const auto& [name, schema] : sections) {
+    out << "## " << (name.empty() ? "top level" : "[" + name + "]") << "\n\n";
+    out << "| key | type | default | allowed | description |\n|---|---|---|---|---|\n";
+    for (const sdk::ConfigKey& key : schema.keys()) {
+      std::string default_text = key.required ? "required" : "unset";
+      if (key.default_value) default_text = "`" + sdk::format_config_value(*key.default_value) + "`";
+      out << "| `" << key.name << "` | " << sdk::value_type_name(key.type) << " | " << escape_cell(default_text)
+          << " | " << escape_cell(allowed_values(key)) << " | " << escape_cell(key.doc) << " |\n";
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace ptrain::config

@@ -1,0 +1,172 @@
+#include "core/dist/c10d_communicator.h"
+
+#include "ptrain/sdk/errors.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef PTRAIN_WITH_CUDA
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include <functional>
+#include <string>
+
+namespace ptrain::dist {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The first line of an exception's text (c10 appends a C++ backtrace).
+std::string first_line(const std::exception& error) {
+  const std::string text = error.what();
+  return text.substr(0, text.find('\n'));
+}
+
+class C10dCommunicator;
+
+class C10dPending final : public PendingCollective {
+ public:
+  // `results` are the caller's tensors, `staged` those the collective works on
+  // (the same tensors unless they were staged on a GPU).
+  C10dPending(c10::intrusive_ptr<c10d::Work> work, C10dCommunicator& owner, std::string operation,
+              std::vector<at::Tensor> results, std::vector<at::Tensor> staged)
+      : work_(std::move(work)), owner_(owner), operation_(std::move(operation)), results_(std::move(results)),
+        staged_(std::move(staged)) {}
+  void wait() override;
+
+ private:
+  c10::intrusive_ptr<c10d::Work> work_;
+  C10dCommunicator& owner_;
+  std::string operation_;
+  std::vector<at::Tensor> results_;
+  std::vector<at::Tensor> staged_;
+};
+
+class C10dCommunicator final : public Communicator {
+ public:
+  C10dCommunicator(const LaunchEnv& launch, std::chrono::seconds timeout) : launch_(launch), timeout_(timeout) {
+    c10d::TCPStoreOptions store_options;
+    store_options.port = static_cast<uint16_t>(launch.master_port);
+    store_options.isServer = launch.rank == 0;
+    store_options.numWorkers = launch.world_size;
+    store_options.waitWorkers = true;
+    store_options.timeout = timeout;
+    guard("rendezvous at " + launch.master_addr + ":" + std::to_string(launch.master_port), [&] {
+      store_ = c10::make_intrusive<c10d::TCPStore>(launch.master_addr, store_options);
+#ifdef PTRAIN_WITH_CUDA
+      if (at::hasCUDA()) {
+        auto options = c10d::ProcessGroupNCCL::Options::create();
+        options->timeout = timeout;
+        group_ = c10::make_intrusive<c10d::ProcessGroupNCCL>(store_, launch.rank, launch.world_size, options);
+        device_ = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(launch.local_rank));
+        return;
+      }
+#endif
+      auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+      options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+      // One Gloo worker thread: collectives are issued in order, and the
+      // intra-op threads need the cores.
+      options->threads = 1;
+      group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store_, launch.rank, launch.world_size, options);
+    });
+  }
+
+  int rank() const override { return launch_.rank; }
+  int world_size() const override { return launch_.world_size; }
+  int local_rank() const override { return launch_.local_rank; }
+  int local_world_size() const override { return launch_.local_world_size; }
+
+  void all_reduce_sum(std::vector<at::Tensor>& tensors) override { all_reduce_sum_async(tensors)->wait(); }
+
+  void all_reduce_max(std::vector<at::Tensor>& tensors) override {
+    c10d::AllreduceOptions options;
+    options.reduceOp = c10d::ReduceOp::MAX;
+    std::vector<at::Tensor> staged = stage(tensors);
+    C10dPending(start("all_reduce(max)", [&] { return group_->allreduce(staged, options); }), *this,
+                "all_reduce(max)", tensors, staged)
+        .wait();
+  }
+
+  void broadcast(std::vector<at::Tensor>& tensors, int root_rank) override {
+    c10d::BroadcastOptions options;
+    options.rootRank = root_rank;
+    std::vector<at::Tensor> staged = stage(tensors);
+    C10dPending(start("broadcast", [&] { return group_->broadcast(staged, options); }), *this, "broadcast", tensors,
+                staged)
+        .wait();
+  }
+
+  void barrier() override {
+    C10dPending(start("barrier", [&] { return group_->barrier(); }), *this, "barrier", {}, {}).wait();
+  }
+
+  std::unique_ptr<PendingCollective> all_reduce_sum_async(std::vector<at::Tensor>& tensors) override {
+    c10d::AllreduceOptions options;
+    options.reduceOp = c10d::ReduceOp::SUM;
+    std::vector<at::Tensor> staged = stage(tensors);
+    return std::make_unique<C10dPending>(start("all_reduce(sum)", [&] { return group_->allreduce(staged, options); }),
+                                         *this, "all_reduce(sum)", tensors, staged);
+  }
+
+  double collective_seconds() const override { return collective_seconds_; }
+
+  // Runs `action`, turning any failure into an sdk::Error naming the rank and operation.
+  void guard(const std::string& operation, const std::function<void()>& action) {
+    try {
+      action();
+    } catch (const sdk::Error&) {
+      throw;
+    } catch (const std::exception& error) {
+      throw sdk::Error("rank " + std::to_string(launch_.rank) + " of " + std::to_string(launch_.world_size) + ": " +
+                       operation + " failed (a peer rank may have died or hung; timeout " +
+                       std::to_string(timeout_.count()) + " s): " + first_line(error));
+    }
+  }
+
+  void add_wait_time(double seconds) { collective_seconds_ += seconds; }
+
+ private:
+  // NCCL reduces device tensors: the host tensors the core passes are staged
+  // on this rank's GPU and copied back when the collective completes. Gloo
+  // works on them in place.
+  std::vector<at::Tensor> stage(const std::vector<at::Tensor>& tensors) const {
+    if (device_.is_cpu()) return tensors;
+    std::vector<at::Tensor> staged;
+    for (const at::Tensor& tensor : tensors) staged.push_back(tensor.to(device_));
+    return staged;
+  }
+
+  c10::intrusive_ptr<c10d::Work> start(const std::string& operation,
+                                       const std::function<c10::intrusive_ptr<c10d::Work>()>& launch) {
+    c10::intrusive_ptr<c10d::Work> work;
+    guard(operation, [&] { work = launch(); });
+    return work;
+  }
+
+  LaunchEnv launch_;
+  std::chrono::seconds timeout_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  at::Device device_ = at::kCPU;
+  double collective_seconds_ = 0.0;
+};
+
+void C10dPending::wait() {
+  const auto start = Clock::now();
+  owner_.guard(operation_, [&] { work_->wait(); });
+  for (size_t i = 0; i < results_.size(); ++i) {
+    if (!results_[i].is_same(staged_[i])) results_[i].copy_(staged_[i]);
+  }
+  owner_.add_wait_time(std::chrono::duration<double>(Clock::now() - start).count());
+}
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_communicator(const LaunchEnv& launch, std::chrono::seconds timeout) {
+  if (launch.world_size == 1) return make_single_process_communicator();
+  return std::make_unique<C10dCommunicator>(launch, timeout);
+}
+
+}  // namespace ptrain::dist

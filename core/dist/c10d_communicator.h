@@ -1,0 +1,18 @@
+// A Communicator on torch.distributed's c10d: ProcessGroupGloo on CPU (and
+// ProcessGroupNCCL in builds with PTRAIN_WITH_CUDA), rendezvous through a
+// TCPStore served by rank 0 at MASTER_ADDR:MASTER_PORT.
+#pragma once
+
+#include "core/dist/communicator.h"
+#include "core/dist/launch_env.h"
+
+#include <chrono>
+#include <memory>
+
+namespace ptrain::dist {
+
+// World size 1 needs no store: it returns the single-process communicator.
+// Throws sdk::Error naming the address when the rendezvous fails or times out.
+std::unique_ptr<Communicator> make_communicator(const LaunchEnv& launch, std::chrono::seconds timeout);
+
+}  // namespace ptrain::dist

@@ -1,0 +1,98 @@
+#include "core/dist/launch_env.h"
+
+#include "ptrain/sdk/errors.h"
+
+#include <cstdlib>
+#include <optional>
+
+namespace ptrain::dist {
+namespace {
+
+std::optional<std::string> env(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+int env_int(const char* name, std::optional<int> fallback, int min_value) {
+  const std::optional<std::string> text = env(name);
+  if (!text) {
+    if (fallback) return *fallback;
+    throw sdk::ConfigError(std::string("environment variable ") + name + " is not set (needed for a multi-process run)");
+  }
+  try {
+    size_t used = 0;
+    const int value = std::stoi(*text, &used);
+    if (used == text->size() && value >= min_value) return value;
+  } catch (const std::exception&) {
+  }
+  throw sdk::ConfigError(std::string("environment variable ") + name + "='" + *text +
+                         "' is not an integer ≥ " + std::to_string(min_value));
+}
+
+void check_ranks(const LaunchEnv& launch) {
+  if (launch.rank >= launch.world_size || launch.local_rank >= launch.local_world_size) {
+    throw sdk::ConfigError("launch environment (" + launch.source + "): rank " + std::to_string(launch.rank) +
+                           " / world size " + std::to_string(launch.world_size) + ", local rank " +
+                           std::to_string(launch.local_rank) + " / local world size " +
+                           std::to_string(launch.local_world_size) + " are inconsistent");
+  }
+}
+
+}  // namespace
+
+std::string first_slurm_host(const std::string& node_list) {
+  // The first entry ends at a comma outside brackets.
+  std::string first;
+  int depth = 0;
+  for (const char c : node_list) {
+    if (c == '[') ++depth;
+    if (c == ']') --depth;
+    if (c == ',' && depth == 0) break;
+    first.push_back(c);
+  }
+  const size_t open = first.find('[');
+  if (open == std::string::npos) return first;
+  // "node[03-05,9]" → prefix "node" + the first number of the range list, padding kept.
+  const std::string ranges = first.substr(open + 1);
+  const size_t end = ranges.find_first_of("-,]");
+  return first.substr(0, open) + ranges.substr(0, end);
+}
+
+LaunchEnv read_launch_env() {
+  LaunchEnv launch;
+  if (env("RANK")) {
+    launch.source = "torchrun";
+    launch.rank = env_int("RANK", std::nullopt, 0);
+    launch.world_size = env_int("WORLD_SIZE", std::nullopt, 1);
+    launch.local_rank = env_int("LOCAL_RANK", launch.rank, 0);
+    launch.local_world_size = env_int("LOCAL_WORLD_SIZE", launch.world_size, 1);
+    launch.master_addr = env("MASTER_ADDR").value_or("127.0.0.1");
+    launch.master_port = env_int("MASTER_PORT", launch.world_size == 1 ? std::optional<int>(29500) : std::nullopt, 1);
+  } else if (env("SLURM_PROCID")) {
+    launch.source = "slurm";
+    launch.rank = env_int("SLURM_PROCID", std::nullopt, 0);
+    launch.world_size = env_int("SLURM_NTASKS", std::nullopt, 1);
+    launch.local_rank = env_int("SLURM_LOCALID", 0, 0);
+    launch.local_world_size = env_int("SLURM_NTASKS_PER_NODE", 1, 1);
+    if (const auto tasks_on_node = env("SLURM_TASKS_PER_NODE")) {
+      // "4(x2)" or "4,3": this node's count is the first number.
+      try {
+        launch.local_world_size = std::max(1, std::stoi(*tasks_on_node));
+      } catch (const std::exception&) {
+      }
+    }
+    if (const auto addr = env("MASTER_ADDR")) {
+      launch.master_addr = *addr;
+    } else if (const auto nodes = env("SLURM_NODELIST")) {
+      launch.master_addr = first_slurm_host(*nodes);
+    } else if (launch.world_size > 1) {
+      throw sdk::ConfigError("under Slurm, set MASTER_ADDR or SLURM_NODELIST to find the rendezvous host");
+    }
+    launch.master_port = env_int("MASTER_PORT", 29500, 1);
+  }
+  check_ranks(launch);
+  return launch;
+}
+
+}  // namespace ptrain::dist

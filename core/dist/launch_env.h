@@ -1,0 +1,29 @@
+// Where this process sits in the job, read from the launcher's environment:
+// torchrun's variables (also set by `ptrain launch`), or Slurm's under srun.
+#pragma once
+
+#include <string>
+
+namespace ptrain::dist {
+
+struct LaunchEnv {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  std::string source = "single process";  // "torchrun", "slurm" or "single process"
+};
+
+// RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/MASTER_ADDR/MASTER_PORT when
+// RANK is set; else SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID (master: the
+// first host of SLURM_NODELIST unless MASTER_ADDR is set) when SLURM_PROCID
+// is set; else a single process. Throws sdk::ConfigError naming the variable
+// that is missing or malformed.
+LaunchEnv read_launch_env();
+
+// The first host of a Slurm node list: "node[03-05,9],gpu1" → "node03".
+std::string first_slurm_host(const std::string& node_list);
+
+}  // namespace ptrain::dist

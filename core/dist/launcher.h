@@ -1,0 +1,28 @@
+// `ptrain launch`: runs N worker processes on this machine with torchrun's
+// environment, prefixes their output with the rank, forwards SIGINT/SIGTERM,
+// and when one fails stops the others and exits non-zero naming it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ptrain::dist {
+
+struct LaunchOptions {
+  int nproc = 1;
+  int master_port = 0;  // 0: a free port picked now
+  std::string master_addr = "127.0.0.1";
+  // After `--`: a ptrain command (train, validate, ...) run with this
+  // executable, or any other program (like torchrun --no-python).
+  std::vector<std::string> command;
+  double stop_grace_s = 5.0;  // SIGTERM, then SIGKILL after this long
+};
+
+// Returns 0 when every worker exits 0; else the exit code of the first
+// worker that failed (128 + signal number for a signal).
+int run_launcher(const LaunchOptions& options);
+
+// A TCP port on 127.0.0.1 that nothing listens on right now.
+int pick_free_port();
+
+}  // namespace ptrain::dist

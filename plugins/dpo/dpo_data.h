@@ -1,0 +1,54 @@
+// Preference pairs as token sequences: tokenization with the truncation rule,
+// and collation of a microbatch's pairs into forward batches.
+//
+// A pair is two sequences sharing a prompt, <bos> prompt chosen <eos> and
+// <bos> prompt rejected <eos> (DESIGN.md §6). Position t predicts token t+1;
+// only completion tokens and the final <eos> are trained on.
+//
+// Truncation (max_length L, max_prompt_length Lp, longest completion c incl.
+// <eos>, b = 1 with <bos>, 0 for tokenizers without one): when
+// b + |prompt| + c > L, the prompt keeps its last
+// k = min(|prompt|, max(Lp, L − b − c)) tokens, then each completion keeps its
+// first L − b − k tokens (losing <eos> if cut). Both sides always keep at
+// least one trained token.
+#pragma once
+
+#include "ptrain/sdk/batch.h"
+#include "ptrain/sdk/tokenizer.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace ptrain::dpo {
+
+struct TokenizedPair {
+  std::vector<int64_t> prompt;    // <bos> (if the tokenizer has one) and the kept prompt tokens
+  std::vector<int64_t> chosen;    // kept completion tokens, <eos> included if it fit
+  std::vector<int64_t> rejected;  // same for the rejected answer
+  bool truncated = false;         // something was cut
+};
+
+TokenizedPair tokenize_pair(const sdk::Tokenizer& tokenizer, std::string_view prompt, std::string_view chosen,
+                            std::string_view rejected, int64_t max_length, int64_t max_prompt_length);
+
+// Forward batches of one microbatch of B pairs.
+struct PairBatch {
+  // Concatenated: one batch of 2B rows (chosen rows 0..B−1, rejected rows
+  // B..2B−1). Separate: two batches, chosen then rejected, B rows each.
+  std::vector<sdk::TokenBatch> forwards;
+  // Per forward, [rows, T] bool: trained positions within the first
+  // min(|chosen|, |rejected|) completion tokens of their pair (LD-DPO's shared part).
+  std::vector<at::Tensor> shared_masks;
+  at::Tensor chosen_tokens;    // [B] int64, trained tokens of each chosen completion
+  at::Tensor rejected_tokens;  // [B] int64
+};
+
+PairBatch collate_pairs(const std::vector<TokenizedPair>& pairs, int64_t pad_id, bool concatenated);
+
+// Input length (tokens the forward computes) of the longer side of a pair.
+int64_t pair_input_length(const TokenizedPair& pair);
+
+}  // namespace ptrain::dpo

@@ -1,0 +1,85 @@
+// The DPO TrainModule: preference losses over pairs, one loss unit per pair
+// (or per completion token), exact over any split of the global batch.
+//
+// Per microbatch of B pairs it reports
+//   n = B                      (loss_agg = "pair")  or Σ_i (|y_c,i| + |y_r,i|)  ("token")
+//   S = Σ_i u_i · w_i · Σ_j λ_j ℓ_j,i
+// with u_i the unit weight (1 or the pair's tokens), w_i the WPO weight (1
+// without use_weighting) and λ_j the weight of pair loss j (dpo_loss.h), so
+// the step loss is Σ_j λ_j · (mean over the global batch's pairs of ℓ_j).
+// The `sft` loss is an extra term with its own units (train_module.h):
+//   n_sft = Σ_i |y_c,i|,  S_sft = λ_sft · Σ_i Σ_t −log π(y_c,i,t | …)
+// i.e. λ_sft times the NLL per chosen token of the whole global batch.
+#pragma once
+
+#include "dpo_config.h"
+#include "dpo_data.h"
+#include "dpo_loss.h"
+
+#include "ptrain/sdk/train_module.h"
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+namespace ptrain::dpo {
+
+struct DpoMicrobatch final : sdk::Microbatch {
+  PairBatch pairs;
+  at::Tensor reference_parts;  // [B, 4] float64 (ReferenceColumn order); undefined without a reference
+  int64_t truncated_pairs = 0;
+};
+
+// Sequence log-prob parts of both sides of a microbatch's pairs, from one or
+// two forwards of `model` (with gradients unless the caller disables them).
+struct ScoredPairs {
+  SequenceLogProbParts chosen;    // [B] each
+  SequenceLogProbParts rejected;  // [B] each
+};
+ScoredPairs score_pairs(sdk::LanguageModel& model, const PairBatch& batch);
+
+class DpoModule final : public sdk::TrainModule {
+ public:
+  void setup(sdk::Context& ctx) override;
+  std::vector<sdk::MetricSpec> metric_specs() const override;
+  void check_example(const sdk::Example& example) const override;
+  void prepare_dataset(sdk::Context& ctx, const std::vector<sdk::Example>& examples) override;
+  std::vector<std::unique_ptr<sdk::Microbatch>> prepare(sdk::Context& ctx,
+                                                        const std::vector<const sdk::Example*>& examples,
+                                                        const sdk::MicrobatchPlan& plan) override;
+  int64_t count_units(const sdk::Microbatch& microbatch) const override;
+  size_t num_extra_loss_terms() const override;
+  std::vector<int64_t> count_extra_units(const sdk::Microbatch& microbatch) const override;
+  sdk::LossOut microbatch_loss(sdk::Context& ctx, const sdk::Microbatch& microbatch) override;
+
+  const DpoConfig& config() const { return config_; }
+  // The cache file precompute_reference reads and writes in this run.
+  std::string reference_cache_path(const sdk::Context& ctx) const;
+  // Whether a live reference model is held (false after precomputing).
+  bool holds_reference_model() const { return reference_ != nullptr; }
+
+ private:
+  TokenizedPair tokenize(const sdk::Context& ctx, const sdk::Example& example) const;
+  void precompute_reference(sdk::Context& ctx, const std::vector<sdk::Example>& examples,
+                            const std::vector<TokenizedPair>& pairs);
+  void sync_reference_if_due(sdk::Context& ctx);
+  void update_bco_delta(sdk::Context& ctx);
+
+  DpoConfig config_;
+  LossType reward_form_ = LossType::kSigmoid;      // the log-prob form (sum or mean) rewards are reported in
+  std::unique_ptr<sdk::LanguageModel> reference_;  // live reference; null when unused or precomputed
+  bool reference_precomputed_ = false;
+  at::Tensor cached_reference_;                         // [N, 4] float64 when precomputed
+  std::unordered_map<int64_t, int64_t> cached_row_of_;  // Example::index → row of cached_reference_
+  int64_t last_synced_step_ = -1;
+  // bco_pair's δ: the mean reward (chosen and rejected) of all earlier steps,
+  // held fixed within a step so that the step's loss is a sum over pairs.
+  double bco_delta_ = 0.0;
+  double bco_reward_sum_ = 0.0;  // this rank, since the last reduction
+  double bco_reward_count_ = 0.0;
+  double bco_global_sum_ = 0.0;  // all ranks, all reduced steps
+  double bco_global_count_ = 0.0;
+  int64_t last_bco_step_ = -1;
+};
+
+}  // namespace ptrain::dpo

@@ -1,0 +1,115 @@
+// A worker the distributed tests run under `ptrain launch`, one mode per
+// behaviour under test. It uses the same launch environment, communicator,
+// metric reducer and batch selection as `ptrain train`.
+//
+//   dist_worker env [FAIL_RANK FAIL_CODE]
+//   dist_worker metrics
+//   dist_worker data DATASET_SIZE GLOBAL_SIZE SEED STEPS
+//   dist_worker die|hang TIMEOUT_S PID_DIR
+#include "core/data/global_batch_sampler.h"
+#include "core/dist/c10d_communicator.h"
+#include "core/dist/launch_env.h"
+#include "core/metrics/metric_reducer.h"
+#include "ptrain/sdk/errors.h"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+
+using namespace ptrain;
+
+namespace {
+
+int run_env(const dist::LaunchEnv& launch, int argc, char** argv) {
+  for (const char* name : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) {
+    const char* value = std::getenv(name);
+    std::cout << name << "=" << (value ? value : "(unset)") << "\n";
+  }
+  std::cerr << "a line on stderr\n";
+  if (argc >= 4 && std::atoi(argv[2]) == launch.rank) return std::atoi(argv[3]);
+  return 0;
+}
+
+// Ranks with very different token counts: the weighted mean must be the
+// global one (Σ v·w / Σ w), not the mean of the ranks' means.
+int run_metrics(const dist::LaunchEnv& launch) {
+  auto communicator = dist::make_communicator(launch, std::chrono::seconds(30));
+  metrics::MetricReducer reducer({{"accuracy", sdk::Reduction::kWeightedMean},
+                                  {"tokens", sdk::Reduction::kSum},
+                                  {"worst", sdk::Reduction::kMax},
+                                  {"best", sdk::Reduction::kMin},
+                                  {"per_microbatch", sdk::Reduction::kMean}});
+  // Rank r contributes r+1 microbatches; rank r's accuracy is 1/(r+1) over 10^r tokens.
+  const double tokens = std::pow(10.0, launch.rank);
+  for (int microbatch = 0; microbatch <= launch.rank; ++microbatch) {
+    reducer.add("accuracy", 1.0 / (launch.rank + 1), tokens / (launch.rank + 1));
+    reducer.add("tokens", tokens / (launch.rank + 1));
+    reducer.add("worst", 10.0 * launch.rank + microbatch);
+    reducer.add("best", -10.0 * launch.rank - microbatch);
+    reducer.add("per_microbatch", launch.rank);
+  }
+  const auto reduced = reducer.reduce(*communicator);
+  nlohmann::json out = {{"rank", launch.rank}};
+  for (const auto& [name, value] : reduced) out[name] = value;
+  std::cout << "RESULT " << out.dump() << std::endl;
+  return 0;
+}
+
+int run_data(const dist::LaunchEnv& launch, char** argv) {
+  const data::GlobalBatchSampler sampler(std::atoll(argv[2]), std::atoll(argv[3]), std::strtoull(argv[4], nullptr, 10));
+  nlohmann::json steps = nlohmann::json::array();
+  for (int64_t step = 0; step < std::atoll(argv[5]); ++step) {
+    steps.push_back(data::rank_example_indices(sampler, step, launch.rank, launch.world_size));
+  }
+  std::cout << "RESULT " << nlohmann::json{{"rank", launch.rank}, {"steps", steps}}.dump() << std::endl;
+  return 0;
+}
+
+// Rank 1 dies (or hangs) after the first collective; the others must fail
+// with an error naming the operation instead of waiting forever.
+int run_fault(const dist::LaunchEnv& launch, const std::string& mode, char** argv) {
+  const std::string pid_dir = argv[3];
+  std::ofstream(pid_dir + "/rank" + std::to_string(launch.rank) + ".pid") << ::getpid() << "\n";
+  auto communicator = dist::make_communicator(launch, std::chrono::seconds(std::atoi(argv[2])));
+  std::vector<at::Tensor> value{at::ones({4})};
+  communicator->all_reduce_sum(value);
+  if (launch.rank == 1) {
+    if (mode == "die") std::_Exit(3);
+    std::this_thread::sleep_for(std::chrono::seconds(600));
+  }
+  communicator->all_reduce_sum(value);
+  std::cout << "RESULT unexpectedly finished" << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << "usage: dist_worker env|metrics|data|die|hang ...\n";
+    return 2;
+  }
+  const std::string mode = argv[1];
+  try {
+    const dist::LaunchEnv launch = dist::read_launch_env();
+    if (mode == "env") return run_env(launch, argc, argv);
+    if (mode == "metrics") return run_metrics(launch);
+    if (mode == "data" && argc == 6) return run_data(launch, argv);
+    if ((mode == "die" || mode == "hang") && argc == 4) return run_fault(launch, mode, argv);
+    std::cerr << "dist_worker: bad arguments for mode '" << mode << "'\n";
+    return 2;
+  } catch (const std::exception& error) {
+    const std::string text = error.what();
+    std::cerr << "dist_worker: error: " << text.substr(0, text.find('\n')) << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,241 @@
+// Data parallel over real processes: `ptrain launch` starts the ranks, which
+// rendezvous over Gloo on 127.0.0.1 at a port picked at run time.
+#include "catch.h"
+
+#include "core/data/global_batch_sampler.h"
+#include "core/model/causal_lm.h"
+#include "core/train/run_setup.h"
+#include "support/run_command.h"
+#include "support/sft_reference.h"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace fs = std::filesystem;
+using namespace ptrain;
+using testing::CommandResult;
+using testing::run_ptrain;
+
+namespace {
+
+std::string launch_worker(int nproc, const std::string& arguments) {
+  return "launch --nproc " + std::to_string(nproc) + " -- " + PTRAIN_DIST_WORKER + " " + arguments;
+}
+
+// The JSON after "RESULT " on each rank's output line.
+std::map<int, nlohmann::json> results_by_rank(const std::string& output) {
+  std::map<int, nlohmann::json> results;
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t at = line.find("RESULT {");
+    if (at == std::string::npos) continue;
+    const nlohmann::json result = nlohmann::json::parse(line.substr(at + 7));
+    results[result["rank"].get<int>()] = result;
+  }
+  return results;
+}
+
+bool process_alive(pid_t pid) { return ::kill(pid, 0) == 0; }
+
+std::vector<pid_t> read_pids(const fs::path& dir) {
+  std::vector<pid_t> pids;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    pid_t pid = 0;
+    std::ifstream(entry.path()) >> pid;
+    if (pid > 0) pids.push_back(pid);
+  }
+  return pids;
+}
+
+}  // namespace
+
+TEST_CASE("launch sets torchrun's variables, prefixes output with the rank and names a failed rank", "[dist]") {
+  const CommandResult ok = run_ptrain(launch_worker(3, "env"));
+  INFO(ok.output);
+  CHECK(ok.exit_code == 0);
+  for (int rank = 0; rank < 3; ++rank) {
+    const std::string prefix = "[rank " + std::to_string(rank) + "] ";
+    CHECK_THAT(ok.output, Catch::Contains(prefix + "RANK=" + std::to_string(rank)));
+    CHECK_THAT(ok.output, Catch::Contains(prefix + "LOCAL_RANK=" + std::to_string(rank)));
+    CHECK_THAT(ok.output, Catch::Contains(prefix + "WORLD_SIZE=3"));
+    CHECK_THAT(ok.output, Catch::Contains(prefix + "LOCAL_WORLD_SIZE=3"));
+    CHECK_THAT(ok.output, Catch::Contains(prefix + "MASTER_ADDR=127.0.0.1"));
+    CHECK_THAT(ok.output, Catch::Contains(prefix + "a line on stderr"));
+  }
+  CHECK_THAT(ok.output, Catch::Contains("[rank 2] MASTER_PORT="));
+
+  const CommandResult fixed_port = run_ptrain("launch --nproc 2 --master-port 29123 -- " +
+                                              std::string(PTRAIN_DIST_WORKER) + " env");
+  CHECK_THAT(fixed_port.output, Catch::Contains("[rank 1] MASTER_PORT=29123"));
+
+  const CommandResult failed = run_ptrain(launch_worker(3, "env 2 7"));
+  CHECK(failed.exit_code == 7);
+  CHECK_THAT(failed.output, Catch::Contains("ptrain launch: rank 2 failed (exit code 7)"));
+
+  const CommandResult usage = run_ptrain("launch -- train");
+  CHECK(usage.exit_code == 2);
+  const CommandResult no_command = run_ptrain("launch --nproc 2");
+  CHECK(no_command.exit_code == 2);
+  CHECK_THAT(no_command.output, Catch::Contains("give the command after --"));
+}
+
+TEST_CASE("weighted means over ranks with very different token counts are the global ones", "[dist]") {
+  for (const int world : {2, 3}) {
+    const CommandResult result = run_ptrain(launch_worker(world, "metrics"));
+    INFO(result.output);
+    REQUIRE(result.exit_code == 0);
+    const auto by_rank = results_by_rank(result.output);
+    REQUIRE(static_cast<int>(by_rank.size()) == world);
+    // Rank r: accuracy 1/(r+1) over 10^r tokens, r+1 microbatches.
+    double weighted = 0.0, weights = 0.0, microbatches = 0.0, mean_sum = 0.0;
+    for (int r = 0; r < world; ++r) {
+      weighted += (1.0 / (r + 1)) * std::pow(10.0, r);
+      weights += std::pow(10.0, r);
+      microbatches += r + 1;
+      mean_sum += static_cast<double>(r) * (r + 1);
+    }
+    for (const auto& [rank, values] : by_rank) {
+      INFO("rank " << rank);
+      CHECK(values["accuracy"].get<double>() == Approx(weighted / weights).epsilon(1e-12));
+      CHECK(values["tokens"].get<double>() == Approx(weights).epsilon(1e-12));
+      CHECK(values["worst"].get<double>() == 10.0 * (world - 1) + (world - 1));
+      CHECK(values["best"].get<double>() == -10.0 * (world - 1) - (world - 1));
+      CHECK(values["per_microbatch"].get<double>() == Approx(mean_sum / microbatches));
+    }
+  }
+}
+
+TEST_CASE("the ranks of a step together take exactly the world-size-1 global batch", "[dist]") {
+  const data::GlobalBatchSampler sampler(50, 12, 3);
+  for (const int world : {1, 2, 3, 4, 5}) {
+    const CommandResult result = run_ptrain(launch_worker(world, "data 50 12 3 6"));
+    INFO("world size " << world << "\n" << result.output);
+    REQUIRE(result.exit_code == 0);
+    const auto by_rank = results_by_rank(result.output);
+    REQUIRE(static_cast<int>(by_rank.size()) == world);
+    for (int64_t step = 0; step < 6; ++step) {
+      std::vector<int64_t> joined;
+      for (const auto& [rank, values] : by_rank) {
+        for (const auto& index : values["steps"][step]) joined.push_back(index.get<int64_t>());
+      }
+      CHECK(joined == sampler.global_batch(step));
+    }
+  }
+}
+
+TEST_CASE("a rank that dies or hangs ends the job with an error naming it, within the timeout", "[dist]") {
+  for (const std::string mode : {"die", "hang"}) {
+    DYNAMIC_SECTION("worker " << mode) {
+      const fs::path pid_dir = testing::fresh_test_dir("fault_" + mode);
+      constexpr int kTimeoutS = 4;
+      const CommandResult result =
+          run_ptrain(launch_worker(3, mode + " " + std::to_string(kTimeoutS) + " " + pid_dir.string()));
+      INFO(result.output);
+      CHECK(result.exit_code != 0);
+      CHECK(result.seconds < kTimeoutS + 10);
+      if (mode == "die") {
+        CHECK_THAT(result.output, Catch::Contains("ptrain launch: rank 1 failed (exit code 3)"));
+      } else {
+        // Rank 0 or 2 times out first and names the operation it waited in.
+        CHECK_THAT(result.output, Catch::Contains("all_reduce(sum) failed"));
+      }
+      CHECK_THAT(result.output, Catch::Contains("stopping the other workers"));
+      CHECK_FALSE(Catch::Contains("unexpectedly finished").match(result.output));
+      const std::vector<pid_t> pids = read_pids(pid_dir);
+      CHECK(pids.size() == 3);
+      for (const pid_t pid : pids) CHECK_FALSE(process_alive(pid));
+    }
+  }
+}
+
+namespace {
+
+// Uneven lengths; one example loses every trainable token to truncation.
+std::vector<testing::PromptCompletion> invariance_dataset() {
+  std::vector<testing::PromptCompletion> pairs;
+  for (int i = 0; i < 16; ++i) {
+    const std::string prompt = i == 5 ? std::string(40, 'p') : std::string(1 + (i * 7) % 13, 'a' + i % 26) + "=";
+    pairs.push_back({prompt, std::string(1 + (i * 5) % 11, '0' + i % 10)});
+  }
+  return pairs;
+}
+
+constexpr int64_t kMaxLength = 24;
+constexpr int64_t kGlobalSize = 16;
+constexpr uint64_t kSeed = 5;
+
+fs::path write_invariance_config(const fs::path& dir) {
+  std::ofstream data(dir / "train.jsonl");
+  for (const auto& pair : invariance_dataset()) {
+    data << nlohmann::json{{"prompt", pair.prompt}, {"completion", pair.completion}}.dump() << "\n";
+  }
+  const fs::path path = dir / "invariance.toml";
+  std::ofstream(path) << "plugin = \"sft\"\nseed = " << kSeed << "\noutput_dir = \"" << (dir / "run").string() << "\"\n"
+                      << "[model]\nvocab_size = 264\nhidden_size = 32\nintermediate_size = 48\nnum_layers = 2\n"
+                      << "num_heads = 4\nnum_kv_heads = 2\nmax_position_embeddings = 32\n"
+                      << "tie_word_embeddings = false\nattention_bias = true\n"
+                      << "[data]\ntrain = \"" << (dir / "train.jsonl").string() << "\"\nmax_length = " << kMaxLength
+                      << "\n[batch]\nglobal_size = " << kGlobalSize << "\n"
+                      << "[optim]\nname = \"sgd\"\nlr = 1.0\nweight_decay = 0.0\nclip_grad_norm = 0.0\n"
+                      << "[schedule]\nname = \"constant\"\n"
+                      << "[train]\nmax_steps = 1\n"
+                      << "[distributed]\nbucket_mb = 1\n";
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("one step gives the full-batch gradient for world sizes 1, 2, 4 × accumulation 1, 2, 4", "[dist]") {
+  const fs::path dir = testing::fresh_test_dir("world_invariance");
+  const fs::path config_path = write_invariance_config(dir);
+
+  // The examples of step 0, as the sampler picks them for any world size.
+  const std::vector<testing::PromptCompletion> dataset = invariance_dataset();
+  std::vector<testing::PromptCompletion> global_batch;
+  for (const int64_t index : data::GlobalBatchSampler(kGlobalSize, kGlobalSize, kSeed).global_batch(0)) {
+    global_batch.push_back(dataset[index]);
+  }
+  config::ModelSection model_section{"", 264, 32, 48, 2, 4, 2, 32, 10000.0, 1e-6, false, true};
+
+  for (const std::string& mode : sdk::loss_aggregation_names()) {
+    const auto initial = model::CausalLm::init_random(train::model_config_from(model_section), kSeed);
+    std::vector<at::Tensor> initial_parameters;
+    for (const auto& [name, parameter] : initial->named_parameters()) initial_parameters.push_back(parameter.detach().clone());
+    const double norm_constant = static_cast<double>(kMaxLength);  // the SFT default, data.max_length
+    const std::vector<at::Tensor> expected = testing::reference_sft_gradients(
+        *initial, global_batch, {sdk::parse_loss_aggregation(mode), norm_constant}, kMaxLength);
+
+    for (const int world : {1, 2, 4}) {
+      for (const int accumulation : {1, 2, 4}) {
+        const int64_t micro_size = kGlobalSize / world / accumulation;
+        const fs::path run_dir = dir / (mode + "_w" + std::to_string(world) + "_a" + std::to_string(accumulation));
+        const CommandResult result =
+            run_ptrain("launch --nproc " + std::to_string(world) + " -- train -c " + config_path.string() +
+                       " --set module.loss_agg=\"" + mode + "\" --set batch.micro_size=" + std::to_string(micro_size) +
+                       " --set output_dir=\"" + run_dir.string() + "\"");
+        INFO("loss_agg " << mode << ", world " << world << ", accumulation " << accumulation << "\n" << result.output);
+        REQUIRE(result.exit_code == 0);
+
+        // SGD with lr 1: the update is the gradient.
+        const auto trained = model::CausalLm::load_hf_dir(run_dir / "final");
+        std::vector<at::Tensor> gradient;
+        const auto trained_parameters = trained->named_parameters();
+        for (size_t i = 0; i < trained_parameters.size(); ++i) {
+          gradient.push_back(initial_parameters[i] - trained_parameters[i].second.detach());
+        }
+        const double error = testing::relative_error(gradient, expected);
+        INFO("relative gradient error " << error);
+        CHECK(error <= 1e-5);
+        fs::remove_all(run_dir);
+      }
+    }
+  }
+}

@@ -1,0 +1,274 @@
+// The DPO module on a real tiny model: data checks and truncation,
+// concatenated vs separate forwards, the precomputed reference cache (same
+// gradients as a live reference; refused for another model or dataset),
+// TR-DPO syncs, and config errors.
+#include "catch.h"
+
+#include "core/plugin/host_context.h"
+#include "dpo_data.h"
+#include "dpo_module.h"
+#include "dpo_test_support.h"
+#include "ptrain/sdk/errors.h"
+
+#include <ATen/ATen.h>
+
+#include <unistd.h>
+#include <filesystem>
+
+namespace {
+
+using namespace ptrain;
+namespace fs = std::filesystem;
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("ptrain_dpo_test_" + std::to_string(::getpid())) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// A reference model unlike the policy, saved as a Hugging Face directory.
+std::string save_reference_model(const std::string& name, uint64_t seed) {
+  const fs::path dir = fresh_dir(name);
+  model::CausalLm::init_random(dpo_test::tiny_model_config(), seed)->save_hf_dir(dir);
+  return dir.string();
+}
+
+struct Setup {
+  std::unique_ptr<model::CausalLm> policy = model::CausalLm::init_random(dpo_test::tiny_model_config(), 5);
+  std::vector<at::Tensor> parameters = dpo_test::parameters_of(*policy);
+  tokenizer::ByteTokenizer tokenizer;
+  std::unique_ptr<dist::Communicator> communicator = dist::make_single_process_communicator();
+  std::vector<sdk::Example> examples = dpo_test::to_examples(dpo_test::global_batch_pairs());
+
+  plugin::HostContext context(const sdk::ConfigValues& values, int64_t step = 0) {
+    return plugin::HostContext(*policy, tokenizer, values, *communicator,
+                               sdk::RunInfo{0, dpo_test::kMaxLength, step, 0, ""});
+  }
+};
+
+}  // namespace
+
+TEST_CASE("DPO examples need prompt, chosen and rejected strings", "[dpo][data]") {
+  dpo::DpoModule module;
+  const auto example = [](nlohmann::json fields) { return sdk::Example{0, "prefs.jsonl:7", std::move(fields)}; };
+  CHECK_NOTHROW(module.check_example(example({{"prompt", "1+1="}, {"chosen", "2"}, {"rejected", "3"}})));
+  CHECK_THROWS_WITH(module.check_example(example({{"prompt", "1+1="}, {"chosen", "2"}})),
+                    Catch::Contains("prefs.jsonl:7: missing field 'rejected'"));
+  CHECK_THROWS_WITH(module.check_example(example({{"prompt", "1+1="}, {"chosen", 2}, {"rejected", "3"}})),
+                    Catch::Contains("prefs.jsonl:7: field 'chosen': expected a string"));
+  const nlohmann::json messages = nlohmann::json::array({{{"role", "assistant"}, {"content", "2"}}});
+  CHECK_THROWS_AS(module.check_example(example({{"prompt", "1+1="}, {"chosen", messages}, {"rejected", messages}})),
+                  sdk::DataError);
+  CHECK_THROWS_WITH(module.check_example(example({{"prompt", "1+1="}, {"chosen", messages}, {"rejected", messages}})),
+                    Catch::Contains("prefs.jsonl:7: field 'chosen': messages-style preference data"));
+}
+
+TEST_CASE("an over-long pair keeps its prompt's end, then its completions' start", "[dpo][data]") {
+  const tokenizer::ByteTokenizer tokenizer;
+  const auto bytes = [](const std::string& text) { return std::vector<int64_t>(text.begin(), text.end()); };
+
+  const dpo::TokenizedPair fits = dpo::tokenize_pair(tokenizer, "ab=", "cd", "e", 8, 3);
+  CHECK_FALSE(fits.truncated);
+  CHECK(fits.prompt == std::vector<int64_t>{256, 'a', 'b', '='});
+  CHECK(fits.chosen == std::vector<int64_t>{'c', 'd', 257});
+  CHECK(fits.rejected == std::vector<int64_t>{'e', 257});
+
+  // 1 + 10 + 4 > 12: the prompt keeps max(Lp = 4, 12 − 1 − 4 = 7) = 7 bytes, completions fit.
+  const dpo::TokenizedPair long_prompt = dpo::tokenize_pair(tokenizer, "0123456789", "abc", "d", 12, 4);
+  CHECK(long_prompt.truncated);
+  CHECK(long_prompt.prompt == std::vector<int64_t>{256, '3', '4', '5', '6', '7', '8', '9'});
+  CHECK(long_prompt.chosen == std::vector<int64_t>{'a', 'b', 'c', 257});
+
+  // A long completion: the prompt keeps Lp = 4 bytes, completions the first 12 − 1 − 4 = 7 tokens.
+  const dpo::TokenizedPair long_answer = dpo::tokenize_pair(tokenizer, "0123456789", "abcdefghij", "xy", 12, 4);
+  CHECK(long_answer.prompt == std::vector<int64_t>{256, '6', '7', '8', '9'});
+  CHECK(long_answer.chosen == bytes("abcdefg"));  // <eos> cut
+  CHECK(long_answer.rejected == std::vector<int64_t>{'x', 'y', 257});
+
+  // A short prompt is kept whole and gives its room to the completions.
+  const dpo::TokenizedPair short_prompt = dpo::tokenize_pair(tokenizer, "0", "abcdefghijklmn", "x", 12, 4);
+  CHECK(short_prompt.prompt == std::vector<int64_t>{256, '0'});
+  CHECK(short_prompt.chosen == bytes("abcdefghij"));
+}
+
+TEST_CASE("truncated pairs are counted in the truncated_pairs metric", "[dpo][data]") {
+  Setup setup;
+  const sdk::ConfigValues values = dpo_test::dpo_values();
+  plugin::HostContext context = setup.context(values);
+  dpo::DpoModule module;
+  module.setup(context);
+  const dpo_test::StepOutcome outcome = dpo_test::run_step(module, context, dpo_test::pointers_to(setup.examples),
+                                                           {3, 0}, setup.parameters, *setup.communicator);
+  CHECK(outcome.metrics.at("truncated_pairs") == 2.0);
+  CHECK(outcome.gradient.global_units == 8);
+}
+
+TEST_CASE("concatenated and separate forwards give the same loss, metrics and gradients", "[dpo][forward]") {
+  Setup setup;
+  const std::string reference_dir = save_reference_model("concat_reference", 21);
+  const std::vector<std::map<std::string, sdk::ConfigValue>> variants{
+      {},
+      {{"loss", std::string("sigmoid, ipo, sft")}, {"loss_weights", std::string("1, 0.5, 0.2")}, {"ld_alpha", 0.5}},
+      {{"loss", std::string("simpo")}, {"use_weighting", true}, {"loss_agg", std::string("token")}}};
+  for (size_t v = 0; v < variants.size(); ++v) {
+    INFO("variant " << v);
+    std::map<std::string, double> metrics[2];
+    std::vector<at::Tensor> grads[2];
+    double loss[2] = {0, 0};
+    for (const bool concatenated : {true, false}) {
+      auto overrides = variants[v];
+      overrides["concatenated"] = concatenated;
+      overrides["reference_model"] = reference_dir;
+      const sdk::ConfigValues values = dpo_test::dpo_values(overrides);
+      plugin::HostContext context = setup.context(values);
+      dpo::DpoModule module;
+      module.setup(context);
+      const auto examples = dpo_test::pointers_to(setup.examples);
+      const auto microbatches = module.prepare(context, examples, {8, 0});
+      REQUIRE(microbatches.size() == 1);
+      CHECK(static_cast<const dpo::DpoMicrobatch&>(*microbatches[0]).pairs.forwards.size() == (concatenated ? 1 : 2));
+      const dpo_test::StepOutcome outcome =
+          dpo_test::run_step(module, context, examples, {3, 0}, setup.parameters, *setup.communicator);
+      metrics[concatenated ? 0 : 1] = outcome.metrics;
+      grads[concatenated ? 0 : 1] = outcome.grads;
+      loss[concatenated ? 0 : 1] = outcome.metrics.at("core/loss");
+    }
+    CHECK(loss[1] == Approx(loss[0]).epsilon(1e-6));
+    CHECK(dpo_test::relative_error(grads[1], grads[0]) <= 1e-6);
+    for (const auto& [name, value] : metrics[0]) {
+      if (name.rfind("core/", 0) == 0) continue;  // padded token counts differ by design
+      INFO("metric " << name);
+      CHECK(metrics[1].at(name) == Approx(value).epsilon(1e-6).margin(1e-9));
+    }
+  }
+}
+
+TEST_CASE("a precomputed reference gives the live reference's gradients, and its cache is reused", "[dpo][reference]") {
+  Setup setup;
+  const std::string reference_dir = save_reference_model("cache_reference", 33);
+  const fs::path cache = fresh_dir("cache") / "reference_logps.json";
+  const auto examples = dpo_test::pointers_to(setup.examples);
+
+  const sdk::ConfigValues live_values =
+      dpo_test::dpo_values({{"reference_model", reference_dir}, {"loss", std::string("sigmoid, sft")}});
+  plugin::HostContext live_context = setup.context(live_values);
+  dpo::DpoModule live;
+  live.setup(live_context);
+  live.prepare_dataset(live_context, setup.examples);
+  CHECK(live.holds_reference_model());
+  const dpo_test::StepOutcome expected =
+      dpo_test::run_step(live, live_context, examples, {3, 0}, setup.parameters, *setup.communicator);
+
+  const sdk::ConfigValues cached_values = dpo_test::dpo_values({{"reference_model", reference_dir},
+                                                                {"loss", std::string("sigmoid, sft")},
+                                                                {"precompute_reference", true},
+                                                                {"reference_micro_size", int64_t{3}},
+                                                                {"reference_cache", cache.string()}});
+  for (const char* round : {"computed", "reused"}) {
+    INFO(round);
+    plugin::HostContext context = setup.context(cached_values);
+    dpo::DpoModule module;
+    module.setup(context);
+    module.prepare_dataset(context, setup.examples);
+    CHECK(fs::exists(cache));
+    CHECK_FALSE(module.holds_reference_model());
+    const dpo_test::StepOutcome outcome =
+        dpo_test::run_step(module, context, examples, {3, 0}, setup.parameters, *setup.communicator);
+    CHECK(dpo_test::relative_error(outcome.grads, expected.grads) <= 1e-6);
+    CHECK(outcome.metrics.at("core/loss") == Approx(expected.metrics.at("core/loss")).epsilon(1e-6));
+    CHECK(outcome.metrics.at("rewards/margins") == Approx(expected.metrics.at("rewards/margins")).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("a reference cache from another model or dataset is refused", "[dpo][reference]") {
+  Setup setup;
+  const std::string model_a = save_reference_model("refuse_a", 41);
+  const std::string model_b = save_reference_model("refuse_b", 42);
+  const fs::path cache = fresh_dir("refuse_cache") / "reference_logps.json";
+  const auto values_for = [&](const std::string& model_dir) {
+    return dpo_test::dpo_values(
+        {{"reference_model", model_dir}, {"precompute_reference", true}, {"reference_cache", cache.string()}});
+  };
+  {
+    const sdk::ConfigValues values = values_for(model_a);
+    plugin::HostContext context = setup.context(values);
+    dpo::DpoModule module;
+    module.setup(context);
+    module.prepare_dataset(context, setup.examples);
+  }
+  SECTION("another reference model") {
+    const sdk::ConfigValues values = values_for(model_b);
+    plugin::HostContext context = setup.context(values);
+    dpo::DpoModule module;
+    module.setup(context);
+    CHECK_THROWS_WITH(module.prepare_dataset(context, setup.examples), Catch::Contains(cache.string()) &&
+                                                                           Catch::Contains("another reference model") &&
+                                                                           Catch::Contains("Delete the file"));
+  }
+  SECTION("another dataset") {
+    const sdk::ConfigValues values = values_for(model_a);
+    plugin::HostContext context = setup.context(values);
+    dpo::DpoModule module;
+    module.setup(context);
+    std::vector<dpo_test::PreferencePair> pairs = dpo_test::global_batch_pairs();
+    pairs[2].rejected = "changed";
+    CHECK_THROWS_WITH(module.prepare_dataset(context, dpo_test::to_examples(pairs)),
+                      Catch::Contains(cache.string()) && Catch::Contains("another dataset"));
+  }
+  SECTION("the same model and data reuse it") {
+    const sdk::ConfigValues values = values_for(model_a);
+    plugin::HostContext context = setup.context(values);
+    dpo::DpoModule module;
+    module.setup(context);
+    CHECK_NOTHROW(module.prepare_dataset(context, setup.examples));
+  }
+}
+
+TEST_CASE("TR-DPO mixes the policy into the reference before every sync_reference_steps-th step", "[dpo][reference]") {
+  Setup setup;
+  const sdk::ConfigValues values = dpo_test::dpo_values(
+      {{"sync_reference", true}, {"sync_reference_steps", int64_t{2}}, {"sync_reference_alpha", 1.0}});
+  const auto examples = dpo_test::pointers_to(setup.examples);
+  dpo::DpoModule module;
+  {
+    plugin::HostContext context = setup.context(values, 0);
+    module.setup(context);
+  }
+  // Training moves the policy away from its frozen copy.
+  {
+    const at::NoGradGuard no_grad;
+    for (const at::Tensor& parameter : setup.parameters) parameter.add_(0.05 * at::randn_like(parameter));
+  }
+  const auto rewards_chosen_at = [&](int64_t step) {
+    plugin::HostContext context = setup.context(values, step);
+    return dpo_test::run_step(module, context, examples, {4, 0}, setup.parameters, *setup.communicator)
+        .metrics.at("rewards/chosen");
+  };
+  CHECK(std::abs(rewards_chosen_at(1)) > 1e-3);  // reference is still the initial policy
+  CHECK(std::abs(rewards_chosen_at(2)) < 1e-6);  // α = 1: reference = policy (up to float rounding)
+}
+
+TEST_CASE("DPO config errors name the key and the problem", "[dpo][config]") {
+  Setup setup;
+  const auto setup_with = [&](const std::map<std::string, sdk::ConfigValue>& overrides) {
+    const sdk::ConfigValues values = dpo_test::dpo_values(overrides);
+    plugin::HostContext context = setup.context(values);
+    dpo::DpoModule module;
+    module.setup(context);
+  };
+  CHECK_THROWS_WITH(setup_with({{"loss", std::string("sigmod")}}), Catch::Contains("test.toml:1") &&
+                                                                       Catch::Contains("module.loss") &&
+                                                                       Catch::Contains("unknown loss 'sigmod'"));
+  CHECK_THROWS_WITH(setup_with({{"loss", std::string("sigmoid, sft")}, {"loss_weights", std::string("1")}}),
+                    Catch::Contains("expected 2 weights"));
+  CHECK_THROWS_WITH(setup_with({{"loss_weights", std::string("x")}}), Catch::Contains("got 'x'"));
+  CHECK_THROWS_WITH(setup_with({{"loss", std::string("sigmoid, sigmoid")}}), Catch::Contains("listed twice"));
+  CHECK_THROWS_WITH(setup_with({{"sync_reference", true}, {"precompute_reference", true}}),
+                    Catch::Contains("cannot be precomputed"));
+  CHECK_THROWS_WITH(setup_with({{"sync_reference", true}, {"reference_free", true}}), Catch::Contains("uses none"));
+  CHECK_THROWS_WITH(setup_with({{"loss", std::string("robust")}, {"label_smoothing", 0.5}}),
+                    Catch::Contains("must be < 0.5"));
+  CHECK_THROWS_WITH(setup_with({{"max_prompt_length", int64_t{39}}}), Catch::Contains("<= 38"));
+  CHECK_THROWS_AS(setup_with({{"reference_model", std::string("/nonexistent/model")}}), sdk::ModelError);
+}

@@ -1,0 +1,217 @@
+// Hugging Face tokenizer.json: token-for-token agreement with Hugging Face's
+// own implementation on a varied corpus (tests/fixtures/tokenizers, made by
+// make_reference.sh), decoding, tokenizer_config.json, and clear errors for
+// malformed or unsupported files.
+#include "catch.h"
+
+#include "core/tokenizer/hf_tokenizer.h"
+#include "ptrain/sdk/errors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+using namespace ptrain;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const fs::path kFixtures = PTRAIN_TOKENIZER_FIXTURE_DIR;     // corpus, variants, reference ids
+const fs::path kExtracted = PTRAIN_TOKENIZER_EXTRACTED_DIR;  // <base>/tokenizer.json, tokenizer_config.json
+
+json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  REQUIRE(in);
+  return json::parse(in);
+}
+
+// Applies a variant's JSON-pointer edits, exactly as make_reference.mjs does.
+json apply_variant(json tokenizer, const json& variant) {
+  if (variant.contains("set")) {
+    for (const auto& [pointer, value] : variant.at("set").items()) tokenizer[json::json_pointer(pointer)] = value;
+  }
+  if (variant.contains("append")) {
+    for (const auto& [pointer, items] : variant.at("append").items()) {
+      for (const auto& item : items) tokenizer[json::json_pointer(pointer)].push_back(item);
+    }
+  }
+  return tokenizer;
+}
+
+std::string error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const sdk::Error& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+fs::path temp_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("ptrain_test_hf_" + std::to_string(::getpid())) / name;
+  fs::create_directories(dir);
+  return dir;
+}
+
+// Every variant of one base file agrees with the reference on every corpus text.
+void check_family(const std::string& base) {
+  const json corpus = read_json(kFixtures / "corpus.json");
+  const json reference = read_json(kFixtures / "reference.json").at("tokenizers");
+  const json tokenizer_json = read_json(kExtracted / base / "tokenizer.json");
+  const json config = read_json(kExtracted / base / "tokenizer_config.json");
+  int variants = 0;
+  for (const json& variant : read_json(kFixtures / "variants.json")) {
+    if (variant.at("base") != base) continue;
+    ++variants;
+    const std::string name = variant.at("name");
+    const auto tokenizer = tokenizer::HfTokenizer::from_json(apply_variant(tokenizer_json, variant), config, name);
+    const json& expected = reference.at(name);
+    for (size_t i = 0; i < corpus.size(); ++i) {
+      const std::string text = corpus[i];
+      INFO(name << " corpus[" << i << "] = " << json(text).dump());
+      const std::vector<int64_t> ids = tokenizer->encode(text);
+      CHECK(ids == expected.at("ids")[i].get<std::vector<int64_t>>());
+      CHECK(tokenizer->decode(expected.at("ids")[i].get<std::vector<int64_t>>()) == expected.at("decoded")[i]);
+    }
+  }
+  CHECK(variants >= 2);
+}
+
+}  // namespace
+
+TEST_CASE("tokenizer.json: Qwen3 (NFC, single digits, ChatML specials) matches Hugging Face token for token",
+          "[tokenizer]") {
+  check_family("qwen3");
+}
+
+TEST_CASE("tokenizer.json: cl100k (Llama 3 / GPT-4 regex, ignore_merges, GPT-2 ByteLevel regex) matches Hugging Face",
+          "[tokenizer]") {
+  check_family("cl100k");
+}
+
+TEST_CASE("tokenizer.json: decode(encode(text)) gives the text back", "[tokenizer]") {
+  const auto tokenizer = tokenizer::HfTokenizer::load(kExtracted / "cl100k" / "tokenizer.json");
+  for (const std::string text : {"Hello world", "  leading and trailing  ", "def f(x):\n\treturn x ** 2\n",
+                                 "Größe, こんにちは, Привет, 😀👨‍👩‍👧‍👦",
+                                 "a\u00a0b\u3000c\u2028d", "", "\n\n\n"}) {
+    INFO(json(text).dump());
+    CHECK(tokenizer->decode(tokenizer->encode(text)) == text);
+  }
+  // Special tokens are skipped when decoding; the rest of the text survives.
+  const std::vector<int64_t> ids = tokenizer->encode("a<|endoftext|>b");
+  CHECK(ids.size() == 3);
+  CHECK(ids[1] == 100257);
+  CHECK(tokenizer->decode(ids) == "ab");
+  // Ids that split a UTF-8 character decode to U+FFFD, as Hugging Face does.
+  const std::vector<int64_t> emoji = tokenizer->encode("😀");
+  REQUIRE(emoji.size() > 1);
+  CHECK(tokenizer->decode({emoji[0]}) == "\xEF\xBF\xBD");
+}
+
+TEST_CASE("tokenizer_config.json gives bos, eos, pad and the chat template family", "[tokenizer]") {
+  const auto qwen = tokenizer::HfTokenizer::load(kExtracted / "qwen3" / "tokenizer.json");
+  CHECK(qwen->bos_id() == -1);      // Qwen has no bos token
+  CHECK(qwen->eos_id() == 151645);  // <|im_end|>
+  CHECK(qwen->pad_id() == 151643);  // <|endoftext|>
+  CHECK(qwen->vocab_size() == 151669);
+  CHECK(qwen->detected_chat_template() == "chatml");
+  CHECK(qwen->token_id("<|im_start|>") == 151644);
+  CHECK_FALSE(qwen->token_id("<|no_such_token|>").has_value());
+
+  const auto cl100k = tokenizer::HfTokenizer::load(kExtracted / "cl100k" / "tokenizer.json");
+  CHECK(cl100k->bos_id() == 100257);
+  CHECK(cl100k->eos_id() == 100257);
+  CHECK(cl100k->pad_id() == 100257);  // no pad_token: eos pads
+  CHECK(cl100k->detected_chat_template().empty());
+  CHECK(cl100k->fingerprint() != qwen->fingerprint());
+}
+
+TEST_CASE("tokenizer.json: encode_pieces equals encode and attributes ids to pieces", "[tokenizer]") {
+  const auto tokenizer = tokenizer::HfTokenizer::load(kExtracted / "qwen3" / "tokenizer.json");
+  const std::vector<std::string_view> pieces = {"<|im_start|>assistant\n", "\nHello there", "<|im_end|>", "\n"};
+  std::string whole;
+  for (const auto piece : pieces) whole += piece;
+  std::vector<size_t> piece_of_id;
+  const std::vector<int64_t> ids = tokenizer->encode_pieces(pieces, piece_of_id);
+  CHECK(ids == tokenizer->encode(whole));
+  REQUIRE(piece_of_id.size() == ids.size());
+  CHECK(piece_of_id.front() == 0);
+  CHECK(ids.back() == tokenizer->encode("\n").front());
+  CHECK(piece_of_id.back() == 3);
+  // "\n\n" spans pieces 0 and 1 and belongs to the first; "Hello" is in piece 1.
+  const size_t im_end = static_cast<size_t>(std::find(ids.begin(), ids.end(), 151645) - ids.begin());
+  CHECK(piece_of_id[im_end] == 2);
+  CHECK(piece_of_id[im_end - 1] == 1);
+}
+
+TEST_CASE("tokenizer.json: single_word added tokens match whole words only", "[tokenizer]") {
+  json tokenizer_json = read_json(kExtracted / "cl100k" / "tokenizer.json");
+  tokenizer_json["added_tokens"].push_back({{"id", 100300},
+                                            {"content", "cat"},
+                                            {"single_word", true},
+                                            {"lstrip", false},
+                                            {"rstrip", false},
+                                            {"normalized", false},
+                                            {"special", false}});
+  const auto plain = tokenizer::HfTokenizer::load(kExtracted / "cl100k" / "tokenizer.json");
+  const auto tokenizer = tokenizer::HfTokenizer::from_json(tokenizer_json, json(), "single_word");
+  CHECK(tokenizer->encode("cat") == std::vector<int64_t>{100300});
+  std::vector<int64_t> expected = plain->encode("a ");  // "a", " ": the space is no longer followed by a word
+  expected.push_back(100300);
+  expected.push_back(plain->encode(".")[0]);
+  CHECK(tokenizer->encode("a cat.") == expected);
+  CHECK(tokenizer->encode("concatenate") == plain->encode("concatenate"));
+  CHECK(tokenizer->encode("cats") == plain->encode("cats"));
+  CHECK(tokenizer->decode({100300}) == "cat");  // not special: decoded
+}
+
+TEST_CASE("tokenizer.json: malformed and unsupported files fail naming the file and what is wrong", "[tokenizer]") {
+  const fs::path dir = temp_dir("errors");
+  const fs::path broken = dir / "tokenizer.json";
+  std::ofstream(broken) << "{\"model\": {\"type\": \"BPE\", ";
+  CHECK_THAT(error_of([&] { tokenizer::HfTokenizer::load(broken); }),
+             Catch::Contains(broken.string()) && Catch::Contains("not valid JSON"));
+  CHECK_THAT(error_of([&] { tokenizer::HfTokenizer::load(dir / "missing.json"); }),
+             Catch::Contains("missing.json") && Catch::Contains("no such file"));
+
+  const json base = read_json(kExtracted / "cl100k" / "tokenizer.json");
+  const auto failure = [&](const std::function<void(json&)>& edit) {
+    json changed = base;
+    edit(changed);
+    return error_of([&] { tokenizer::HfTokenizer::from_json(changed, json(), "x/tokenizer.json"); });
+  };
+  CHECK_THAT(failure([](json& t) {
+               t["model"] = {{"type", "Unigram"}, {"vocab", json::array()}};
+             }),
+             Catch::Contains("x/tokenizer.json") && Catch::Contains("model type 'Unigram' is not supported"));
+  CHECK_THAT(failure([](json& t) { t["model"]["type"] = "WordPiece"; }),
+             Catch::Contains("model type 'WordPiece' is not supported"));
+  CHECK_THAT(failure([](json& t) { t["model"]["byte_fallback"] = true; }), Catch::Contains("byte_fallback"));
+  CHECK_THAT(failure([](json& t) {
+               t["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "_"}};
+             }),
+             Catch::Contains("pre-tokenizer 'Metaspace' is not supported"));
+  CHECK_THAT(failure([](json& t) {
+               t["normalizer"] = {{"type", "BertNormalizer"}};
+             }),
+             Catch::Contains("normalizer 'BertNormalizer' is not supported"));
+  CHECK_THAT(failure([](json& t) {
+               t["decoder"] = {{"type", "WordPiece"}};
+             }),
+             Catch::Contains("decoder 'WordPiece' is not supported"));
+  CHECK_THAT(failure([](json& t) { t["model"]["merges"][7] = "nosuchtoken Ġx"; }),
+             Catch::Contains("model.merges[7]") && Catch::Contains("\"nosuchtoken\" is not in the vocabulary"));
+  CHECK_THAT(failure([](json& t) { t["model"]["merges"][3] = "onlyone"; }), Catch::Contains("model.merges[3]"));
+  CHECK_THAT(failure([](json& t) { t["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(unclosed"; }),
+             Catch::Contains("does not compile"));
+  CHECK_THAT(failure([](json& t) { t.erase("model"); }), Catch::Contains("missing key 'model'"));
+  CHECK_THAT(failure([](json& t) { t["model"]["vocab"] = json::array(); }), Catch::Contains("model.vocab"));
+
+  const json bad_config = {{"eos_token", "<|not_a_token|>"}};
+  CHECK_THAT(error_of([&] { tokenizer::HfTokenizer::from_json(base, bad_config, "x/tokenizer.json"); }),
+             Catch::Contains("eos_token") && Catch::Contains("<|not_a_token|>"));
+}
