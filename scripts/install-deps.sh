@@ -9,6 +9,7 @@ packages=(
   libopenblas0-openmp          # LibTorch is ~15x slower on the reference BLAS
   libboost-dev libboost-program-options-dev libboost-filesystem-dev
   libtomlplusplus-dev libspdlog-dev catch2 nlohmann-json3-dev
+  zlib1g-dev                   # CRC-32 of checkpoint files
   pkg-config libpcre2-dev libutf8proc-dev   # tokenizer.json: pre-tokenizer regexes, Unicode normalization
   python3
 )

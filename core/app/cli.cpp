@@ -105,9 +105,18 @@ int dispatch(const std::vector<std::string>& args) {
 
   if (command == "train") {
     po::options_description options = config_options();
-    options.add_options()("overwrite", "replace an existing run in output_dir");
-    if (!parse_command(command, "-c FILE [--set key=value]... [--overwrite]", options, rest, values)) return kExitOk;
-    return command_train(config_options_from(values), values.count("overwrite") > 0);
+    options.add_options()("overwrite", "replace an existing run in output_dir")
+        ("resume", po::value<std::string>(),
+         "continue from a checkpoint: auto (the latest in output_dir, if any) or a checkpoint directory");
+    if (!parse_command(command, "-c FILE [--set key=value]... [--overwrite | --resume auto|PATH]", options, rest,
+                       values)) {
+      return kExitOk;
+    }
+    if (values.count("overwrite") && values.count("resume")) {
+      throw sdk::UsageError("--overwrite and --resume exclude each other");
+    }
+    return command_train(config_options_from(values), values.count("overwrite") > 0,
+                         values.count("resume") ? values["resume"].as<std::string>() : "");
   }
   if (command == "validate") {
     if (!parse_command(command, "-c FILE [--set key=value]...", config_options(), rest, values)) return kExitOk;

@@ -37,13 +37,14 @@ LoadedRun load_run(const ConfigOptions& options) {
 
 }  // namespace
 
-int command_train(const ConfigOptions& options, bool overwrite) {
+int command_train(const ConfigOptions& options, bool overwrite, const std::string& resume) {
   const dist::LaunchEnv launch = dist::read_launch_env();
   plugin::init_logging(launch.rank);
   LoadedRun run = load_run(options);
   auto communicator = dist::make_communicator(launch, std::chrono::seconds(run.config.distributed.timeout_s));
   train::TrainOptions train_options;
   train_options.overwrite = overwrite;
+  train_options.resume = resume;
   train_options.resolved_config_toml = config::to_toml(run.config, run.plugin.config_schema());
   train::run_training(run.config, run.plugin, *communicator, train_options);
   return 0;

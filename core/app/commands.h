@@ -16,7 +16,8 @@ struct ConfigOptions {
   std::vector<std::filesystem::path> plugin_dirs;
 };
 
-int command_train(const ConfigOptions& options, bool overwrite);
+// resume: "" (start fresh), "auto" (latest checkpoint in output_dir, if any) or a checkpoint path.
+int command_train(const ConfigOptions& options, bool overwrite, const std::string& resume);
 int command_validate(const ConfigOptions& options);
 // The config reference (core sections, then each named plugin's [module]) as Markdown.
 int command_schema(const std::vector<std::string>& plugin_names, const std::vector<std::filesystem::path>& plugin_dirs);

@@ -683,10 +683,7 @@ class CrossChecks {
              describe("schedule", "warmup_steps") + " exceeds " + describe("train", "max_steps") +
                  "; the learning rate would never reach optim.lr");
     }
-    if (has("train", "log_every") && i("train", "log_every") > max_steps) {
-      report("train", "log_every", "train", "max_steps",
-             describe("train", "log_every") + " exceeds " + describe("train", "max_steps") + "; nothing would be logged");
-    }
+    // log_every > max_steps is fine: the last step is always logged.
   }
 
  private:

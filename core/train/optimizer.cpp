@@ -5,15 +5,28 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
+#include <map>
+
 namespace ptrain::train {
 
 struct ParameterOptimizer::Impl {
   std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::vector<std::pair<std::string, at::Tensor>> named_parameters;
+  bool is_adamw = false;
 };
+
+namespace {
+
+// torch::optim keys per-parameter state by the parameter's TensorImpl address.
+std::string state_key(const at::Tensor& parameter) { return c10::guts::to_string(parameter.unsafeGetTensorImpl()); }
+
+}  // namespace
 
 ParameterOptimizer::ParameterOptimizer(const config::OptimSection& optim,
                                        const std::vector<std::pair<std::string, at::Tensor>>& named_parameters)
     : impl_(std::make_unique<Impl>()) {
+  impl_->named_parameters = named_parameters;
+  impl_->is_adamw = optim.name == "adamw";
   std::vector<at::Tensor> decayed;
   std::vector<at::Tensor> not_decayed;
   for (const auto& [name, parameter] : named_parameters) {
@@ -52,6 +65,53 @@ ParameterOptimizer::ParameterOptimizer(const config::OptimSection& optim,
 }
 
 ParameterOptimizer::~ParameterOptimizer() = default;
+
+std::vector<std::pair<std::string, at::Tensor>> ParameterOptimizer::state_tensors() const {
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  auto& state = impl_->optimizer->state();
+  for (const auto& [name, parameter] : impl_->named_parameters) {
+    const auto found = state.find(state_key(parameter));
+    if (found == state.end()) continue;
+    if (impl_->is_adamw) {
+      const auto& adamw = static_cast<const torch::optim::AdamWParamState&>(*found->second);
+      tensors.emplace_back(name + ".exp_avg", adamw.exp_avg());
+      tensors.emplace_back(name + ".exp_avg_sq", adamw.exp_avg_sq());
+      tensors.emplace_back(name + ".step", at::scalar_tensor(adamw.step(), at::kLong));
+    } else {
+      const auto& sgd = static_cast<const torch::optim::SGDParamState&>(*found->second);
+      if (sgd.momentum_buffer().defined()) tensors.emplace_back(name + ".momentum_buffer", sgd.momentum_buffer());
+    }
+  }
+  return tensors;
+}
+
+void ParameterOptimizer::load_state_tensors(const std::vector<std::pair<std::string, at::Tensor>>& tensors) {
+  std::map<std::string, at::Tensor> by_name(tensors.begin(), tensors.end());
+  const auto take = [&](const std::string& name, const at::Tensor& like) -> at::Tensor {
+    const auto found = by_name.find(name);
+    if (found == by_name.end()) throw sdk::Error("optimizer state: tensor '" + name + "' is missing");
+    if (like.defined() && found->second.sizes() != like.sizes()) {
+      throw sdk::Error("optimizer state: tensor '" + name + "' has the wrong shape");
+    }
+    return found->second.clone();
+  };
+  auto& state = impl_->optimizer->state();
+  state.clear();
+  for (const auto& [name, parameter] : impl_->named_parameters) {
+    if (impl_->is_adamw) {
+      if (by_name.count(name + ".step") == 0) continue;  // never stepped
+      auto adamw = std::make_unique<torch::optim::AdamWParamState>();
+      adamw->step(take(name + ".step", at::Tensor()).item<int64_t>());
+      adamw->exp_avg(take(name + ".exp_avg", parameter));
+      adamw->exp_avg_sq(take(name + ".exp_avg_sq", parameter));
+      state[state_key(parameter)] = std::move(adamw);
+    } else if (by_name.count(name + ".momentum_buffer") != 0) {
+      auto sgd = std::make_unique<torch::optim::SGDParamState>();
+      sgd->momentum_buffer(take(name + ".momentum_buffer", parameter));
+      state[state_key(parameter)] = std::move(sgd);
+    }
+  }
+}
 
 void ParameterOptimizer::step(double lr) {
   for (auto& group : impl_->optimizer->param_groups()) group.options().set_lr(lr);

@@ -24,6 +24,14 @@ class ParameterOptimizer {
   // One update with the given learning rate for every parameter group.
   void step(double lr);
 
+  // The optimizer's per-parameter state for checkpoints, named
+  // "<parameter>.exp_avg", ".exp_avg_sq", ".step" (AdamW) or
+  // ".momentum_buffer" (SGD with momentum). Empty before the first step.
+  std::vector<std::pair<std::string, at::Tensor>> state_tensors() const;
+  // Restores what state_tensors() returned; throws sdk::Error naming a
+  // tensor that is missing or of the wrong shape.
+  void load_state_tensors(const std::vector<std::pair<std::string, at::Tensor>>& tensors);
+
   int64_t num_decayed() const { return num_decayed_; }
   int64_t num_not_decayed() const { return num_not_decayed_; }
 

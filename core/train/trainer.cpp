@@ -1,6 +1,6 @@
 #include "core/train/trainer.h"
 
-#include "core/checkpoint/model_saver.h"
+#include "core/checkpoint/checkpoint.h"
 #include "core/data/global_batch_sampler.h"
 #include "core/metrics/metric_reducer.h"
 #include "core/metrics/metrics_sink.h"
@@ -9,6 +9,7 @@
 #include "core/plugin/host_logger.h"
 #include "core/train/lr_schedule.h"
 #include "core/train/optimizer.h"
+#include "core/train/resume.h"
 #include "core/train/run_setup.h"
 #include "core/train/update_step.h"
 #include "ptrain/sdk/errors.h"
@@ -16,9 +17,13 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <signal.h>
+
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <optional>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -33,13 +38,18 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Refuses to mix a new run into an old one unless asked to replace it.
-void prepare_output_dir(const fs::path& dir, bool overwrite) {
+// Refuses to mix a new run into an old one unless asked to replace or resume it.
+void prepare_output_dir(const fs::path& dir, bool overwrite, bool resuming) {
   std::error_code error;
   const bool non_empty = fs::is_directory(dir, error) && !fs::is_empty(dir, error);
+  if (resuming) {
+    fs::create_directories(dir);
+    return;
+  }
   if (non_empty && !overwrite) {
     throw sdk::ConfigError("output_dir '" + dir.string() +
-                           "' already holds a run; pass --overwrite to replace it or choose another output_dir");
+                           "' already holds a run; pass --resume auto to continue it, --overwrite to replace it, "
+                           "or choose another output_dir");
   }
   if (non_empty) fs::remove_all(dir);
   fs::create_directories(dir);
@@ -49,6 +59,37 @@ void write_text_file(const fs::path& path, const std::string& text) {
   std::ofstream out(path);
   out << text;
   if (!out) throw sdk::Error(path.string() + ": cannot write");
+}
+
+// SIGTERM (Slurm preemption, `ptrain launch` stopping) and SIGUSR1 ask for a
+// checkpoint and a clean exit at the end of the current step.
+volatile sig_atomic_t g_stop_requested = 0;
+void request_stop(int) { g_stop_requested = 1; }
+
+class StopSignals {
+ public:
+  StopSignals() {
+    struct sigaction action {};
+    action.sa_handler = request_stop;
+    ::sigemptyset(&action.sa_mask);
+    ::sigaction(SIGTERM, &action, &previous_term_);
+    ::sigaction(SIGUSR1, &action, &previous_usr1_);
+  }
+  ~StopSignals() {
+    ::sigaction(SIGTERM, &previous_term_, nullptr);
+    ::sigaction(SIGUSR1, &previous_usr1_, nullptr);
+  }
+
+ private:
+  struct sigaction previous_term_ {};
+  struct sigaction previous_usr1_ {};
+};
+
+std::string new_run_id() {
+  std::random_device device;
+  char text[17];
+  std::snprintf(text, sizeof text, "%08x%08x", device(), device());
+  return text;
 }
 
 int default_thread_count(int local_world_size) {
@@ -73,6 +114,7 @@ void broadcast_parameters(const std::vector<at::Tensor>& parameters, dist::Commu
 
 std::vector<sdk::MetricSpec> all_metric_specs(const sdk::TrainModule& module) {
   std::vector<sdk::MetricSpec> specs = core_step_metric_specs();
+  specs.push_back({"core/stop_requested", sdk::Reduction::kMax});
   static const std::set<std::string> reserved{"loss",   "grad_norm", "lr",  "units",         "tokens", "tokens_per_s",
                                               "step_s", "comm_s",    "mfu", "skipped_steps", "epoch",  "step"};
   for (const sdk::MetricSpec& spec : module.metric_specs()) {
@@ -90,7 +132,10 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
                           dist::Communicator& communicator, const TrainOptions& options) {
   const bool is_main = communicator.rank() == 0;
   const fs::path output_dir = config.output_dir;
-  if (is_main) prepare_output_dir(output_dir, options.overwrite);
+  const fs::path checkpoints_dir = output_dir / "checkpoints";
+  const std::optional<fs::path> resume_from =
+      options.resume.empty() ? std::nullopt : checkpoint::find_resume_checkpoint(options.resume, output_dir);
+  if (is_main) prepare_output_dir(output_dir, options.overwrite, !options.resume.empty());
   communicator.barrier();
   plugin::add_log_file(output_dir, communicator.rank());
   if (is_main) write_text_file(output_dir / "config.toml", options.resolved_config_toml);
@@ -115,9 +160,26 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
   const auto named_parameters = policy->named_parameters();
   std::vector<at::Tensor> parameters;
   for (const auto& [name, parameter] : named_parameters) parameters.push_back(parameter);
+  ParameterOptimizer optimizer(config.optim, named_parameters);
+
+  // A resumed run continues from the checkpoint's weights, optimizer state,
+  // plugin state and step; the data order follows from the step alone.
+  checkpoint::TrainerState trainer_state{0, 0, communicator.world_size(), plugin.info().name, new_run_id()};
+  if (resume_from) {
+    const checkpoint::LoadedCheckpoint loaded = checkpoint::read_checkpoint(*resume_from);
+    restore_policy(loaded, plugin.info().name, options.resolved_config_toml, *policy);
+    optimizer.load_state_tensors(loaded.optimizer_state);
+    module->load_state(context, loaded.plugin_state);
+    trainer_state = loaded.trainer;
+    trainer_state.world_size = communicator.world_size();
+    plugin::log_info("resume", "continuing from " + resume_from->string() + " after step " +
+                                   std::to_string(trainer_state.completed_steps) + " (saved at world size " +
+                                   std::to_string(loaded.trainer.world_size) + ")");
+  } else if (!options.resume.empty()) {
+    plugin::log_info("resume", "no checkpoint under " + checkpoints_dir.string() + "; starting from step 0");
+  }
   broadcast_parameters(parameters, communicator);
   dist::GradientSynchronizer grad_sync(parameters, communicator, config.distributed.bucket_mb << 20);
-  ParameterOptimizer optimizer(config.optim, named_parameters);
 
   const int64_t num_parameters = policy->num_parameters();
   const double peak_flops_per_s = metrics::measure_matmul_flops_per_s();
@@ -128,12 +190,29 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
                                 std::to_string(communicator.world_size()));
 
   std::unique_ptr<metrics::JsonlMetricsWriter> metrics_writer;
-  if (is_main) metrics_writer = std::make_unique<metrics::JsonlMetricsWriter>(output_dir / "metrics.jsonl");
+  if (is_main) {
+    truncate_metrics(output_dir / "metrics.jsonl", trainer_state.completed_steps);
+    metrics_writer = std::make_unique<metrics::JsonlMetricsWriter>(output_dir / "metrics.jsonl");
+  }
 
+  const auto save_checkpoint = [&] {
+    if (is_main) {
+      checkpoint::CheckpointData data{policy.get(), optimizer.state_tensors(), module->save_state(), trainer_state,
+                                      options.resolved_config_toml};
+      const fs::path saved = checkpoint::write_checkpoint(checkpoints_dir, data, config.checkpoint.keep_last);
+      plugin::log_info("checkpoint", "saved " + saved.string());
+    }
+    communicator.barrier();
+  };
+
+  const StopSignals stop_signals;
   TrainSummary summary;
+  summary.skipped_steps = trainer_state.skipped_steps;
   const auto run_start = Clock::now();
   const int64_t max_steps = config.train.max_steps;
-  for (int64_t step = 0; step < max_steps; ++step) {
+  const int64_t first_step = trainer_state.completed_steps;
+  bool saved_this_step = false;
+  for (int64_t step = first_step; step < max_steps; ++step) {
     const auto step_start = Clock::now();
     const double collective_s_before = communicator.collective_seconds();
     const data::GlobalBatchSampler::Position position = sampler.position(step);
@@ -147,6 +226,8 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
 
     const GradientResult gradient =
         accumulate_gradients(*module, context, rank_examples, plan, parameters, communicator, grad_sync, reducer);
+    // The stop request travels with the metrics, so every rank stops at the same step.
+    reducer.add("core/stop_requested", g_stop_requested ? 1.0 : 0.0);
     std::map<std::string, double> reduced = reducer.reduce(communicator);
 
     const double lr = learning_rate_at(config.schedule, config.optim.lr, step, max_steps);
@@ -165,14 +246,14 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
       if (std::isfinite(loss) && std::isfinite(grad_norm)) {
         optimizer.step(lr);
         stepped = true;
-        if (summary.steps == summary.skipped_steps) summary.first_loss = loss;
-        summary.last_loss = loss;
       } else {
         plugin::log_warn("train", "step " + std::to_string(step + 1) + ": non-finite loss or gradient norm; step skipped");
       }
     }
     if (!stepped) ++summary.skipped_steps;
     ++summary.steps;
+    trainer_state.completed_steps = step + 1;
+    trainer_state.skipped_steps = summary.skipped_steps;
 
     const double step_s = seconds_since(step_start);
     const auto tokens = static_cast<int64_t>(reduced["core/tokens"]);
@@ -195,26 +276,32 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
       metrics_writer->write(step + 1, values);
       if ((step + 1) % config.train.log_every == 0 || step + 1 == max_steps) {
         const double elapsed = seconds_since(run_start);
-        const double eta_s = elapsed / static_cast<double>(step + 1) * static_cast<double>(max_steps - step - 1);
+        const double eta_s =
+            elapsed / static_cast<double>(step + 1 - first_step) * static_cast<double>(max_steps - step - 1);
         plugin::log_info("train", metrics::format_console_line(step + 1, max_steps, values, eta_s));
       }
     }
-    if (config.checkpoint.every_steps > 0 && (step + 1) % config.checkpoint.every_steps == 0 && step + 1 < max_steps) {
-      if (is_main) {
-        const fs::path checkpoints_dir = output_dir / "checkpoints";
-        checkpoint::save_model_atomically(*policy, checkpoints_dir / ("step_" + std::to_string(step + 1)));
-        checkpoint::prune_checkpoints(checkpoints_dir, config.checkpoint.keep_last);
-        plugin::log_info("checkpoint", "saved step " + std::to_string(step + 1));
-      }
-      communicator.barrier();
+    saved_this_step = false;
+    if (config.checkpoint.every_steps > 0 && (step + 1) % config.checkpoint.every_steps == 0) {
+      save_checkpoint();
+      saved_this_step = true;
+    }
+    if (reduced["core/stop_requested"] > 0.0) {
+      if (!saved_this_step) save_checkpoint();
+      plugin::log_info("train", "stopped on request after step " + std::to_string(step + 1) +
+                                    "; continue with --resume auto");
+      summary.stopped = true;
+      return summary;
     }
   }
 
+  // The end of the run is a checkpoint too, so a longer max_steps can continue it.
+  if (!saved_this_step && summary.steps > 0) save_checkpoint();
   summary.final_model_dir = output_dir / "final";
   if (is_main) {
     checkpoint::save_model_atomically(*policy, summary.final_model_dir);
     plugin::log_info("train", "done: " + std::to_string(summary.steps) + " steps (" +
-                                  std::to_string(summary.skipped_steps) + " skipped) in " +
+                                  std::to_string(summary.skipped_steps) + " skipped in all) in " +
                                   metrics::format_duration(seconds_since(run_start)) + "; final model in " +
                                   summary.final_model_dir.string());
   }

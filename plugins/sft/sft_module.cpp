@@ -90,10 +90,10 @@ void SftModule::prepare_dataset(sdk::Context& ctx, const std::vector<sdk::Exampl
                  rate + ")" +
                  (stats.cache_file.empty() ? "" : (stats.from_cache ? " from " : ", cached in ") + stats.cache_file));
   if (untrainable > 0) {
-    ctx.logger().warn("sft", std::to_string(untrainable) + " of " + std::to_string(examples.size()) +
-                                 " examples have no trainable token within data.max_length = " +
-                                 std::to_string(max_length) +
-                                 ": they add nothing to the loss and are counted in skipped_examples");
+    ctx.logger().warn("sft",
+                      std::to_string(untrainable) + " of " + std::to_string(examples.size()) +
+                          " examples have no trainable token within data.max_length = " + std::to_string(max_length) +
+                          ": they are left out of every step that samples them and counted in skipped_examples");
   }
 }
 
@@ -109,10 +109,12 @@ std::vector<std::unique_ptr<sdk::Microbatch>> SftModule::prepare(sdk::Context& c
   for (const sdk::Example* example : examples) {
     const bool prepared = example->index >= 0 && static_cast<size_t>(example->index) < dataset_.size();
     TokenizedExample item = prepared ? dataset_[example->index] : tokenize(tokenizer, *example, max_length);
-    // Nothing to learn from (truncated away): it stays in its microbatch so the
-    // split follows the plan, but adds no loss and no unit in any aggregation
-    // mode (DESIGN.md §2), and is counted.
-    if (!item.has_trainable_target()) ++skipped;
+    // Nothing to learn from (truncated away): left out and counted, never
+    // trained on as an empty mask.
+    if (!item.has_trainable_target()) {
+      ++skipped;
+      continue;
+    }
     input_lengths.push_back(static_cast<int64_t>(item.tokens.size()) - 1);
     tokenized.push_back(std::move(item));
   }
@@ -129,7 +131,7 @@ std::vector<std::unique_ptr<sdk::Microbatch>> SftModule::prepare(sdk::Context& c
     microbatch->tokens = collate_examples(group, tokenizer.pad_id());
     microbatch->num_examples = static_cast<int64_t>(members.size());
     microbatch->padded_tokens = microbatch->tokens.input_ids.numel();
-    if (microbatches.empty()) microbatch->skipped_examples = skipped;
+    if (microbatches.empty()) microbatch->skipped_examples = skipped;  // reported once per rank and step
     microbatches.push_back(std::move(microbatch));
   }
   return microbatches;

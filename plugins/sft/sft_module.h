@@ -14,7 +14,7 @@ namespace ptrain::sft {
 struct SftMicrobatch final : sdk::Microbatch {
   sdk::TokenBatch tokens;
   int64_t truncated_examples = 0;
-  int64_t skipped_examples = 0;  // examples of the step without a trainable target after truncation
+  int64_t skipped_examples = 0;  // examples of the step left out: no trainable target after truncation
 };
 
 class SftModule final : public sdk::TrainModule {

@@ -81,8 +81,10 @@ TEST_CASE("ptrain train fine-tunes, logs falling loss, and writes a loadable mod
 
   CHECK(fs::exists(run / "config.toml"));
   CHECK(fs::exists(run / "log_rank0.txt"));
-  CHECK(fs::exists(run / "checkpoints" / "step_30" / "model.safetensors"));
-  CHECK_FALSE(fs::exists(run / "checkpoints" / "step_15"));  // keep_last = 1
+  // Checkpoints at 15 and 30 and at the end; keep_last = 1 keeps the last.
+  CHECK(fs::exists(run / "checkpoints" / "step_40" / "manifest.json"));
+  CHECK_FALSE(fs::exists(run / "checkpoints" / "step_30"));
+  CHECK_FALSE(fs::exists(run / "checkpoints" / "step_15"));
 
   const auto model = ptrain::model::CausalLm::load_hf_dir(run / "final");
   CHECK(model->config().hidden_size == 64);
@@ -93,7 +95,7 @@ TEST_CASE("ptrain train fine-tunes, logs falling loss, and writes a loadable mod
   // The resolved config trains again as written (and the run dir is protected).
   const CommandResult refused = run_ptrain("train -c " + (run / "config.toml").string());
   CHECK(refused.exit_code == 2);
-  CHECK_THAT(refused.output, Catch::Contains("already holds a run; pass --overwrite"));
+  CHECK_THAT(refused.output, Catch::Contains("already holds a run; pass --resume auto to continue it, --overwrite"));
   const CommandResult validated = run_ptrain("validate -c " + (run / "config.toml").string());
   INFO(validated.output);
   CHECK(validated.exit_code == 0);
@@ -148,4 +150,20 @@ TEST_CASE("help, version, plugins and usage errors", "[e2e]") {
   const CommandResult missing_file = run_ptrain("train -c /nonexistent.toml");
   CHECK(missing_file.exit_code == 2);
   CHECK_THAT(missing_file.output, Catch::Contains("/nonexistent.toml"));
+}
+
+TEST_CASE("docs/config.md is what the schemas say", "[e2e]") {
+  std::ifstream doc(std::string(PTRAIN_SOURCE_DIR) + "/docs/config.md");
+  REQUIRE(doc);
+  const std::string text((std::istreambuf_iterator<char>(doc)), std::istreambuf_iterator<char>());
+  const std::string marker = "<!-- generated: ptrain schema";
+  const size_t at = text.find(marker);
+  REQUIRE(at != std::string::npos);
+  const size_t arguments_end = text.find(" -->", at);
+  const std::string arguments = text.substr(at + marker.size(), arguments_end - at - marker.size());
+  const CommandResult generated = run_ptrain("schema" + arguments);
+  REQUIRE(generated.exit_code == 0);
+  const std::string committed = text.substr(text.find('\n', arguments_end) + 2);
+  INFO("regenerate with scripts/make_config_doc.sh");
+  CHECK(committed == generated.output);
 }

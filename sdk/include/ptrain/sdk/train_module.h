@@ -19,13 +19,24 @@
 #include "ptrain/sdk/context.h"
 #include "ptrain/sdk/metrics.h"
 
+#include <nlohmann/json.hpp>
+
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace ptrain::sdk {
+
+// What a plugin keeps across a resume beyond the policy and optimizer (e.g. a
+// reference model TR-DPO keeps updating, or where its cache lives).
+struct PluginState {
+  nlohmann::json meta = nlohmann::json::object();
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+};
 
 struct LossOut {
   at::Tensor loss_sum;  // differentiable scalar: Σ of the loss over this microbatch's units
@@ -73,6 +84,11 @@ class TrainModule {
 
   // S[r,k] and metrics.
   virtual LossOut microbatch_loss(Context& ctx, const Microbatch& microbatch) = 0;
+
+  // Saved in every checkpoint (rank 0's), and handed back on every rank after
+  // setup() and prepare_dataset() when a run resumes.
+  virtual PluginState save_state() const { return {}; }
+  virtual void load_state(Context& ctx, const PluginState& state) {}
 };
 
 }  // namespace ptrain::sdk

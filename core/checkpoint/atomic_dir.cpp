@@ -1,0 +1,72 @@
+#include "core/checkpoint/atomic_dir.h"
+
+#include "ptrain/sdk/errors.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <string>
+
+namespace ptrain::checkpoint {
+namespace fs = std::filesystem;
+
+void fsync_path(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+void kill_point(const char* point) {
+  const char* wanted = std::getenv("PTRAIN_TEST_KILL_AT");
+  if (wanted == nullptr) return;
+  // "point" or "point:N" (the N-th time this point is reached).
+  const std::string spec = wanted;
+  const size_t colon = spec.find(':');
+  if (spec.substr(0, colon) != point) return;
+  static std::map<std::string, int> times_reached;
+  const int nth = colon == std::string::npos ? 1 : std::atoi(spec.c_str() + colon + 1);
+  if (++times_reached[point] == nth) ::raise(SIGKILL);
+}
+
+void write_directory_atomically(const fs::path& target, const std::function<void(const fs::path& staging)>& fill) {
+  const fs::path parent = target.parent_path();
+  fs::create_directories(parent);
+  const std::string suffix = target.filename().string() + "-" + std::to_string(::getpid());
+  const fs::path staging = parent / (".tmp-" + suffix);
+  fs::remove_all(staging);
+  fs::create_directories(staging);
+  fill(staging);
+  for (const auto& entry : fs::directory_iterator(staging)) fsync_path(entry.path());
+  fsync_path(staging);
+  kill_point("before_rename");
+
+  // rename() cannot replace a non-empty directory: move the old one aside
+  // first, and delete it only once the new one is in place.
+  const fs::path previous = parent / (".old-" + suffix);
+  const bool had_previous = fs::exists(target);
+  if (had_previous) fs::rename(target, previous);
+  fs::rename(staging, target);
+  fsync_path(parent);
+  if (had_previous) fs::remove_all(previous);
+}
+
+void write_file_atomically(const fs::path& path, const std::string& text) {
+  const fs::path staging = path.parent_path() / (".tmp-" + path.filename().string() + "-" + std::to_string(::getpid()));
+  {
+    std::ofstream out(staging, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) throw sdk::Error(staging.string() + ": cannot write");
+  }
+  fsync_path(staging);
+  fs::rename(staging, path);
+  fsync_path(path.parent_path());
+}
+
+}  // namespace ptrain::checkpoint

@@ -1,0 +1,186 @@
+#include "core/checkpoint/checkpoint.h"
+
+#include "core/checkpoint/atomic_dir.h"
+#include "core/model/safetensors.h"
+#include "ptrain/sdk/errors.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace ptrain::checkpoint {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kFormat = "ptrain-checkpoint-1";
+constexpr const char* kManifest = "manifest.json";
+constexpr const char* kLatest = "latest";
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw sdk::Error(path.string() + ": cannot read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.flush();
+  if (!out) throw sdk::Error(path.string() + ": cannot write");
+}
+
+uint32_t crc32_of(const std::string& bytes) {
+  uLong crc = ::crc32(0L, Z_NULL, 0);
+  // zlib takes lengths as uInt: feed large files in pieces.
+  for (size_t offset = 0; offset < bytes.size(); offset += 1u << 30) {
+    const size_t length = std::min<size_t>(bytes.size() - offset, 1u << 30);
+    crc = ::crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + offset), static_cast<uInt>(length));
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+// step_N → N, or -1 for anything else.
+int64_t checkpoint_step(const fs::path& dir) {
+  const std::string name = dir.filename().string();
+  if (name.rfind("step_", 0) != 0 || name.size() == 5) return -1;
+  if (!std::all_of(name.begin() + 5, name.end(), [](char c) { return c >= '0' && c <= '9'; })) return -1;
+  return std::stoll(name.substr(5));
+}
+
+nlohmann::json parse_json(const std::string& text, const fs::path& path) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& error) {
+    throw sdk::Error(path.string() + ": not valid JSON: " + error.what());
+  }
+}
+
+}  // namespace
+
+nlohmann::json TrainerState::to_json() const {
+  return {{"completed_steps", completed_steps}, {"skipped_steps", skipped_steps}, {"world_size", world_size},
+          {"plugin", plugin},                   {"run_id", run_id}};
+}
+
+TrainerState TrainerState::from_json(const nlohmann::json& json, const std::string& source) {
+  try {
+    TrainerState state;
+    state.completed_steps = json.at("completed_steps").get<int64_t>();
+    state.skipped_steps = json.at("skipped_steps").get<int64_t>();
+    state.world_size = json.at("world_size").get<int>();
+    state.plugin = json.at("plugin").get<std::string>();
+    state.run_id = json.at("run_id").get<std::string>();
+    return state;
+  } catch (const nlohmann::json::exception& error) {
+    throw sdk::Error(source + ": " + error.what());
+  }
+}
+
+fs::path write_checkpoint(const fs::path& checkpoints_dir, const CheckpointData& data, int64_t keep_last) {
+  const fs::path target = checkpoints_dir / ("step_" + std::to_string(data.trainer.completed_steps));
+  write_directory_atomically(target, [&](const fs::path& staging) {
+    data.model->save_hf_dir(staging);
+    kill_point("after_model");
+    model::write_safetensors(staging / "optimizer.safetensors", data.optimizer_state);
+    model::write_safetensors(staging / "plugin_state.safetensors", data.plugin_state.tensors);
+    write_file(staging / "plugin_state.json", data.plugin_state.meta.dump(2));
+    write_file(staging / "trainer_state.json", data.trainer.to_json().dump(2));
+    write_file(staging / "config.toml", data.config_toml);
+
+    // The manifest comes last: a directory without it is incomplete.
+    nlohmann::json files = nlohmann::json::object();
+    for (const auto& entry : fs::directory_iterator(staging)) {
+      const std::string bytes = read_file(entry.path());
+      files[entry.path().filename().string()] = {{"bytes", bytes.size()}, {"crc32", crc32_of(bytes)}};
+    }
+    const nlohmann::json manifest = {{"format", kFormat},
+                                     {"run_id", data.trainer.run_id},
+                                     {"step", data.trainer.completed_steps},
+                                     {"files", files}};
+    write_file(staging / kManifest, manifest.dump(2));
+  });
+  kill_point("before_latest");
+  write_file_atomically(checkpoints_dir / kLatest, target.filename().string() + "\n");
+  kill_point("before_prune");
+  prune_checkpoints(checkpoints_dir, keep_last);
+  return target;
+}
+
+LoadedCheckpoint read_checkpoint(const fs::path& dir) {
+  const fs::path manifest_path = dir / kManifest;
+  if (!fs::exists(manifest_path)) {
+    throw sdk::Error(manifest_path.string() + ": missing; the checkpoint is incomplete (interrupted while saving?)");
+  }
+  const nlohmann::json manifest = parse_json(read_file(manifest_path), manifest_path);
+  if (manifest.value("format", "") != kFormat || !manifest.contains("files")) {
+    throw sdk::Error(manifest_path.string() + ": not a " + kFormat + " manifest");
+  }
+  for (const auto& [name, expected] : manifest["files"].items()) {
+    const fs::path file = dir / name;
+    if (!fs::exists(file)) throw sdk::Error(file.string() + ": missing from the checkpoint (listed in manifest.json)");
+    const std::string bytes = read_file(file);
+    if (bytes.size() != expected.at("bytes").get<size_t>()) {
+      throw sdk::Error(file.string() + ": " + std::to_string(bytes.size()) + " bytes, manifest.json says " +
+                       std::to_string(expected.at("bytes").get<size_t>()) + " (truncated or replaced)");
+    }
+    if (crc32_of(bytes) != expected.at("crc32").get<uint32_t>()) {
+      throw sdk::Error(file.string() + ": checksum differs from manifest.json (the file is corrupt)");
+    }
+  }
+
+  LoadedCheckpoint loaded;
+  loaded.dir = dir;
+  const fs::path trainer_path = dir / "trainer_state.json";
+  loaded.trainer = TrainerState::from_json(parse_json(read_file(trainer_path), trainer_path), trainer_path.string());
+  if (manifest.value("run_id", "") != loaded.trainer.run_id ||
+      manifest.value("step", int64_t{-1}) != loaded.trainer.completed_steps) {
+    throw sdk::Error(manifest_path.string() + ": belongs to another run or step than trainer_state.json");
+  }
+  loaded.model = model::CausalLm::load_hf_dir(dir);
+  loaded.optimizer_state = model::read_safetensors(dir / "optimizer.safetensors");
+  loaded.plugin_state.tensors = model::read_safetensors(dir / "plugin_state.safetensors");
+  loaded.plugin_state.meta = parse_json(read_file(dir / "plugin_state.json"), dir / "plugin_state.json");
+  loaded.config_toml = read_file(dir / "config.toml");
+  return loaded;
+}
+
+std::optional<fs::path> find_resume_checkpoint(const std::string& resume, const fs::path& output_dir) {
+  const auto from_latest = [](const fs::path& checkpoints_dir) -> std::optional<fs::path> {
+    const fs::path latest = checkpoints_dir / kLatest;
+    if (!fs::exists(latest)) return std::nullopt;
+    std::string name = read_file(latest);
+    name.erase(name.find_last_not_of(" \n\r\t") + 1);
+    return checkpoints_dir / name;
+  };
+  if (resume == "auto") return from_latest(output_dir / "checkpoints");
+  const fs::path path(resume);
+  if (fs::exists(path / kManifest)) return path;
+  if (auto latest = from_latest(path)) return latest;
+  if (auto latest = from_latest(path / "checkpoints")) return latest;
+  throw sdk::Error(path.string() + ": no checkpoint here (expected a checkpoints/step_N directory with manifest.json, "
+                   "or a directory holding a `latest` pointer)");
+}
+
+void save_model_atomically(const model::CausalLm& model, const fs::path& target) {
+  write_directory_atomically(target, [&](const fs::path& staging) { model.save_hf_dir(staging); });
+}
+
+void prune_checkpoints(const fs::path& checkpoints_dir, int64_t keep_last) {
+  std::error_code error;
+  if (!fs::is_directory(checkpoints_dir, error)) return;
+  std::vector<std::pair<int64_t, fs::path>> checkpoints;
+  for (const auto& entry : fs::directory_iterator(checkpoints_dir)) {
+    const int64_t step = checkpoint_step(entry.path());
+    if (step >= 0 && entry.is_directory()) checkpoints.emplace_back(step, entry.path());
+  }
+  std::sort(checkpoints.begin(), checkpoints.end());
+  const auto excess = static_cast<int64_t>(checkpoints.size()) - keep_last;
+  for (int64_t i = 0; i < excess; ++i) fs::remove_all(checkpoints[i].second);
+}
+
+}  // namespace ptrain::checkpoint

@@ -1,0 +1,83 @@
+// Checkpoints: everything a run needs to continue as if it had not stopped.
+//
+//   checkpoints/step_N/   config.json, model.safetensors   the policy (a Hugging Face model dir)
+//                         optimizer.safetensors            per-parameter optimizer state
+//                         plugin_state.json/.safetensors   the plugin's own state
+//                         trainer_state.json               step, counters, run id, world size
+//                         config.toml                      the resolved config it ran with
+//                         manifest.json                    size and CRC-32 of every file, written last
+//   checkpoints/latest    the name of the newest complete checkpoint, replaced atomically
+//
+// The data order needs no saved state: global batches depend only on (seed,
+// epoch, step) (DESIGN.md §2), which is also why a checkpoint resumes on any
+// world size or microbatch setting. The core draws no other random numbers.
+#pragma once
+
+#include "core/model/causal_lm.h"
+#include "ptrain/sdk/train_module.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ptrain::checkpoint {
+
+using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+
+struct TrainerState {
+  int64_t completed_steps = 0;
+  int64_t skipped_steps = 0;
+  int world_size = 1;
+  std::string plugin;
+  std::string run_id;
+
+  nlohmann::json to_json() const;
+  static TrainerState from_json(const nlohmann::json& json, const std::string& source);
+};
+
+struct CheckpointData {
+  const model::CausalLm* model = nullptr;
+  NamedTensors optimizer_state;
+  sdk::PluginState plugin_state;
+  TrainerState trainer;
+  std::string config_toml;
+};
+
+struct LoadedCheckpoint {
+  std::filesystem::path dir;
+  std::unique_ptr<model::CausalLm> model;
+  NamedTensors optimizer_state;
+  sdk::PluginState plugin_state;
+  TrainerState trainer;
+  std::string config_toml;
+};
+
+// Writes checkpoints_dir/step_N atomically, then points `latest` at it, then
+// prunes all but the newest `keep_last`. Returns the checkpoint directory.
+std::filesystem::path write_checkpoint(const std::filesystem::path& checkpoints_dir, const CheckpointData& data,
+                                       int64_t keep_last);
+
+// Verifies the manifest (every file present, with its size and CRC-32) and
+// reads everything. Throws sdk::Error naming the file that is missing,
+// truncated, corrupt or from another run.
+LoadedCheckpoint read_checkpoint(const std::filesystem::path& dir);
+
+// `--resume auto`: the checkpoint `latest` names under output_dir, or nullopt
+// when there is none; otherwise the given checkpoint directory, or the one
+// `latest` names when given a checkpoints/ or run directory.
+std::optional<std::filesystem::path> find_resume_checkpoint(const std::string& resume,
+                                                            const std::filesystem::path& output_dir);
+
+// A model directory (e.g. final/) written atomically.
+void save_model_atomically(const model::CausalLm& model, const std::filesystem::path& target);
+
+// Removes the oldest step_N directories beyond the newest `keep_last`.
+void prune_checkpoints(const std::filesystem::path& checkpoints_dir, int64_t keep_last);
+
+}  // namespace ptrain::checkpoint

@@ -1,0 +1,33 @@
+// Continuing a run from a checkpoint: checks it fits the new config, and
+// keeps the run directory consistent with the step it resumes from.
+#pragma once
+
+#include "core/checkpoint/checkpoint.h"
+#include "core/model/causal_lm.h"
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace ptrain::train {
+
+struct ConfigChange {
+  std::string key;  // "section.key"
+  std::string before;
+  std::string after;
+};
+
+// Keys whose values differ between two resolved configs (as written by to_toml).
+std::vector<ConfigChange> config_changes(const std::string& before_toml, const std::string& after_toml);
+
+// Refuses a checkpoint of another plugin or another model shape (sdk::ConfigError
+// naming both), warns about other changed keys (learning rate, step count,
+// logging are fine), then copies the checkpoint's weights into `policy`.
+void restore_policy(const checkpoint::LoadedCheckpoint& loaded, const std::string& plugin_name,
+                    const std::string& resolved_config_toml, model::CausalLm& policy);
+
+// Drops the metrics.jsonl lines of steps after `completed_steps` (written
+// after the checkpoint by the run that stopped), so the file reads as one run.
+void truncate_metrics(const std::filesystem::path& metrics_path, int64_t completed_steps);
+
+}  // namespace ptrain::train
