@@ -1,5 +1,7 @@
 #include "core/tokenizer/hf_tokenizer.h"
 
+#include "ptrain/sdk/fingerprint.h"
+
 #include "core/tokenizer/unicode_regex.h"
 #include "ptrain/sdk/errors.h"
 
@@ -27,20 +29,6 @@ const char* const kByteLevelPattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N
 // Words longer than this skip the per-thread BPE cache (as in `tokenizers`).
 constexpr size_t kMaxCachedWordBytes = 256;
 constexpr size_t kMaxCachedWords = 1 << 17;
-
-uint64_t fnv1a(std::string_view bytes, uint64_t hash = 1469598103934665603ULL) {
-  for (const char c : bytes) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 1099511628211ULL;
-  }
-  return hash;
-}
-
-std::string hex(uint64_t value) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
-  return text;
-}
 
 // GPT-2's bytes_to_unicode(): printable Latin-1 bytes stand for themselves,
 // the other 68 bytes for code points 256, 257, ... in byte order.
@@ -960,12 +948,12 @@ std::unique_ptr<HfTokenizer> HfTokenizer::load(const std::filesystem::path& toke
   json config;
   const std::filesystem::path config_path = tokenizer_json.parent_path() / "tokenizer_config.json";
   if (read(config_path, config_text)) config = parse(config_text, config_path);
-  return build(tokenizer, config, tokenizer_json.string(), "hf:" + hex(fnv1a(text)) + ":" + hex(fnv1a(config_text)));
+  return build(tokenizer, config, tokenizer_json.string(), "hf:" + sdk::hex64(sdk::fnv1a(text)) + ":" + sdk::hex64(sdk::fnv1a(config_text)));
 }
 
 std::unique_ptr<HfTokenizer> HfTokenizer::from_json(const json& tokenizer, const json& config,
                                                     const std::string& source) {
-  return build(tokenizer, config, source, "hf:" + hex(fnv1a(tokenizer.dump())) + ":" + hex(fnv1a(config.dump())));
+  return build(tokenizer, config, source, "hf:" + sdk::hex64(sdk::fnv1a(tokenizer.dump())) + ":" + sdk::hex64(sdk::fnv1a(config.dump())));
 }
 
 std::unique_ptr<HfTokenizer> HfTokenizer::build(const json& tokenizer, const json& config, const std::string& source,

@@ -36,8 +36,9 @@ GradientResult accumulate_gradients(sdk::TrainModule& module, sdk::Context& cont
   GradientResult result;
   zero_gradients(parameters);
 
-  std::vector<std::unique_ptr<sdk::Microbatch>> microbatches;
-  if (!rank_examples.empty()) microbatches = module.prepare(context, rank_examples, plan);
+  // Every rank prepares, even with no examples this step: a plugin may run a
+  // collective or a scheduled update there (DPO's reference sync).
+  std::vector<std::unique_ptr<sdk::Microbatch>> microbatches = module.prepare(context, rank_examples, plan);
   result.num_microbatches = static_cast<int64_t>(microbatches.size());
 
   // Unit counts of the main term and of each extra term, summed over this

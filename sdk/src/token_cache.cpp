@@ -1,5 +1,7 @@
 #include "ptrain/sdk/token_cache.h"
 
+#include "ptrain/sdk/fingerprint.h"
+
 #include "ptrain/sdk/chat.h"
 #include "ptrain/sdk/errors.h"
 
@@ -18,21 +20,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kMagic[8] = {'P', 'T', 'O', 'K', 'C', 'A', 'C', '1'};
-
-// FNV-1a, 64 bit: a cache key, not a defence against crafted collisions.
-uint64_t fnv1a(std::string_view bytes, uint64_t hash = 1469598103934665603ULL) {
-  for (const char c : bytes) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 1099511628211ULL;
-  }
-  return hash;
-}
-
-std::string hex(uint64_t value) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
-  return text;
-}
 
 void write_u64(std::ostream& out, uint64_t value) { out.write(reinterpret_cast<const char*>(&value), sizeof value); }
 
@@ -123,21 +110,21 @@ std::vector<TokenArrays> tokenize_dataset(const Tokenizer& tokenizer, const std:
   at::parallel_for(0, count, kGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const std::string text = examples[i].fields.dump();
-      hashes[i] = fnv1a(text);
+      hashes[i] = sdk::fnv1a(text);
       sizes[i] = static_cast<int64_t>(text.size());
     }
   });
-  uint64_t content = fnv1a(recipe);
+  uint64_t content = sdk::fnv1a(recipe);
   int64_t json_bytes = 0;
   for (size_t i = 0; i < hashes.size(); ++i) {
-    content = fnv1a(std::string_view(reinterpret_cast<const char*>(&hashes[i]), sizeof hashes[i]), content);
+    content = sdk::fnv1a(std::string_view(reinterpret_cast<const char*>(&hashes[i]), sizeof hashes[i]), content);
     json_bytes += sizes[i];
   }
   const ChatTemplate* chat_template = tokenizer.chat_template();
   const std::string key = "recipe=" + recipe + "\ntokenizer=" + tokenizer.fingerprint() +
                           "\nchat_template=" + (chat_template ? chat_template->fingerprint() : "none") +
-                          "\nexamples=" + std::to_string(count) + " content=" + hex(content);
-  const fs::path path = cache_dir.empty() ? fs::path() : fs::path(cache_dir) / (hex(fnv1a(key)) + ".bin");
+                          "\nexamples=" + std::to_string(count) + " content=" + sdk::hex64(content);
+  const fs::path path = cache_dir.empty() ? fs::path() : fs::path(cache_dir) / (sdk::hex64(sdk::fnv1a(key)) + ".bin");
 
   TokenizeStats local;
   local.examples = count;

@@ -2,6 +2,8 @@
 // other world sizes, crashes while saving, corrupt files, SIGTERM.
 #include "catch.h"
 
+#include "support/test_util.h"
+
 #include "support/run_command.h"
 
 #include <nlohmann/json.hpp>
@@ -16,6 +18,10 @@ using ptrain::testing::run_command;
 using ptrain::testing::run_ptrain;
 
 namespace {
+
+std::vector<nlohmann::json> read_run_metrics(const fs::path& run) {
+  return ptrain::testing::read_metrics_jsonl(run / "metrics.jsonl");
+}
 
 fs::path write_config(const fs::path& dir) {
   const fs::path path = dir / "resume.toml";
@@ -36,12 +42,6 @@ std::string train_args(const fs::path& config, const fs::path& run, int max_step
          "\" --set train.max_steps=" + std::to_string(max_steps);
 }
 
-std::vector<nlohmann::json> read_metrics(const fs::path& run) {
-  std::vector<nlohmann::json> lines;
-  std::ifstream in(run / "metrics.jsonl");
-  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
-  return lines;
-}
 
 // Every metric but wall-clock ones and padding, which depends on the split.
 void check_same_metrics(const std::vector<nlohmann::json>& actual, const std::vector<nlohmann::json>& expected,
@@ -81,7 +81,7 @@ TEST_CASE("stopping and resuming gives the metrics of an uninterrupted run, bit 
   REQUIRE(second.exit_code == 0);
   CHECK_THAT(second.output, Catch::Contains("continuing from"));
   CHECK_THAT(second.output, Catch::Contains("train.max_steps changed from 4 to 8"));
-  check_same_metrics(read_metrics(dir / "resumed"), read_metrics(dir / "straight"), 0.0);
+  check_same_metrics(read_run_metrics(dir / "resumed"), read_run_metrics(dir / "straight"), 0.0);
 
   // An explicit checkpoint path works too, and a changed model shape is refused.
   const CommandResult by_path = run_ptrain(train_args(config, dir / "by_path", 8) + kConstantSchedule + " --resume " +
@@ -98,7 +98,7 @@ TEST_CASE("a checkpoint from world size 2 resumes on world sizes 1 and 4 with th
   const fs::path config = write_config(dir);
   REQUIRE(run_ptrain("launch --nproc 2 -- " + train_args(config, dir / "straight", 8) + kConstantSchedule).exit_code ==
           0);
-  const auto expected = read_metrics(dir / "straight");
+  const auto expected = read_run_metrics(dir / "straight");
   for (const int world : {1, 4}) {
     const fs::path run = dir / ("world" + std::to_string(world));
     REQUIRE(run_ptrain("launch --nproc 2 -- " + train_args(config, run, 4) + kConstantSchedule).exit_code == 0);
@@ -108,7 +108,7 @@ TEST_CASE("a checkpoint from world size 2 resumes on world sizes 1 and 4 with th
     INFO(resumed.output);
     REQUIRE(resumed.exit_code == 0);
     CHECK_THAT(resumed.output, Catch::Contains("saved at world size 2"));
-    check_same_metrics(read_metrics(run), expected, 1e-5);
+    check_same_metrics(read_run_metrics(run), expected, 1e-5);
   }
 }
 
@@ -126,7 +126,7 @@ TEST_CASE("a crash at any point of a checkpoint write leaves a complete checkpoi
     const CommandResult resumed = run_ptrain(train_args(config, run, 8) + " --resume auto");
     INFO(resumed.output);
     REQUIRE(resumed.exit_code == 0);
-    check_same_metrics(read_metrics(run), read_metrics(dir / "straight"), 0.0);
+    check_same_metrics(read_run_metrics(run), read_run_metrics(dir / "straight"), 0.0);
   }
 }
 
@@ -198,5 +198,5 @@ TEST_CASE("SIGTERM saves a checkpoint and exits cleanly; resuming continues exac
   const CommandResult resumed = run_ptrain(train_args(config, run, total) + constant + " --resume auto");
   REQUIRE(resumed.exit_code == 0);
   REQUIRE(run_ptrain(train_args(config, dir / "straight", total) + constant).exit_code == 0);
-  check_same_metrics(read_metrics(run), read_metrics(dir / "straight"), 0.0);
+  check_same_metrics(read_run_metrics(run), read_run_metrics(dir / "straight"), 0.0);
 }

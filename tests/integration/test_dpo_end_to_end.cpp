@@ -3,6 +3,8 @@
 // and reused, and bad preference data is refused.
 #include "catch.h"
 
+#include "support/test_util.h"
+
 #include "support/run_command.h"
 
 #include <nlohmann/json.hpp>
@@ -49,13 +51,6 @@ fs::path write_config(const fs::path& dir, const std::string& module_lines) {
   return path;
 }
 
-std::vector<nlohmann::json> read_metrics(const fs::path& path) {
-  std::vector<nlohmann::json> lines;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) lines.push_back(nlohmann::json::parse(line));
-  return lines;
-}
 
 double mean_of(const std::vector<nlohmann::json>& lines, const char* key, size_t begin, size_t end) {
   double sum = 0.0;
@@ -78,7 +73,7 @@ TEST_CASE("ptrain trains DPO with a precomputed reference, and margins and accur
   CHECK_THAT(result.output, Catch::Contains("computed reference log-probs of 256 pairs"));
   CHECK(fs::exists(cache));
 
-  const auto lines = read_metrics(dir / "run" / "metrics.jsonl");
+  const auto lines = ptrain::testing::read_metrics_jsonl(dir / "run" / "metrics.jsonl");
   REQUIRE(lines.size() == 30);
   for (const char* key : {"loss", "rewards/chosen", "rewards/rejected", "rewards/margins", "rewards/accuracy",
                           "logps/chosen", "logps/rejected", "loss/sigmoid", "loss/sft", "truncated_pairs"}) {

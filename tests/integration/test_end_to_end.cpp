@@ -1,6 +1,8 @@
 // The `ptrain` executable end to end: train, validate, plugins, errors and exit codes.
 #include "catch.h"
 
+#include "support/test_util.h"
+
 #include "core/model/causal_lm.h"
 #include "support/run_command.h"
 
@@ -40,13 +42,6 @@ fs::path write_config(const fs::path& dir, const std::string& extra_module = "",
   return path;
 }
 
-std::vector<nlohmann::json> read_metrics(const fs::path& path) {
-  std::vector<nlohmann::json> lines;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) lines.push_back(nlohmann::json::parse(line));
-  return lines;
-}
 
 double mean_loss(const std::vector<nlohmann::json>& lines, size_t begin, size_t end) {
   double sum = 0.0;
@@ -65,7 +60,7 @@ TEST_CASE("ptrain train fine-tunes, logs falling loss, and writes a loadable mod
   CHECK_THAT(result.output, Catch::Contains("step 40/40"));
 
   const fs::path run = dir / "run";
-  const auto lines = read_metrics(run / "metrics.jsonl");
+  const auto lines = ptrain::testing::read_metrics_jsonl(run / "metrics.jsonl");
   REQUIRE(lines.size() == 40);
   for (const char* key : {"loss", "grad_norm", "lr", "units", "tokens", "tokens_per_s", "step_s", "mfu",
                           "skipped_steps", "token_accuracy", "trainable_tokens"}) {

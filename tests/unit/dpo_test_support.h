@@ -8,6 +8,8 @@
 
 #include "catch.h"
 
+#include "support/test_util.h"
+
 #include "core/dist/communicator.h"
 #include "core/dist/gradient_sync.h"
 #include "core/metrics/metric_reducer.h"
@@ -30,23 +32,6 @@ namespace ptrain::dpo_test {
 
 inline constexpr int64_t kMaxLength = 40;
 
-inline model::ModelConfig tiny_model_config() {
-  model::ModelConfig config;
-  config.vocab_size = 272;
-  config.hidden_size = 32;
-  config.intermediate_size = 64;
-  config.num_layers = 2;
-  config.num_heads = 4;
-  config.num_kv_heads = 2;
-  config.max_position_embeddings = 64;
-  config.rope_theta = 10000.0;
-  config.rms_norm_eps = 1e-6;
-  config.tie_word_embeddings = false;
-  config.qkv_bias = true;
-  config.o_bias = false;
-  config.model_type = "qwen2";
-  return config;
-}
 
 struct PreferencePair {
   std::string prompt;

@@ -4,6 +4,9 @@
 // examples, and the dataset tokenization cache.
 #include "catch.h"
 
+#include "support/run_command.h"
+#include "support/test_util.h"
+
 #include "core/config/config_loader.h"
 #include "core/tokenizer/byte_tokenizer.h"
 #include "core/tokenizer/hf_tokenizer.h"
@@ -25,6 +28,8 @@ using namespace ptrain;
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+using ptrain::testing::error_of;
+
 namespace {
 
 const fs::path kFixtures = PTRAIN_TOKENIZER_FIXTURE_DIR;
@@ -42,21 +47,6 @@ std::vector<sdk::ChatMessage> messages_of(const json& list) {
   return messages;
 }
 
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const sdk::Error& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
-
-fs::path temp_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("ptrain_test_chat_" + std::to_string(::getpid())) / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
 
 // The ids of each maximal run of trainable positions.
 std::vector<std::vector<int64_t>> trainable_runs(const sdk::ChatTokens& chat) {
@@ -227,7 +217,7 @@ TEST_CASE("chat errors: unknown template, unknown role, malformed messages, {bos
 }
 
 TEST_CASE("chat templates from TOML: tokenizer.chat_template = \"custom\" with chat_* keys", "[chat][config]") {
-  const fs::path dir = temp_dir("custom");
+  const fs::path dir = testing::fresh_test_dir("chat_custom");
   const auto load = [&](const std::string& tokenizer_section) {
     const fs::path path = dir / "run.toml";
     std::ofstream(path) << "plugin = \"sft\"\n[data]\ntrain = \"t.jsonl\"\n[batch]\nglobal_size = 2\n"
@@ -273,7 +263,7 @@ TEST_CASE("chat templates from TOML: tokenizer.chat_template = \"custom\" with c
 }
 
 TEST_CASE("dataset tokenization runs in parallel and is cached by tokenizer, template, recipe and data", "[chat]") {
-  const fs::path cache = temp_dir("cache");
+  const fs::path cache = testing::fresh_test_dir("chat_cache");
   const auto qwen = tokenizer::HfTokenizer::load(kExtracted / "qwen3" / "tokenizer.json");
   std::vector<sdk::Example> examples(300);
   for (size_t i = 0; i < examples.size(); ++i) {

@@ -2,6 +2,9 @@
 // batch sampler and microbatch planning.
 #include "catch.h"
 
+#include "support/run_command.h"
+#include "support/test_util.h"
+
 #include "core/data/global_batch_sampler.h"
 #include "core/data/jsonl_reader.h"
 #include "core/tokenizer/byte_tokenizer.h"
@@ -18,24 +21,14 @@
 using namespace ptrain;
 namespace fs = std::filesystem;
 
+using ptrain::testing::error_of;
+
 namespace {
 
-fs::path write_temp_file(const std::string& name, const std::string& text) {
-  const fs::path dir = fs::temp_directory_path() / ("ptrain_test_data_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const fs::path path = dir / name;
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
+fs::path write_data_file(const std::string& name, const std::string& text) {
+  return testing::write_text_file(testing::fresh_test_dir("data"), name, text);
 }
 
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const sdk::Error& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
 
 }  // namespace
 
@@ -127,18 +120,18 @@ TEST_CASE("rank slices and microbatch plans partition the global batch without r
 }
 
 TEST_CASE("JSONL reading names file and line of a bad example") {
-  const fs::path good = write_temp_file("good.jsonl", "{\"prompt\": \"a\", \"completion\": \"b\"}\n\n{\"prompt\": \"c\", \"completion\": \"d\"}\n");
+  const fs::path good = write_data_file("good.jsonl", "{\"prompt\": \"a\", \"completion\": \"b\"}\n\n{\"prompt\": \"c\", \"completion\": \"d\"}\n");
   const auto examples = data::read_jsonl(good);
   REQUIRE(examples.size() == 2);
   CHECK(examples[1].location == good.string() + ":3");
 
-  const fs::path broken = write_temp_file("broken.jsonl", "{\"prompt\": \"a\"}\n{\"prompt\": \n");
+  const fs::path broken = write_data_file("broken.jsonl", "{\"prompt\": \"a\"}\n{\"prompt\": \n");
   CHECK_THAT(error_of([&] { data::read_jsonl(broken); }), Catch::Contains(broken.string() + ":2: invalid JSON"));
-  const fs::path not_object = write_temp_file("array.jsonl", "[1, 2]\n");
+  const fs::path not_object = write_data_file("array.jsonl", "[1, 2]\n");
   CHECK_THAT(error_of([&] { data::read_jsonl(not_object); }), Catch::Contains(":1: expected a JSON object"));
-  const fs::path bad_utf8 = write_temp_file("utf8.jsonl", "{\"prompt\": \"\xff\xfe\"}\n");
+  const fs::path bad_utf8 = write_data_file("utf8.jsonl", "{\"prompt\": \"\xff\xfe\"}\n");
   CHECK_THAT(error_of([&] { data::read_jsonl(bad_utf8); }), Catch::Contains(bad_utf8.string() + ":1:"));
-  const fs::path empty = write_temp_file("empty.jsonl", "\n");
+  const fs::path empty = write_data_file("empty.jsonl", "\n");
   CHECK_THAT(error_of([&] { data::read_jsonl(empty); }), Catch::Contains("has no examples"));
   CHECK_THAT(error_of([&] { data::read_jsonl("/nonexistent/x.jsonl"); }), Catch::Contains("cannot open"));
 

@@ -31,12 +31,12 @@ struct Case {
 }  // namespace
 
 TEST_CASE("the DPO step gradient equals the full-batch reference for every split", "[dpo][invariance]") {
-  const auto policy = model::CausalLm::init_random(dpo_test::tiny_model_config(), 7);
+  const auto policy = model::CausalLm::init_random(testing::tiny_model_config(), 7);
   const std::vector<at::Tensor> parameters = dpo_test::parameters_of(*policy);
   const fs::path reference_dir =
       fs::temp_directory_path() / ("ptrain_dpo_invariance_" + std::to_string(::getpid())) / "reference";
   fs::remove_all(reference_dir);
-  model::CausalLm::init_random(dpo_test::tiny_model_config(), 8)->save_hf_dir(reference_dir);
+  model::CausalLm::init_random(testing::tiny_model_config(), 8)->save_hf_dir(reference_dir);
   const auto reference = model::CausalLm::load_hf_dir(reference_dir);
 
   const tokenizer::ByteTokenizer tokenizer;
@@ -94,7 +94,7 @@ TEST_CASE("the DPO step gradient equals the full-batch reference for every split
 
 TEST_CASE("with loss_agg = token, pairs weigh by their tokens and the split still does not matter",
           "[dpo][invariance]") {
-  const auto policy = model::CausalLm::init_random(dpo_test::tiny_model_config(), 9);
+  const auto policy = model::CausalLm::init_random(testing::tiny_model_config(), 9);
   const std::vector<at::Tensor> parameters = dpo_test::parameters_of(*policy);
   const tokenizer::ByteTokenizer tokenizer;
   const std::vector<dpo_test::PreferencePair> pairs = dpo_test::global_batch_pairs();

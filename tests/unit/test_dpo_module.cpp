@@ -30,12 +30,12 @@ fs::path fresh_dir(const std::string& name) {
 // A reference model unlike the policy, saved as a Hugging Face directory.
 std::string save_reference_model(const std::string& name, uint64_t seed) {
   const fs::path dir = fresh_dir(name);
-  model::CausalLm::init_random(dpo_test::tiny_model_config(), seed)->save_hf_dir(dir);
+  model::CausalLm::init_random(testing::tiny_model_config(), seed)->save_hf_dir(dir);
   return dir.string();
 }
 
 struct Setup {
-  std::unique_ptr<model::CausalLm> policy = model::CausalLm::init_random(dpo_test::tiny_model_config(), 5);
+  std::unique_ptr<model::CausalLm> policy = model::CausalLm::init_random(testing::tiny_model_config(), 5);
   std::vector<at::Tensor> parameters = dpo_test::parameters_of(*policy);
   tokenizer::ByteTokenizer tokenizer;
   std::unique_ptr<dist::Communicator> communicator = dist::make_single_process_communicator();

@@ -4,6 +4,8 @@
 // log_softmax, not through the code under test's collate or log-prob path.
 #include "catch.h"
 
+#include "support/test_util.h"
+
 #include "core/dist/communicator.h"
 #include "core/metrics/metric_reducer.h"
 #include "core/model/causal_lm.h"
@@ -24,25 +26,9 @@ using namespace ptrain;
 
 constexpr int64_t kMaxLength = 40;
 
-model::ModelConfig tiny_model_config() {
-  model::ModelConfig config;
-  config.vocab_size = 272;
-  config.hidden_size = 32;
-  config.intermediate_size = 64;
-  config.num_layers = 2;
-  config.num_heads = 4;
-  config.num_kv_heads = 2;
-  config.max_position_embeddings = 64;
-  config.rope_theta = 10000.0;
-  config.rms_norm_eps = 1e-6;
-  config.tie_word_embeddings = false;
-  config.qkv_bias = true;
-  config.o_bias = false;
-  config.model_type = "qwen2";
-  return config;
-}
 
 using Pair = testing::PromptCompletion;
+using testing::tiny_model_config;
 
 // Very different lengths; the last prompt alone exceeds max_length, so that
 // example keeps no trainable token after truncation.

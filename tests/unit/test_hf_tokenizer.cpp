@@ -4,6 +4,9 @@
 // malformed or unsupported files.
 #include "catch.h"
 
+#include "support/run_command.h"
+#include "support/test_util.h"
+
 #include "core/tokenizer/hf_tokenizer.h"
 #include "ptrain/sdk/errors.h"
 
@@ -17,6 +20,8 @@
 using namespace ptrain;
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+using ptrain::testing::error_of;
 
 namespace {
 
@@ -42,20 +47,6 @@ json apply_variant(json tokenizer, const json& variant) {
   return tokenizer;
 }
 
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const sdk::Error& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
-
-fs::path temp_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("ptrain_test_hf_" + std::to_string(::getpid())) / name;
-  fs::create_directories(dir);
-  return dir;
-}
 
 // Every variant of one base file agrees with the reference on every corpus text.
 void check_family(const std::string& base) {
@@ -170,7 +161,7 @@ TEST_CASE("tokenizer.json: single_word added tokens match whole words only", "[t
 }
 
 TEST_CASE("tokenizer.json: malformed and unsupported files fail naming the file and what is wrong", "[tokenizer]") {
-  const fs::path dir = temp_dir("errors");
+  const fs::path dir = testing::fresh_test_dir("hf_errors");
   const fs::path broken = dir / "tokenizer.json";
   std::ofstream(broken) << "{\"model\": {\"type\": \"BPE\", ";
   CHECK_THAT(error_of([&] { tokenizer::HfTokenizer::load(broken); }),

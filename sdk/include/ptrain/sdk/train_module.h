@@ -65,7 +65,8 @@ class TrainModule {
   virtual void prepare_dataset(Context& ctx, const std::vector<Example>& examples) {}
 
   // Collates this rank's examples of the step into microbatches (GRPO also
-  // generates and scores here).
+  // generates and scores here). Called on every rank every step, with an
+  // empty list on a rank that has no example this step.
   virtual std::vector<std::unique_ptr<Microbatch>> prepare(Context& ctx, const std::vector<const Example*>& examples,
                                                            const MicrobatchPlan& plan) = 0;
 

@@ -1,0 +1,53 @@
+#include "support/test_util.h"
+
+#include "ptrain/sdk/errors.h"
+
+#include <fstream>
+
+namespace ptrain::testing {
+
+std::string error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const sdk::Error& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+std::filesystem::path write_text_file(const std::filesystem::path& dir, const std::string& name,
+                                      const std::string& text) {
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path path = dir / name;
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+std::vector<nlohmann::json> read_metrics_jsonl(const std::filesystem::path& path) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) lines.push_back(nlohmann::json::parse(line));
+  }
+  return lines;
+}
+
+model::ModelConfig tiny_model_config() {
+  model::ModelConfig config;
+  config.vocab_size = 272;
+  config.hidden_size = 32;
+  config.intermediate_size = 64;
+  config.num_layers = 2;
+  config.num_heads = 4;
+  config.num_kv_heads = 2;
+  config.max_position_embeddings = 64;
+  config.rope_theta = 10000.0;
+  config.rms_norm_eps = 1e-6;
+  config.tie_word_embeddings = false;
+  config.qkv_bias = true;
+  config.o_bias = false;
+  config.model_type = "qwen2";
+  return config;
+}
+
+}  // namespace ptrain::testing
