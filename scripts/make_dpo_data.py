@@ -2,7 +2,7 @@
 """Writes the bundled DPO preference dataset: two-digit arithmetic, the right
 answer preferred to a plausible wrong one.
 
-    python3 scripts/make_dpo_data.py --count 4000 --seed 1 > data/arith_prefs/train.jsonl
+    python3 scripts/make_dpo_data.py --count 512 --seed 1 > data/arith_prefs/train.jsonl
 
 Each line is {"prompt": "37+45=", "chosen": "82", "rejected": "72"}. Prompts
 come from the same task as data/arith (scripts/make_arith_data.py); the wrong
@@ -33,7 +33,7 @@ def make_pair(rng: random.Random) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--count", type=int, default=4000)
+    parser.add_argument("--count", type=int, default=512)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     rng = random.Random(args.seed)

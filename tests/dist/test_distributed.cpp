@@ -2,6 +2,9 @@
 // rendezvous over Gloo on 127.0.0.1 at a port picked at run time.
 #include "catch.h"
 
+#include "dpo_test_support.h"
+#include "support/test_util.h"
+
 #include "core/data/global_batch_sampler.h"
 #include "core/model/causal_lm.h"
 #include "core/train/run_setup.h"
@@ -236,6 +239,87 @@ TEST_CASE("one step gives the full-batch gradient for world sizes 1, 2, 4 × acc
         CHECK(error <= 1e-5);
         fs::remove_all(run_dir);
       }
+    }
+  }
+}
+
+TEST_CASE("DPO: one step gives the full-batch gradient on world sizes 1 and 2", "[dist][dpo]") {
+  const fs::path dir = testing::fresh_test_dir("dpo_world_invariance");
+  constexpr uint64_t kPolicySeed = 5;
+  const fs::path reference_dir = dir / "reference";
+  model::CausalLm::init_random(testing::tiny_model_config(), 8)->save_hf_dir(reference_dir);
+  const auto reference = model::CausalLm::load_hf_dir(reference_dir);
+
+  // All eight pairs form the global batch of step 0, in the sampler's order.
+  const std::vector<dpo_test::PreferencePair> dataset = dpo_test::global_batch_pairs();
+  std::ofstream data(dir / "pairs.jsonl");
+  for (const auto& pair : dataset) {
+    data << nlohmann::json{{"prompt", pair.prompt}, {"chosen", pair.chosen}, {"rejected", pair.rejected}}.dump()
+         << "\n";
+  }
+  data.close();
+  std::vector<dpo_test::PreferencePair> global_batch;
+  for (const int64_t index : data::GlobalBatchSampler(8, 8, kPolicySeed).global_batch(0)) {
+    global_batch.push_back(dataset[index]);
+  }
+  const model::ModelConfig tiny = testing::tiny_model_config();
+  const fs::path config_path = dir / "dpo.toml";
+  std::ofstream(config_path) << "plugin = \"dpo\"\nseed = " << kPolicySeed << "\n"
+                             << "[model]\nvocab_size = " << tiny.vocab_size << "\nhidden_size = " << tiny.hidden_size
+                             << "\nintermediate_size = " << tiny.intermediate_size << "\nnum_layers = "
+                             << tiny.num_layers << "\nnum_heads = " << tiny.num_heads
+                             << "\nnum_kv_heads = " << tiny.num_kv_heads
+                             << "\nmax_position_embeddings = " << tiny.max_position_embeddings
+                             << "\ntie_word_embeddings = false\nattention_bias = true\n"
+                             << "[data]\ntrain = \"" << (dir / "pairs.jsonl").string()
+                             << "\"\nmax_length = " << dpo_test::kMaxLength << "\n"
+                             << "[batch]\nglobal_size = 8\n"
+                             << "[optim]\nname = \"sgd\"\nlr = 1.0\nweight_decay = 0.0\nclip_grad_norm = 0.0\n"
+                             << "[schedule]\nname = \"constant\"\n[train]\nmax_steps = 1\n"
+                             << "[module]\ngamma = 0.5\nreference_model = \"" << reference_dir.string() << "\"\n";
+
+  struct Case {
+    const char* loss;
+    dpo_test::ReferenceLoss reference_loss;
+    double beta;
+    bool uses_reference;
+  };
+  for (const Case& c : {Case{"sigmoid", dpo_test::ReferenceLoss::kSigmoid, 0.1, true},
+                        Case{"ipo", dpo_test::ReferenceLoss::kIpo, 0.1, true},
+                        Case{"simpo", dpo_test::ReferenceLoss::kSimpo, 2.0, false}}) {
+    const auto initial = model::CausalLm::init_random(tiny, kPolicySeed);
+    std::vector<at::Tensor> initial_parameters;
+    for (const auto& [name, parameter] : initial->named_parameters()) {
+      initial_parameters.push_back(parameter.detach().clone());
+    }
+    dpo_test::ReferenceSpec spec;
+    spec.loss = c.reference_loss;
+    spec.beta = c.beta;
+    spec.gamma = 0.5;
+    dpo_test::reference_step_loss(*initial, c.uses_reference ? reference.get() : nullptr, global_batch, spec)
+        .backward();
+    std::vector<at::Tensor> expected;
+    for (const auto& [name, parameter] : initial->named_parameters()) expected.push_back(parameter.grad().clone());
+
+    for (const auto& [world, accumulation] : std::vector<std::pair<int, int>>{{1, 1}, {2, 1}, {2, 2}}) {
+      const fs::path run_dir = dir / (std::string(c.loss) + "_w" + std::to_string(world) + "_a" +
+                                      std::to_string(accumulation));
+      const CommandResult result = run_ptrain(
+          "launch --nproc " + std::to_string(world) + " -- train -c " + config_path.string() +
+          " --set module.loss=\"" + c.loss + "\" --set module.beta=" + std::to_string(c.beta) +
+          " --set batch.micro_size=" + std::to_string(8 / world / accumulation) + " --set output_dir=\"" +
+          run_dir.string() + "\"");
+      INFO("loss " << c.loss << ", world " << world << ", accumulation " << accumulation << "\n" << result.output);
+      REQUIRE(result.exit_code == 0);
+      const auto trained = model::CausalLm::load_hf_dir(run_dir / "final");
+      const auto trained_parameters = trained->named_parameters();
+      std::vector<at::Tensor> gradient;
+      for (size_t i = 0; i < trained_parameters.size(); ++i) {
+        gradient.push_back(initial_parameters[i] - trained_parameters[i].second.detach());
+      }
+      const double error = testing::relative_error(gradient, expected);
+      INFO("relative gradient error " << error);
+      CHECK(error <= 1e-5);
     }
   }
 }

@@ -200,3 +200,24 @@ TEST_CASE("SIGTERM saves a checkpoint and exits cleanly; resuming continues exac
   REQUIRE(run_ptrain(train_args(config, dir / "straight", total) + constant).exit_code == 0);
   check_same_metrics(read_run_metrics(run), read_run_metrics(dir / "straight"), 0.0);
 }
+
+TEST_CASE("DPO resumes exactly too, its reference still the starting model", "[resume][dpo]") {
+  const fs::path dir = ptrain::testing::fresh_test_dir("resume_dpo");
+  const fs::path config = dir / "dpo.toml";
+  std::ofstream(config) << "plugin = \"dpo\"\nseed = 4\n"
+                        << "[model]\nvocab_size = 259\nhidden_size = 32\nintermediate_size = 64\nnum_layers = 2\n"
+                        << "num_heads = 4\nnum_kv_heads = 2\nmax_position_embeddings = 32\n"
+                        << "[data]\ntrain = \"" << PTRAIN_SOURCE_DIR
+                        << "/data/arith_prefs/train.jsonl\"\nmax_length = 16\n"
+                        << "[batch]\nglobal_size = 8\nmicro_size = 4\n"
+                        << "[optim]\nlr = 3e-3\n[schedule]\nname = \"constant\"\n"
+                        << "[train]\nmax_steps = 8\nlog_every = 4\n"
+                        << "[checkpoint]\nevery_steps = 2\nkeep_last = 2\n"
+                        << "[module]\nloss = \"sigmoid, sft\"\nloss_weights = \"1, 0.5\"\n";
+  REQUIRE(run_ptrain(train_args(config, dir / "straight", 8)).exit_code == 0);
+  REQUIRE(run_ptrain(train_args(config, dir / "resumed", 4)).exit_code == 0);
+  const CommandResult resumed = run_ptrain(train_args(config, dir / "resumed", 8) + " --resume auto");
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  check_same_metrics(read_run_metrics(dir / "resumed"), read_run_metrics(dir / "straight"), 0.0);
+}

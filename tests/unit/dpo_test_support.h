@@ -8,6 +8,7 @@
 
 #include "catch.h"
 
+#include "support/sft_reference.h"
 #include "support/test_util.h"
 
 #include "core/dist/communicator.h"
@@ -194,16 +195,7 @@ inline std::vector<at::Tensor> gradients_of(const std::vector<at::Tensor>& param
   return grads;
 }
 
-// ‖actual − expected‖ / ‖expected‖ over all parameters.
-inline double relative_error(const std::vector<at::Tensor>& actual, const std::vector<at::Tensor>& expected) {
-  double diff = 0.0;
-  double norm = 0.0;
-  for (size_t i = 0; i < actual.size(); ++i) {
-    diff += (actual[i].to(at::kDouble) - expected[i].to(at::kDouble)).pow(2).sum().item<double>();
-    norm += expected[i].to(at::kDouble).pow(2).sum().item<double>();
-  }
-  return std::sqrt(diff / norm);
-}
+using ::ptrain::testing::relative_error;
 
 struct StepOutcome {
   train::GradientResult gradient;
