@@ -17,7 +17,9 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <chrono>
+#include <thread>
 #include <cstdio>
 
 using namespace ptrain;
@@ -52,6 +54,8 @@ double seconds(std::chrono::steady_clock::time_point start) {
 
 int main(int argc, char** argv) {
   const int steps = argc > 1 ? std::atoi(argv[1]) : 10;
+  // As `ptrain train` does with runtime.threads = 0: every core of the process.
+  at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   const std::vector<sdk::Example> examples = data::read_jsonl(PTRAIN_BENCH_DATA);
   std::vector<const sdk::Example*> batch;
   for (int64_t i = 0; i < kGlobalBatch; ++i) batch.push_back(&examples[i]);
