@@ -32,10 +32,4 @@ std::unique_ptr<Communicator> make_single_process_communicator() {
   return std::make_unique<SingleProcessCommunicator>();
 }
 
-int64_t all_reduce_sum(Communicator& communicator, int64_t value) {
-  std::vector<at::Tensor> packed{at::full({1}, value, at::kLong)};
-  communicator.all_reduce_sum(packed);
-  return packed[0].item<int64_t>();
-}
-
 }  // namespace ptrain::dist

@@ -45,7 +45,4 @@ class Communicator {
 
 std::unique_ptr<Communicator> make_single_process_communicator();
 
-// Sums a scalar over ranks (one collective).
-int64_t all_reduce_sum(Communicator& communicator, int64_t value);
-
 }  // namespace ptrain::dist
