@@ -24,7 +24,6 @@
 #include <fstream>
 #include <optional>
 #include <random>
-#include <set>
 #include <thread>
 
 namespace ptrain::train {
@@ -112,17 +111,11 @@ void broadcast_parameters(const std::vector<at::Tensor>& parameters, dist::Commu
   }
 }
 
-std::vector<sdk::MetricSpec> all_metric_specs(const sdk::TrainModule& module) {
-  std::vector<sdk::MetricSpec> specs = core_step_metric_specs();
+// The step's metrics plus the stop request, which travels with them so that
+// every rank stops after the same step without a collective of its own.
+std::vector<sdk::MetricSpec> trainer_metric_specs(const sdk::TrainModule& module) {
+  std::vector<sdk::MetricSpec> specs = step_metric_specs(module);
   specs.push_back({"core/stop_requested", sdk::Reduction::kMax});
-  static const std::set<std::string> reserved{"loss",   "grad_norm", "lr",  "units",         "tokens", "tokens_per_s",
-                                              "step_s", "comm_s",    "mfu", "skipped_steps", "epoch",  "step"};
-  for (const sdk::MetricSpec& spec : module.metric_specs()) {
-    if (reserved.count(spec.name) != 0 || spec.name.rfind("core/", 0) == 0) {
-      throw sdk::PluginError("plugin metric '" + spec.name + "' clashes with a core metric name");
-    }
-    specs.push_back(spec);
-  }
   return specs;
 }
 
@@ -155,7 +148,7 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
   module->prepare_dataset(context, examples);
   const data::GlobalBatchSampler sampler(static_cast<int64_t>(examples.size()), config.batch.global_size, config.seed);
   const sdk::MicrobatchPlan plan = microbatch_plan(config.batch);
-  metrics::MetricReducer reducer(all_metric_specs(*module));
+  metrics::MetricReducer reducer(trainer_metric_specs(*module));
 
   const auto named_parameters = policy->named_parameters();
   std::vector<at::Tensor> parameters;

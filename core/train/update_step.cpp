@@ -5,6 +5,8 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <set>
+#include <string>
 
 namespace ptrain::train {
 namespace {
@@ -22,10 +24,19 @@ void zero_gradients(const std::vector<at::Tensor>& parameters) {
 
 }  // namespace
 
-std::vector<sdk::MetricSpec> core_step_metric_specs() {
-  return {{"core/loss", sdk::Reduction::kSum},
-          {"core/tokens", sdk::Reduction::kSum},
-          {"core/padded_tokens", sdk::Reduction::kSum}};
+std::vector<sdk::MetricSpec> step_metric_specs(const sdk::TrainModule& module) {
+  std::vector<sdk::MetricSpec> specs{{"core/loss", sdk::Reduction::kSum},
+                                     {"core/tokens", sdk::Reduction::kSum},
+                                     {"core/padded_tokens", sdk::Reduction::kSum}};
+  static const std::set<std::string> reserved{"loss",   "grad_norm", "lr",  "units",         "tokens", "tokens_per_s",
+                                              "step_s", "comm_s",    "mfu", "skipped_steps", "epoch",  "step"};
+  for (const sdk::MetricSpec& spec : module.metric_specs()) {
+    if (reserved.count(spec.name) != 0 || spec.name.rfind("core/", 0) == 0) {
+      throw sdk::PluginError("plugin metric '" + spec.name + "' clashes with a core metric name");
+    }
+    specs.push_back(spec);
+  }
+  return specs;
 }
 
 GradientResult accumulate_gradients(sdk::TrainModule& module, sdk::Context& context,

@@ -28,9 +28,11 @@ struct GradientResult {
   int64_t num_microbatches = 0;  // on this rank
 };
 
-// Metrics accumulate_gradients() adds to the reducer: core/loss (this rank's
-// share of L, so the reduced sum is L exactly), core/tokens, core/padded_tokens.
-std::vector<sdk::MetricSpec> core_step_metric_specs();
+// The metrics a step reduces: those accumulate_gradients() adds — core/loss
+// (this rank's share of L, so the reduced sum is L exactly), core/tokens,
+// core/padded_tokens — then the plugin's. Throws sdk::PluginError when a
+// plugin metric takes a name the core writes (loss, grad_norm, ...).
+std::vector<sdk::MetricSpec> step_metric_specs(const sdk::TrainModule& module);
 
 // Zeroes the parameters' gradients, then accumulates the step's gradient into
 // them. Collective: every rank calls it for every step, even with no examples.

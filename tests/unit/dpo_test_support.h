@@ -207,9 +207,7 @@ struct StepOutcome {
 inline StepOutcome run_step(sdk::TrainModule& module, sdk::Context& context,
                             const std::vector<const sdk::Example*>& rank_examples, const sdk::MicrobatchPlan& plan,
                             const std::vector<at::Tensor>& parameters, dist::Communicator& communicator) {
-  std::vector<sdk::MetricSpec> specs = train::core_step_metric_specs();
-  for (const sdk::MetricSpec& spec : module.metric_specs()) specs.push_back(spec);
-  metrics::MetricReducer reducer(specs);
+  metrics::MetricReducer reducer(train::step_metric_specs(module));
   dist::GradientSynchronizer grad_sync(parameters, communicator, 1 << 20);
   StepOutcome outcome;
   outcome.gradient =

@@ -17,6 +17,7 @@
 
 #include <ATen/ATen.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -79,32 +80,60 @@ sdk::ConfigValues sft_values(const std::string& loss_agg) {
   return values;
 }
 
+// One process, the tiny model and the examples of one global batch: what
+// every invariance case sets up before comparing splits.
+struct SingleProcessStep {
+  SingleProcessStep(uint64_t seed, const std::vector<Pair>& pairs)
+      : model(model::CausalLm::init_random(tiny_model_config(), seed)),
+        parameters(parameters_of(*model)),
+        examples(to_examples(pairs)),
+        communicator(dist::make_single_process_communicator()),
+        grad_sync(parameters, *communicator, 1 << 20) {
+    for (const auto& example : examples) example_pointers.push_back(&example);
+  }
+
+  // The step's gradient (left in the parameters' .grad) through the core's update step.
+  train::GradientResult accumulate(sdk::TrainModule& module, sdk::Context& context, const sdk::MicrobatchPlan& plan,
+                                   std::map<std::string, double>& reduced) {
+    metrics::MetricReducer reducer(train::step_metric_specs(module));
+    const train::GradientResult result = train::accumulate_gradients(module, context, example_pointers, plan,
+                                                                     parameters, *communicator, grad_sync, reducer);
+    reduced = reducer.reduce(*communicator);
+    return result;
+  }
+
+  plugin::HostContext context_for(const sdk::ConfigValues& values) {
+    return plugin::HostContext(*model, tokenizer, values, *communicator, sdk::RunInfo{0, kMaxLength, 0, 0, ""});
+  }
+
+  std::unique_ptr<model::CausalLm> model;
+  std::vector<at::Tensor> parameters;
+  std::vector<sdk::Example> examples;
+  std::vector<const sdk::Example*> example_pointers;
+  std::unique_ptr<dist::Communicator> communicator;
+  dist::GradientSynchronizer grad_sync;
+  tokenizer::ByteTokenizer tokenizer;
+};
+
 }  // namespace
 
 TEST_CASE("the step gradient is the same for every split of the global batch, in every aggregation mode",
           "[invariance]") {
-  const auto model = model::CausalLm::init_random(tiny_model_config(), 7);
-  const std::vector<at::Tensor> parameters = parameters_of(*model);
-  const tokenizer::ByteTokenizer tokenizer;
   const std::vector<Pair> pairs = global_batch_pairs();
-  const std::vector<sdk::Example> examples = to_examples(pairs);
-  std::vector<const sdk::Example*> example_pointers;
-  for (const auto& example : examples) example_pointers.push_back(&example);
-  auto communicator = dist::make_single_process_communicator();
-  dist::GradientSynchronizer grad_sync(parameters, *communicator, 1 << 20);
+  SingleProcessStep step(7, pairs);
 
   for (const std::string& mode_name : sdk::loss_aggregation_names()) {
     DYNAMIC_SECTION("loss_agg = " << mode_name) {
       const sdk::ConfigValues values = sft_values(mode_name);
-      plugin::HostContext context(*model, tokenizer, values, *communicator, sdk::RunInfo{0, kMaxLength, 0, 0, ""});
+      plugin::HostContext context = step.context_for(values);
       sft::SftModule module;
       module.setup(context);
 
       // Reference: the formula on the whole batch.
-      for (const at::Tensor& parameter : parameters) parameter.mutable_grad() = at::Tensor();
-      const at::Tensor reference_loss = reference_step_loss(*model, pairs, module.config().aggregation);
+      for (const at::Tensor& parameter : step.parameters) parameter.mutable_grad() = at::Tensor();
+      const at::Tensor reference_loss = reference_step_loss(*step.model, pairs, module.config().aggregation);
       reference_loss.backward();
-      const std::vector<at::Tensor> reference_grads = gradients_of(parameters);
+      const std::vector<at::Tensor> reference_grads = gradients_of(step.parameters);
 
       struct Split {
         const char* name;
@@ -115,16 +144,10 @@ TEST_CASE("the step gradient is the same for every split of the global batch, in
                                       {"tokens<=30", {0, 30}}};
       for (const Split& split : splits) {
         INFO("split " << split.name);
-        metrics::MetricReducer reducer([&] {
-          auto specs = train::core_step_metric_specs();
-          for (const auto& spec : module.metric_specs()) specs.push_back(spec);
-          return specs;
-        }());
-        const train::GradientResult result = train::accumulate_gradients(
-            module, context, example_pointers, split.plan, parameters, *communicator, grad_sync, reducer);
-        const auto reduced = reducer.reduce(*communicator);
+        std::map<std::string, double> reduced;
+        const train::GradientResult result = step.accumulate(module, context, split.plan, reduced);
         REQUIRE(result.has_units);
-        const double error = relative_error(gradients_of(parameters), reference_grads);
+        const double error = relative_error(gradients_of(step.parameters), reference_grads);
         INFO("relative gradient error " << error);
         CHECK(error <= 1e-5);
         const double loss = reduced.at("core/loss");
@@ -138,27 +161,18 @@ TEST_CASE("the step gradient is the same for every split of the global batch, in
 }
 
 TEST_CASE("a global batch without any trainable token is reported as empty, not as NaN", "[invariance]") {
-  const auto model = model::CausalLm::init_random(tiny_model_config(), 3);
-  const std::vector<at::Tensor> parameters = parameters_of(*model);
-  const tokenizer::ByteTokenizer tokenizer;
-  const std::vector<sdk::Example> examples =
-      to_examples({{std::string(50, 'a'), "x"}, {std::string(45, 'b'), "y"}});
-  std::vector<const sdk::Example*> example_pointers{&examples[0], &examples[1]};
-  auto communicator = dist::make_single_process_communicator();
-  dist::GradientSynchronizer grad_sync(parameters, *communicator, 1 << 20);
+  // Both prompts alone exceed max_length: nothing of either completion survives.
+  SingleProcessStep step(3, {{std::string(50, 'a'), "x"}, {std::string(45, 'b'), "y"}});
   for (const std::string& mode_name : sdk::loss_aggregation_names()) {
     const sdk::ConfigValues values = sft_values(mode_name);
-    plugin::HostContext context(*model, tokenizer, values, *communicator, sdk::RunInfo{0, kMaxLength, 0, 0, ""});
+    plugin::HostContext context = step.context_for(values);
     sft::SftModule module;
     module.setup(context);
-    auto specs = train::core_step_metric_specs();
-    for (const auto& spec : module.metric_specs()) specs.push_back(spec);
-    metrics::MetricReducer reducer(specs);
-    const train::GradientResult result =
-        train::accumulate_gradients(module, context, example_pointers, {1, 0}, parameters, *communicator, grad_sync, reducer);
+    std::map<std::string, double> reduced;
+    const train::GradientResult result = step.accumulate(module, context, {1, 0}, reduced);
     CHECK_FALSE(result.has_units);
     CHECK(result.global_units == 0);
-    for (const at::Tensor& parameter : parameters) CHECK(parameter.grad().abs().sum().item<double>() == 0.0);
+    for (const at::Tensor& parameter : step.parameters) CHECK(parameter.grad().abs().sum().item<double>() == 0.0);
   }
 }
 
@@ -200,43 +214,33 @@ class TwoTermModule final : public sdk::TrainModule {
 }  // namespace
 
 TEST_CASE("extra loss terms are normalised by their own global units under every split", "[invariance]") {
-  const auto model = model::CausalLm::init_random(tiny_model_config(), 11);
-  const std::vector<at::Tensor> parameters = parameters_of(*model);
-  const tokenizer::ByteTokenizer tokenizer;
   const std::vector<Pair> pairs = global_batch_pairs();
-  const std::vector<sdk::Example> examples = to_examples(pairs);
-  std::vector<const sdk::Example*> example_pointers;
-  for (const auto& example : examples) example_pointers.push_back(&example);
-  auto communicator = dist::make_single_process_communicator();
-  dist::GradientSynchronizer grad_sync(parameters, *communicator, 1 << 20);
+  SingleProcessStep step(11, pairs);
 
   const sdk::ConfigValues main_values = sft_values("seq_mean_token_sum");
   const sdk::ConfigValues extra_values = sft_values("token_mean");
-  plugin::HostContext main_context(*model, tokenizer, main_values, *communicator, {0, kMaxLength, 0, 0, ""});
-  plugin::HostContext extra_context(*model, tokenizer, extra_values, *communicator, {0, kMaxLength, 0, 0, ""});
+  plugin::HostContext main_context = step.context_for(main_values);
+  plugin::HostContext extra_context = step.context_for(extra_values);
   TwoTermModule module;
   module.setup_terms(main_context, extra_context);
 
-  for (const at::Tensor& parameter : parameters) parameter.mutable_grad() = at::Tensor();
+  for (const at::Tensor& parameter : step.parameters) parameter.mutable_grad() = at::Tensor();
   const at::Tensor reference_loss =
-      reference_step_loss(*model, pairs, {sdk::LossAggregation::kSeqMeanTokenSum, 1.0}) +
-      reference_step_loss(*model, pairs, {sdk::LossAggregation::kTokenMean, 1.0});
+      reference_step_loss(*step.model, pairs, {sdk::LossAggregation::kSeqMeanTokenSum, 1.0}) +
+      reference_step_loss(*step.model, pairs, {sdk::LossAggregation::kTokenMean, 1.0});
   reference_loss.backward();
-  const std::vector<at::Tensor> reference_grads = gradients_of(parameters);
+  const std::vector<at::Tensor> reference_grads = gradients_of(step.parameters);
 
   for (const sdk::MicrobatchPlan plan : {sdk::MicrobatchPlan{8, 0}, sdk::MicrobatchPlan{3, 0},
                                          sdk::MicrobatchPlan{1, 0}, sdk::MicrobatchPlan{0, 50}}) {
     INFO("micro_size " << plan.micro_size << ", micro_tokens " << plan.micro_tokens);
-    auto specs = train::core_step_metric_specs();
-    for (const auto& spec : module.metric_specs()) specs.push_back(spec);
-    metrics::MetricReducer reducer(specs);
-    const train::GradientResult result =
-        train::accumulate_gradients(module, main_context, example_pointers, plan, parameters, *communicator, grad_sync, reducer);
+    std::map<std::string, double> reduced;
+    const train::GradientResult result = step.accumulate(module, main_context, plan, reduced);
     REQUIRE(result.global_extra_units.size() == 1);
     CHECK(result.global_units == 7);  // the fully truncated example is not a unit
-    const double error = relative_error(gradients_of(parameters), reference_grads);
+    const double error = relative_error(gradients_of(step.parameters), reference_grads);
     INFO("relative gradient error " << error);
     CHECK(error <= 1e-5);
-    CHECK(reducer.reduce(*communicator).at("core/loss") == Approx(reference_loss.item<double>()).epsilon(1e-5));
+    CHECK(reduced.at("core/loss") == Approx(reference_loss.item<double>()).epsilon(1e-5));
   }
 }
