@@ -12,6 +12,7 @@ packages=(
   zlib1g-dev                   # CRC-32 of checkpoint files
   pkg-config libpcre2-dev libutf8proc-dev   # tokenizer.json: pre-tokenizer regexes, Unicode normalization
   python3
+  debootstrap                  # scripts/compat-trixie.sh: the LibTorch 2.x build root
 )
 
 missing=()

@@ -1,5 +1,7 @@
 #include "core/dist/c10d_communicator.h"
 
+#include "core/dist/c10d_compat.h"
+
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
@@ -32,7 +34,10 @@ class C10dPending final : public PendingCollective {
   // (the same tensors unless they were staged on a GPU).
   C10dPending(c10::intrusive_ptr<c10d::Work> work, C10dCommunicator& owner, std::string operation,
               std::vector<at::Tensor> results, std::vector<at::Tensor> staged)
-      : work_(std::move(work)), owner_(owner), operation_(std::move(operation)), results_(std::move(results)),
+      : work_(std::move(work)),
+        owner_(owner),
+        operation_(std::move(operation)),
+        results_(std::move(results)),
         staged_(std::move(staged)) {}
   void wait() override;
 
@@ -47,7 +52,7 @@ class C10dPending final : public PendingCollective {
 class C10dCommunicator final : public Communicator {
  public:
   C10dCommunicator(const LaunchEnv& launch, std::chrono::seconds timeout) : launch_(launch), timeout_(timeout) {
-    c10d::TCPStoreOptions store_options;
+    c10d::TCPStoreOptions store_options = c10d_compat::store_options();
     store_options.port = static_cast<uint16_t>(launch.master_port);
     store_options.isServer = launch.rank == 0;
     store_options.numWorkers = launch.world_size;
@@ -84,8 +89,8 @@ class C10dCommunicator final : public Communicator {
     c10d::AllreduceOptions options;
     options.reduceOp = c10d::ReduceOp::MAX;
     std::vector<at::Tensor> staged = stage(tensors);
-    C10dPending(start("all_reduce(max)", [&] { return group_->allreduce(staged, options); }), *this,
-                "all_reduce(max)", tensors, staged)
+    C10dPending(start("all_reduce(max)", [&] { return group_->allreduce(staged, options); }), *this, "all_reduce(max)",
+                tensors, staged)
         .wait();
   }
 
@@ -148,7 +153,7 @@ class C10dCommunicator final : public Communicator {
   LaunchEnv launch_;
   std::chrono::seconds timeout_;
   c10::intrusive_ptr<c10d::Store> store_;
-  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  c10::intrusive_ptr<c10d_compat::CollectiveGroup> group_;
   at::Device device_ = at::kCPU;
   double collective_seconds_ = 0.0;
 };

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Builds ptrain and runs the whole test suite in a Debian trixie root
+# (LibTorch 2.6, Catch2 3, g++ 14), next to the host's bookworm build
+# (LibTorch 1.13, Catch2 2). Needs root (or sudo) for debootstrap, mount and
+# chroot.
+#
+# The root lives in .cache/trixie-root (git-ignored) and is reused once
+# complete; the build goes to build-trixie/ in the checkout, through the
+# host's ccache directory so repeated runs on one machine are warm.
+#
+# Environment: PTRAIN_TRIXIE_ROOT (root directory), PTRAIN_TRIXIE_MIRROR
+# (Debian mirror), PTRAIN_JOBS (build and test parallelism).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" -ne 0 ]; then
+  exec sudo --preserve-env=PTRAIN_TRIXIE_ROOT,PTRAIN_TRIXIE_MIRROR,PTRAIN_JOBS,CCACHE_DIR "$0" "$@"
+fi
+
+# Every mount below is made in a private mount namespace: none can leak to the
+# host or survive the run, even if this script is killed before its trap runs.
+if [ -z "${PTRAIN_TRIXIE_NAMESPACE:-}" ]; then
+  export PTRAIN_TRIXIE_NAMESPACE=1
+  exec unshare --mount --propagation private "$0" "$@"
+fi
+
+checkout="$PWD"
+root="$(realpath -m "${PTRAIN_TRIXIE_ROOT:-.cache/trixie-root}")"
+[ "$root" != / ] || { echo "[trixie] PTRAIN_TRIXIE_ROOT must not be /" >&2; exit 2; }
+mirror="${PTRAIN_TRIXIE_MIRROR:-http://deb.debian.org/debian}"
+marker="$root/.ptrain-root-complete"
+ccache_dir="${CCACHE_DIR:-$(ccache -k cache_dir 2>/dev/null || echo "$HOME/.cache/ccache")}"
+
+log() { echo "[trixie] $*"; }
+
+if [ ! -f "$marker" ]; then
+  command -v debootstrap >/dev/null || { echo "[trixie] debootstrap is missing: run scripts/install-deps.sh" >&2; exit 1; }
+  # A root without the marker is a debootstrap that did not finish: start over.
+  # (Nothing can be mounted in it: mounts live only in this namespace.)
+  rm -rf "$root"
+  mkdir -p "$(dirname "$root")"
+  log "creating a minimal trixie root in $root"
+  debootstrap --variant=minbase trixie "$root" "$mirror"
+  touch "$marker"
+fi
+
+mounts=()
+cleanup() {
+  local status=$?
+  # Unmount in reverse order; a process still holding a mount (an
+  # interrupted test) only delays it (lazy unmount).
+  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
+    umount "${mounts[i]}" 2>/dev/null || umount --lazy "${mounts[i]}" || true
+  done
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+mount_in_root() {  # <target inside the root> <mount arguments...>
+  local target="$root$1"
+  shift
+  mkdir -p "$target"
+  mount "$@" "$target"
+  mounts+=("$target")
+}
+mount_in_root /proc -t proc proc
+mount_in_root /dev/shm -t tmpfs -o mode=1777,nosuid,nodev shm  # POSIX shared memory and semaphores
+mount_in_root /src --bind "$checkout"
+mkdir -p "$ccache_dir"
+mount_in_root /ccache --bind "$ccache_dir"
+cp /etc/resolv.conf "$root/etc/resolv.conf"  # apt inside the root resolves the mirror
+
+in_root() {
+  chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+    LANG=C.UTF-8 CCACHE_DIR=/ccache PTRAIN_BUILD_DIR=build-trixie PTRAIN_JOBS="${PTRAIN_JOBS:-$(nproc)}" \
+    /bin/bash -c "cd /src && $1"
+}
+
+# An install interrupted half-way leaves packages unconfigured: finish them first.
+in_root "dpkg --configure -a"
+# The same package list as the host: trixie has every name with newer versions
+# (LibTorch 2.6, Catch2 3, g++ 14); installs only what is missing.
+in_root "scripts/install-deps.sh"
+log "$(in_root "dpkg-query -W -f='libtorch-dev \${Version}, catch2 \${Version}, ' libtorch-dev catch2; g++ --version | head -1")"
+in_root "scripts/test.sh"
+log "trixie build and tests passed"
