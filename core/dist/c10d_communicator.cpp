@@ -1,7 +1,6 @@
 #include "core/dist/c10d_communicator.h"
 
 #include "core/dist/c10d_compat.h"
-
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
@@ -34,10 +33,7 @@ class C10dPending final : public PendingCollective {
   // (the same tensors unless they were staged on a GPU).
   C10dPending(c10::intrusive_ptr<c10d::Work> work, C10dCommunicator& owner, std::string operation,
               std::vector<at::Tensor> results, std::vector<at::Tensor> staged)
-      : work_(std::move(work)),
-        owner_(owner),
-        operation_(std::move(operation)),
-        results_(std::move(results)),
+      : work_(std::move(work)), owner_(owner), operation_(std::move(operation)), results_(std::move(results)),
         staged_(std::move(staged)) {}
   void wait() override;
 
@@ -89,8 +85,8 @@ class C10dCommunicator final : public Communicator {
     c10d::AllreduceOptions options;
     options.reduceOp = c10d::ReduceOp::MAX;
     std::vector<at::Tensor> staged = stage(tensors);
-    C10dPending(start("all_reduce(max)", [&] { return group_->allreduce(staged, options); }), *this, "all_reduce(max)",
-                tensors, staged)
+    C10dPending(start("all_reduce(max)", [&] { return group_->allreduce(staged, options); }), *this,
+                "all_reduce(max)", tensors, staged)
         .wait();
   }
 
