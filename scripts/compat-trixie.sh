@@ -83,6 +83,6 @@ in_root "dpkg --configure -a"
 # The same package list as the host: trixie has every name with newer versions
 # (LibTorch 2.6, Catch2 3, g++ 14); installs only what is missing.
 in_root "scripts/install-deps.sh"
-log "$(in_root "dpkg-query -W -f='libtorch-dev \${Version}, catch2 \${Version}, ' libtorch-dev catch2; g++ --version | head -1")"
+log "$(in_root "dpkg-query -W -f='\${Package} \${Version}, ' libtorch-dev catch2 cmake; g++ --version | head -1")"
 in_root "scripts/test.sh"
 log "trixie build and tests passed"
