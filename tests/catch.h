@@ -15,8 +15,10 @@
 #include <catch2/matchers/catch_matchers_string.hpp>
 using Catch::Approx;
 namespace Catch {
-// Catch2 2.x spelling, used by the tests.
+// Catch2 2.x spellings, used by the tests: 3.0 renamed the substring matcher
+// (Contains now matches ranges) and stopped exporting Matchers into Catch.
 inline Matchers::StringContainsMatcher Contains(const std::string& text) { return Matchers::ContainsSubstring(text); }
+using Matchers::StartsWith;
 }  // namespace Catch
 #else
 #include <catch2/catch.hpp>
