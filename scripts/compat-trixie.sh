@@ -8,6 +8,7 @@
 # complete; the build goes to build-trixie/ in the checkout, through the
 # host's ccache directory so repeated runs on one machine are warm.
 #
+# Usage: scripts/compat-trixie.sh [command...]   (see "With arguments" below)
 # Environment: PTRAIN_TRIXIE_ROOT (root directory), PTRAIN_TRIXIE_MIRROR
 # (Debian mirror), PTRAIN_JOBS (build and test parallelism).
 set -euo pipefail
@@ -77,6 +78,13 @@ in_root() {
     LANG=C.UTF-8 CCACHE_DIR=/ccache PTRAIN_BUILD_DIR=build-trixie PTRAIN_JOBS="${PTRAIN_JOBS:-$(nproc)}" \
     /bin/bash -c "cd /src && $1"
 }
+
+# With arguments, run them in the root instead of the suite (e.g. `bash` for a
+# shell, or `scripts/build.sh -- -k` to list every compile error at once).
+if [ $# -gt 0 ]; then
+  in_root "$(printf '%q ' "$@")"
+  exit
+fi
 
 # An install interrupted half-way leaves packages unconfigured: finish them first.
 in_root "dpkg --configure -a"

@@ -1,5 +1,6 @@
 #include "core/train/optimizer.h"
 
+#include "core/train/optim_compat.h"
 #include "ptrain/sdk/errors.h"
 
 #include <torch/optim/adamw.h>
@@ -14,13 +15,6 @@ struct ParameterOptimizer::Impl {
   std::vector<std::pair<std::string, at::Tensor>> named_parameters;
   bool is_adamw = false;
 };
-
-namespace {
-
-// torch::optim keys per-parameter state by the parameter's TensorImpl address.
-std::string state_key(const at::Tensor& parameter) { return c10::guts::to_string(parameter.unsafeGetTensorImpl()); }
-
-}  // namespace
 
 ParameterOptimizer::ParameterOptimizer(const config::OptimSection& optim,
                                        const std::vector<std::pair<std::string, at::Tensor>>& named_parameters)
@@ -70,7 +64,7 @@ std::vector<std::pair<std::string, at::Tensor>> ParameterOptimizer::state_tensor
   std::vector<std::pair<std::string, at::Tensor>> tensors;
   auto& state = impl_->optimizer->state();
   for (const auto& [name, parameter] : impl_->named_parameters) {
-    const auto found = state.find(state_key(parameter));
+    const auto found = state.find(optim_compat::state_key(parameter));
     if (found == state.end()) continue;
     if (impl_->is_adamw) {
       const auto& adamw = static_cast<const torch::optim::AdamWParamState&>(*found->second);
@@ -104,11 +98,11 @@ void ParameterOptimizer::load_state_tensors(const std::vector<std::pair<std::str
       adamw->step(take(name + ".step", at::Tensor()).item<int64_t>());
       adamw->exp_avg(take(name + ".exp_avg", parameter));
       adamw->exp_avg_sq(take(name + ".exp_avg_sq", parameter));
-      state[state_key(parameter)] = std::move(adamw);
+      state[optim_compat::state_key(parameter)] = std::move(adamw);
     } else if (by_name.count(name + ".momentum_buffer") != 0) {
       auto sgd = std::make_unique<torch::optim::SGDParamState>();
       sgd->momentum_buffer(take(name + ".momentum_buffer", parameter));
-      state[state_key(parameter)] = std::move(sgd);
+      state[optim_compat::state_key(parameter)] = std::move(sgd);
     }
   }
 }
