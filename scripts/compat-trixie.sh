@@ -33,6 +33,7 @@ marker="$root/.ptrain-root-complete"
 ccache_dir="${CCACHE_DIR:-$(ccache -k cache_dir 2>/dev/null || echo "$HOME/.cache/ccache")}"
 
 log() { echo "[trixie] $*"; }
+elapsed() { printf '%dm%02ds' $((SECONDS / 60)) $((SECONDS % 60)); }
 
 if [ ! -f "$marker" ]; then
   command -v debootstrap >/dev/null || { echo "[trixie] debootstrap is missing: run scripts/install-deps.sh" >&2; exit 1; }
@@ -43,6 +44,7 @@ if [ ! -f "$marker" ]; then
   log "creating a minimal trixie root in $root"
   debootstrap --variant=minbase trixie "$root" "$mirror"
   touch "$marker"
+  log "root created in $(elapsed)"
 fi
 
 mounts=()
@@ -91,6 +93,7 @@ in_root "dpkg --configure -a"
 # The same package list as the host: trixie has every name with newer versions
 # (LibTorch 2.6, Catch2 3, g++ 14); installs only what is missing.
 in_root "scripts/install-deps.sh"
+log "dependencies ready at $(elapsed)"
 log "$(in_root "dpkg-query -W -f='\${Package} \${Version}, ' libtorch-dev catch2 cmake; g++ --version | head -1")"
 in_root "scripts/test.sh"
-log "trixie build and tests passed"
+log "trixie build and tests passed in $(elapsed)"
