@@ -22,6 +22,7 @@
 #include "ptrain/sdk/train_module.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
 
 #include <algorithm>
 #include <cmath>

@@ -6,6 +6,7 @@
 #include "catch.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
 
 #include "core/model/causal_lm.h"
 #include "core/model/model_config.h"
