@@ -34,6 +34,7 @@ namespace ptrain::dpo_test {
 
 inline constexpr int64_t kMaxLength = 40;
 
+
 struct PreferencePair {
   std::string prompt;
   std::string chosen;

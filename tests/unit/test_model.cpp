@@ -13,8 +13,8 @@
 #include "core/model/safetensors.h"
 #include "ptrain/sdk/errors.h"
 
-#include <unistd.h>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include <atomic>
 #include <cmath>
