@@ -62,7 +62,9 @@ sdk::TokenBatch collate_examples(const std::vector<TokenizedExample>& examples, 
   for (const TokenizedExample& example : examples) {
     const auto& tokens = example.tokens;
     if (tokens.size() < 2) {  // nothing to predict
-      inputs.push_back(tokens);
+      // Copied by range: g++ 14 warns falsely (-Warray-bounds) on copying a
+      // vector it knows holds at most one element.
+      inputs.emplace_back(tokens.begin(), tokens.end());
       targets.emplace_back(tokens.size(), pad_id);
       continue;
     }
