@@ -140,7 +140,11 @@ TEST_CASE("concatenated and separate forwards give the same loss, metrics and gr
     for (const auto& [name, value] : metrics[0]) {
       if (name.rfind("core/", 0) == 0) continue;  // padded token counts differ by design
       INFO("metric " << name);
-      CHECK(metrics[1].at(name) == Approx(value).epsilon(1e-6).margin(1e-9));
+      // Differences of float32 values such as rewards/margins carry their
+      // operands' absolute rounding error (~1e-8 here), however small the
+      // difference: batching both forwards in one call changes the kernels'
+      // summation order (it does on LibTorch 2.6), so that error shows.
+      CHECK(metrics[1].at(name) == Approx(value).epsilon(1e-6).margin(1e-7));
     }
   }
 }
