@@ -140,10 +140,10 @@ TEST_CASE("concatenated and separate forwards give the same loss, metrics and gr
     for (const auto& [name, value] : metrics[0]) {
       if (name.rfind("core/", 0) == 0) continue;  // padded token counts differ by design
       INFO("metric " << name);
-      // Differences of float32 values such as rewards/margins carry their
-      // operands' absolute rounding error (~1e-8 here), however small the
-      // difference: batching both forwards in one call changes the kernels'
-      // summation order (it does on LibTorch 2.6), so that error shows.
+      // The two paths run different tensor shapes, so float32 rounding
+      // differs; a difference such as rewards/margins keeps its operands'
+      // absolute rounding error however small it is (6e-9 of 6e-4 seen on
+      // LibTorch 2.6), hence an absolute margin on top of the relative one.
       CHECK(metrics[1].at(name) == Approx(value).epsilon(1e-6).margin(1e-7));
     }
   }
