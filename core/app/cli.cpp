@@ -190,7 +190,8 @@ int dispatch(const std::vector<std::string>& args) {
     }
     if (!values.count("run-dir")) throw sdk::UsageError("ptrain report needs a run directory (see: ptrain report --help)");
     const auto dirs = values["run-dir"].as<std::vector<std::string>>();
-    return command_report({dirs.begin(), dirs.end()}, values.count("output") ? values["output"].as<std::string>() : "",
+    return command_report(std::vector<std::filesystem::path>(dirs.begin(), dirs.end()),
+                          values.count("output") ? values["output"].as<std::string>() : "",
                           std::cout);
   }
   if (command == "plugins") {

@@ -31,8 +31,8 @@ std::string format_bar(int64_t done, int64_t total, int width) {
 std::string format_phase_progress(const std::string& label, int64_t done, int64_t total, double elapsed_s) {
   const double fraction = fraction_of(done, total);
   const double eta_s = done > 0 ? elapsed_s / fraction - elapsed_s : NAN;
-  return label + " " + counter(done, total) + " " + format_bar(done, total, 20) + " | " +
-         format_duration(elapsed_s) + " elapsed | eta " + format_duration(eta_s);
+  return label + " " + counter(done, total) + " " + format_bar(done, total, 20) + " | " + format_duration(elapsed_s) +
+         " elapsed | eta " + format_duration(eta_s);
 }
 
 std::string format_training_progress(int64_t step, int64_t max_steps, double elapsed_s, double eta_s, double loss,
@@ -45,8 +45,12 @@ std::string format_training_progress(int64_t step, int64_t max_steps, double ela
 
 PhaseProgress::PhaseProgress(std::string component, std::string label, int64_t total, StatusLine& status,
                              double line_interval_s)
-    : component_(std::move(component)), label_(std::move(label)), total_(total), status_(status),
-      line_interval_s_(line_interval_s), start_(std::chrono::steady_clock::now()) {
+    : component_(std::move(component)),
+      label_(std::move(label)),
+      total_(total),
+      status_(status),
+      line_interval_s_(line_interval_s),
+      start_(std::chrono::steady_clock::now()) {
   if (status_.enabled()) status_.show(bar_text());
 }
 

@@ -25,8 +25,8 @@ std::string format_training_progress(int64_t step, int64_t max_steps, double ela
 // alone and other ranks log no info lines.
 class PhaseProgress {
  public:
-  PhaseProgress(std::string component, std::string label, int64_t total,
-                StatusLine& status = StatusLine::for_stderr(), double line_interval_s = 10.0);
+  PhaseProgress(std::string component, std::string label, int64_t total, StatusLine& status = StatusLine::for_stderr(),
+                double line_interval_s = 10.0);
   ~PhaseProgress();
   PhaseProgress(const PhaseProgress&) = delete;
   PhaseProgress& operator=(const PhaseProgress&) = delete;

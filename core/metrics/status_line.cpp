@@ -5,6 +5,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 namespace ptrain::metrics {
 namespace {
 
@@ -89,8 +91,7 @@ void StatusLine::draw_locked() {
   drawn_ = true;
 }
 
-std::shared_ptr<spdlog::sinks::sink> status_aware_sink(std::shared_ptr<spdlog::sinks::sink> inner,
-                                                       StatusLine& status) {
+std::shared_ptr<spdlog::sinks::sink> status_aware_sink(std::shared_ptr<spdlog::sinks::sink> inner, StatusLine& status) {
   return std::make_shared<StatusAwareSink>(std::move(inner), status);
 }
 

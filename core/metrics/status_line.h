@@ -45,8 +45,7 @@ class StatusLine {
 };
 
 // A sink that writes through `inner` with the status line moved out of the way.
-std::shared_ptr<spdlog::sinks::sink> status_aware_sink(std::shared_ptr<spdlog::sinks::sink> inner,
-                                                       StatusLine& status);
+std::shared_ptr<spdlog::sinks::sink> status_aware_sink(std::shared_ptr<spdlog::sinks::sink> inner, StatusLine& status);
 
 // Columns of the terminal on `stream`, or 0 when it is not a terminal.
 int terminal_columns(std::FILE* stream);

@@ -16,7 +16,9 @@ double value_or_nan(const std::map<std::string, double>& values, const std::stri
 }  // namespace
 
 StepLog::StepLog(const StepLogOptions& options, StatusLine& status)
-    : options_(options), status_(status), jsonl_(options.output_dir / "metrics.jsonl"),
+    : options_(options),
+      status_(status),
+      jsonl_(options.output_dir / "metrics.jsonl"),
       start_(std::chrono::steady_clock::now()) {
   if (options_.tensorboard) {
     tensorboard_ = std::make_unique<TensorBoardWriter>(options_.output_dir);
@@ -32,8 +34,8 @@ void StepLog::record(int64_t step, const std::map<std::string, double>& values) 
   if (tensorboard_) tensorboard_->add_scalars(step, values);
 
   const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  const double eta_s = elapsed_s / static_cast<double>(step - options_.first_step) *
-                       static_cast<double>(options_.max_steps - step);
+  const double eta_s =
+      elapsed_s / static_cast<double>(step - options_.first_step) * static_cast<double>(options_.max_steps - step);
   if (step % options_.log_every == 0 || step == options_.max_steps) {
     plugin::log_info("train", format_console_line(step, options_.max_steps, values, eta_s));
   }

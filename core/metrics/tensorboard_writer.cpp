@@ -3,8 +3,8 @@
 #include "core/metrics/proto/tensorboard_event.pb.h"
 #include "ptrain/sdk/errors.h"
 
-#include <boost/crc.hpp>
 #include <unistd.h>
+#include <boost/crc.hpp>
 
 #include <array>
 #include <chrono>

@@ -94,12 +94,23 @@ std::string escape_html(const std::string& text) {
   escaped.reserve(text.size());
   for (const char c : text) {
     switch (c) {
-      case '&': escaped += "&amp;"; break;
-      case '<': escaped += "&lt;"; break;
-      case '>': escaped += "&gt;"; break;
-      case '"': escaped += "&quot;"; break;
-      case '\'': escaped += "&#39;"; break;
-      default: escaped += c;
+      case '&':
+        escaped += "&amp;";
+        break;
+      case '<':
+        escaped += "&lt;";
+        break;
+      case '>':
+        escaped += "&gt;";
+        break;
+      case '"':
+        escaped += "&quot;";
+        break;
+      case '\'':
+        escaped += "&#39;";
+        break;
+      default:
+        escaped += c;
     }
   }
   return escaped;
@@ -120,9 +131,9 @@ std::string render_report(const std::vector<RunData>& runs) {
     summaries.push_back(summarize(run));
     title += " " + run.name;
   }
-  std::string html = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>" +
-                     escape_html(title) + "</title>\n<style>" + assets::kUplotCss + "</style>\n<style>" +
-                     assets::kReportCss + "</style>\n</head><body>\n<h1>" + escape_html(title) + "</h1>\n";
+  std::string html = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>" + escape_html(title) +
+                     "</title>\n<style>" + assets::kUplotCss + "</style>\n<style>" + assets::kReportCss +
+                     "</style>\n</head><body>\n<h1>" + escape_html(title) + "</h1>\n";
   html += overview_table(runs, summaries);
   html += "<div id=\"charts\"></div>\n";
   for (size_t i = 0; i < runs.size(); ++i) html += run_section(runs[i], summaries[i]);

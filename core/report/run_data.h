@@ -14,8 +14,8 @@ namespace ptrain::report {
 struct RunData {
   std::string name;  // the directory's name, made unique among the runs of one report
   std::filesystem::path dir;
-  std::string config_toml;      // "" when the run has no config.toml
-  std::vector<int64_t> steps;   // in file order
+  std::string config_toml;     // "" when the run has no config.toml
+  std::vector<int64_t> steps;  // in file order
   // Per metric, one entry per step: nullopt where the line lacks the metric
   // or holds null (a non-finite value).
   std::map<std::string, std::vector<std::optional<double>>> metrics;

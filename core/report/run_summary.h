@@ -24,9 +24,9 @@ struct RunSummary {
   int64_t steps = 0;      // lines in metrics.jsonl
   int64_t last_step = 0;  // the "step" of the last line
   int64_t skipped_steps = 0;
-  double train_s = 0.0;   // sum of step_s
-  double tokens = 0.0;    // sum of tokens
-  std::optional<double> tokens_per_s;  // tokens / train_s over the run
+  double train_s = 0.0;                          // sum of step_s
+  double tokens = 0.0;                           // sum of tokens
+  std::optional<double> tokens_per_s;            // tokens / train_s over the run
   std::map<std::string, MetricSummary> metrics;  // metrics without a finite value are left out
 };
 

@@ -185,9 +185,9 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
   std::unique_ptr<metrics::StepLog> step_log;
   if (is_main) {
     truncate_metrics(output_dir / "metrics.jsonl", trainer_state.completed_steps);
-    step_log = std::make_unique<metrics::StepLog>(metrics::StepLogOptions{
-        output_dir, config.logging.tensorboard, options.resolved_config_toml, trainer_state.completed_steps,
-        config.train.max_steps, config.train.log_every});
+    step_log = std::make_unique<metrics::StepLog>(
+        metrics::StepLogOptions{output_dir, config.logging.tensorboard, options.resolved_config_toml,
+                                trainer_state.completed_steps, config.train.max_steps, config.train.log_every});
   }
 
   const auto save_checkpoint = [&] {

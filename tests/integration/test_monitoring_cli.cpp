@@ -146,8 +146,7 @@ TEST_CASE("logging.tensorboard writes event files that hold every metric of metr
   }
 }
 
-TEST_CASE("ptrain report writes one self-contained page for several runs and refuses what is no run",
-          "[monitoring]") {
+TEST_CASE("ptrain report writes one self-contained page for several runs and refuses what is no run", "[monitoring]") {
   const fs::path dir = ptrain::testing::fresh_test_dir("monitoring_report");
   for (const auto& [name, lr] : {std::pair<const char*, double>{"fast", 3e-3}, {"slow", 1e-3}}) {
     const auto trained = run_ptrain("train -c " + write_config(dir, name, lr).string());
@@ -160,8 +159,8 @@ TEST_CASE("ptrain report writes one self-contained page for several runs and ref
   CHECK(fs::exists(dir / "fast" / "report.html"));
 
   const fs::path page = dir / "compare.html";
-  const auto both = run_ptrain("report " + (dir / "fast").string() + " " + (dir / "slow").string() + " -o " +
-                               page.string());
+  const auto both =
+      run_ptrain("report " + (dir / "fast").string() + " " + (dir / "slow").string() + " -o " + page.string());
   INFO(both.output);
   REQUIRE(both.exit_code == 0);
   CHECK_THAT(both.output, Catch::Contains("2 runs"));

@@ -140,7 +140,8 @@ TEST_CASE("a malformed metrics line names its file and line", "[monitoring]") {
   testing::write_text_file(dir, "metrics.jsonl", "{\"step\": 1}\n[1, 2]\n{\"step\": 3}\n");
   CHECK_THROWS_AS(report::read_run(dir), sdk::DataError);
   CHECK_THROWS_WITH(report::read_run(dir), Catch::Contains("metrics.jsonl:2"));
-  CHECK_THROWS_WITH(report::read_run(dir / "missing"), Catch::Contains("is") && Catch::Contains("a ptrain run directory"));
+  CHECK_THROWS_WITH(report::read_run(dir / "missing"),
+                    Catch::Contains("is") && Catch::Contains("a ptrain run directory"));
 }
 
 TEST_CASE("report pages escape names and configs and keep the data script closed", "[monitoring]") {
