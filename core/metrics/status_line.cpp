@@ -95,11 +95,15 @@ std::shared_ptr<spdlog::sinks::sink> status_aware_sink(std::shared_ptr<spdlog::s
   return std::make_shared<StatusAwareSink>(std::move(inner), status);
 }
 
-int terminal_columns(std::FILE* stream) {
+bool is_terminal(std::FILE* stream) {
   const int fd = ::fileno(stream);
-  if (fd < 0 || !::isatty(fd)) return 0;
+  return fd >= 0 && ::isatty(fd);
+}
+
+int terminal_columns(std::FILE* stream) {
+  if (!is_terminal(stream)) return 0;
   winsize size{};
-  if (::ioctl(fd, TIOCGWINSZ, &size) != 0) return 0;
+  if (::ioctl(::fileno(stream), TIOCGWINSZ, &size) != 0) return 0;
   return size.ws_col;
 }
 

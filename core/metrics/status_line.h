@@ -47,7 +47,8 @@ class StatusLine {
 // A sink that writes through `inner` with the status line moved out of the way.
 std::shared_ptr<spdlog::sinks::sink> status_aware_sink(std::shared_ptr<spdlog::sinks::sink> inner, StatusLine& status);
 
-// Columns of the terminal on `stream`, or 0 when it is not a terminal.
+bool is_terminal(std::FILE* stream);
+// Columns of the terminal on `stream`, or 0 when it is not a terminal or does not say.
 int terminal_columns(std::FILE* stream);
 
 }  // namespace ptrain::metrics

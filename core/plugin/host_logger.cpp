@@ -22,7 +22,7 @@ void init_logging(int rank) {
   std::shared_ptr<spdlog::sinks::sink> sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
   // Rank 0 on a terminal draws progress bars; its log lines go above them.
   auto& status = metrics::StatusLine::for_stderr();
-  status.set_enabled(rank == 0 && metrics::terminal_columns(stderr) > 0);
+  status.set_enabled(rank == 0 && metrics::is_terminal(stderr));
   if (status.enabled()) sink = metrics::status_aware_sink(sink, status);
   auto console = std::make_shared<spdlog::logger>("ptrain", sink);
   console->set_pattern(pattern_for(rank));

@@ -53,6 +53,7 @@ TEST_CASE("a disabled status line writes nothing, so logs to files and pipes sta
   status.write_above([&] { std::fputs("line\n", out.file); });
   status.clear();
   CHECK(contents_of(out.file) == "line\n");
+  CHECK(!metrics::is_terminal(out.file));
   CHECK(metrics::terminal_columns(out.file) == 0);
 }
 
