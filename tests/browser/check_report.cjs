@@ -97,6 +97,7 @@ async function main() {
     }
     fs.mkdirSync(path.dirname(screenshotPath), { recursive: true });
     await page.screenshot({ path: screenshotPath, fullPage: true });
+    await page.screenshot({ path: screenshotPath.replace(/\.png$/, '_top.png') });  // what opening it shows first
     check(fs.statSync(screenshotPath).size > 10000, 'screenshot ' + screenshotPath + ' is (nearly) empty');
     console.log(charts.map((c) => `  ${c.family}: ${c.series} series, ${c.points} points, ${c.ink} px ink`).join('\n'));
     console.log('screenshot: ' + screenshotPath);
