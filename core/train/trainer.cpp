@@ -282,6 +282,7 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
     }
   }
 
+  step_log.reset();  // the progress bar goes; the closing lines below stay
   // The end of the run is a checkpoint too, so a longer max_steps can continue it.
   if (!saved_this_step && summary.steps > 0) save_checkpoint();
   summary.final_model_dir = output_dir / "final";

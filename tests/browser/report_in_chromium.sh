@@ -23,7 +23,7 @@ num_kv_heads = 1
 max_position_embeddings = 48
 [runtime]
 threads = 1'
-train() {  # name plugin data lr steps
+train() {  # name plugin data lr steps [extra TOML]
   cat >"$out_dir/$1.toml" <<TOML
 plugin = "$2"
 seed = 3
@@ -39,12 +39,16 @@ lr = $4
 max_steps = $5
 log_every = 10
 $model
+${6:-}
 TOML
   "$ptrain" train -c "$out_dir/$1.toml" >"$out_dir/$1.log" 2>&1 || { cat "$out_dir/$1.log"; exit 1; }
 }
 train sft_lr3e-3 sft arith 3e-3 30
 train sft_lr1e-3 sft arith 1e-3 20
-train dpo dpo arith_prefs 1e-3 10
+train dpo dpo arith_prefs 1e-3 10 '[module]
+precompute_reference = true'
+grep -q "dpo: reference log-probs (this rank's pairs): 512/512" "$out_dir/dpo.log" ||
+  { cat "$out_dir/dpo.log"; echo "report_in_chromium: no progress line for the DPO reference precompute"; exit 1; }
 
 "$ptrain" report "$out_dir/sft_lr3e-3" "$out_dir/sft_lr1e-3" "$out_dir/dpo" -o "$out_dir/report.html"
 node "$here/check_report.cjs" "$playwright" "$out_dir/report.html" "$out_dir/report.png" \
