@@ -13,7 +13,12 @@ packages=(
   pkg-config libpcre2-dev libutf8proc-dev   # tokenizer.json: pre-tokenizer regexes, Unicode normalization
   python3
   debootstrap                  # scripts/compat-trixie.sh: the LibTorch 2.x build root
+  libprotobuf-dev protobuf-compiler   # TensorBoard event files (messages generated at build time)
+  chromium                     # the report's browser test (headless, driven by playwright-core)
 )
+# npm installs the report's charting library (web/package-lock.json). A Node.js
+# from elsewhere (e.g. NodeSource, which bundles npm) is used as it is.
+if ! command -v npm >/dev/null; then packages+=(nodejs npm); fi
 
 missing=()
 for package in "${packages[@]}"; do

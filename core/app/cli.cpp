@@ -1,6 +1,7 @@
 #include "core/app/cli.h"
 
 #include "core/app/commands.h"
+#include "core/app/report_command.h"
 #include "core/app/tokenize_command.h"
 #include "ptrain/sdk/errors.h"
 #include "ptrain/sdk/plugin.h"
@@ -34,6 +35,7 @@ const char* const kOverview =
     "  schema     print the config reference (every key, type, default, range) as Markdown\n"
     "  tokenize   text on stdin to token ids:    ptrain tokenize --tokenizer models/x/tokenizer.json < docs.txt\n"
     "  launch     run N local worker processes:  ptrain launch --nproc 2 -- train -c configs/sft.toml\n"
+    "  report     HTML charts of runs' metrics:  ptrain report runs/sft [runs/other...] [-o report.html]\n"
     "\n"
     "  ptrain <command> --help   options of a command\n"
     "  ptrain --version          versions of ptrain, its SDK ABI and LibTorch\n";
@@ -172,6 +174,26 @@ int dispatch(const std::vector<std::string>& args) {
     tokenize.show_mask = values.count("mask") > 0;
     return command_tokenize(tokenize, std::cin, std::cout);
   }
+  if (command == "report") {
+    po::options_description options("options");
+    options.add_options()("output,o", po::value<std::string>(), "the HTML file to write (default: RUN_DIR/report.html)");
+    po::options_description positional_option;
+    positional_option.add_options()("run-dir", po::value<std::vector<std::string>>(), "run directory");
+    po::positional_options_description positional;
+    positional.add("run-dir", -1);
+    po::options_description all;
+    all.add(help_option()).add(options).add(positional_option);
+    po::store(po::command_line_parser(rest).options(all).positional(positional).run(), values);
+    if (values.count("help")) {
+      std::cout << "usage: ptrain report RUN_DIR [RUN_DIR...] [-o FILE]\n\n" << help_option() << options << "\n";
+      return kExitOk;
+    }
+    if (!values.count("run-dir")) throw sdk::UsageError("ptrain report needs a run directory (see: ptrain report --help)");
+    const auto dirs = values["run-dir"].as<std::vector<std::string>>();
+    return command_report(std::vector<std::filesystem::path>(dirs.begin(), dirs.end()),
+                          values.count("output") ? values["output"].as<std::string>() : "",
+                          std::cout);
+  }
   if (command == "plugins") {
     po::options_description options("options");
     options.add_options()("plugin-dir", po::value<std::vector<std::string>>()->composing(),
@@ -179,7 +201,7 @@ int dispatch(const std::vector<std::string>& args) {
     if (!parse_command(command, "[--plugin-dir DIR]...", options, rest, values)) return kExitOk;
     return command_plugins(plugin_dirs_from(values));
   }
-  throw sdk::UsageError("unknown command '" + command + "' (commands: train, validate, plugins, tokenize; see ptrain --help)");
+  throw sdk::UsageError("unknown command '" + command + "' (commands: train, validate, plugins, schema, tokenize, launch, report; see ptrain --help)");
 }
 
 }  // namespace

@@ -262,6 +262,7 @@ std::vector<Binding> build_bindings() {
   b.push_back(bind_field("schedule", "min_lr_ratio", &R::schedule, &ScheduleSection::min_lr_ratio));
   b.push_back(bind_field("train", "max_steps", &R::train, &TrainSection::max_steps));
   b.push_back(bind_field("train", "log_every", &R::train, &TrainSection::log_every));
+  b.push_back(bind_field("logging", "tensorboard", &R::logging, &LoggingSection::tensorboard));
   b.push_back(bind_field("checkpoint", "every_steps", &R::checkpoint, &CheckpointSection::every_steps));
   b.push_back(bind_field("checkpoint", "keep_last", &R::checkpoint, &CheckpointSection::keep_last));
   b.push_back(bind_field("distributed", "timeout_s", &R::distributed, &DistributedSection::timeout_s));

@@ -103,6 +103,12 @@ std::vector<std::pair<std::string, sdk::ConfigSchema>> build_core_sections() {
   train.add_int("log_every", 1, "log metrics every N updates; <= max_steps", 1);
   sections.emplace_back("train", std::move(train));
 
+  sdk::ConfigSchema logging;
+  logging.add_bool("tensorboard", false,
+                   "also write TensorBoard event files (every metric as a scalar, the resolved config as text) "
+                   "in output_dir (events.out.tfevents.*; point tensorboard --logdir at it or its parent)");
+  sections.emplace_back("logging", std::move(logging));
+
   sdk::ConfigSchema checkpoint;
   checkpoint.add_int("every_steps", 0, "save a checkpoint every N updates; 0: only the final model", 0);
   checkpoint.add_int("keep_last", 2, "checkpoints kept on disk; older ones are deleted", 1);

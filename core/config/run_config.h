@@ -78,6 +78,10 @@ struct TrainSection {
   int64_t log_every = 0;
 };
 
+struct LoggingSection {
+  bool tensorboard = false;  // events.out.tfevents.* files in output_dir
+};
+
 struct CheckpointSection {
   int64_t every_steps = 0;  // 0: only the final model
   int64_t keep_last = 0;
@@ -105,6 +109,7 @@ struct RunConfig {
   OptimSection optim;
   ScheduleSection schedule;
   TrainSection train;
+  LoggingSection logging;
   CheckpointSection checkpoint;
   DistributedSection distributed;
   RuntimeSection runtime;

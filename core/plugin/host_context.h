@@ -31,6 +31,7 @@ class HostContext final : public sdk::Context {
   const sdk::Tokenizer& tokenizer() const override { return tokenizer_; }
   const sdk::ConfigValues& module_config() const override { return module_config_; }
   sdk::Logger& logger() override { return logger_; }
+  std::unique_ptr<sdk::Progress> start_progress(std::string_view label, int64_t total) override;
 
   // The trainer moves the context to the step it is about to run.
   void set_step(int64_t step, int64_t epoch) {

@@ -1,5 +1,7 @@
 #include "core/plugin/host_logger.h"
 
+#include "core/metrics/status_line.h"
+
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -17,9 +19,15 @@ std::string pattern_for(int rank) { return "%H:%M:%S.%e r" + std::to_string(rank
 
 void init_logging(int rank) {
   g_rank = rank;
-  auto console = spdlog::stderr_color_mt("ptrain");
+  std::shared_ptr<spdlog::sinks::sink> sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+  // Rank 0 on a terminal draws progress bars; its log lines go above them.
+  auto& status = metrics::StatusLine::for_stderr();
+  status.set_enabled(rank == 0 && metrics::is_terminal(stderr));
+  if (status.enabled()) sink = metrics::status_aware_sink(sink, status);
+  auto console = std::make_shared<spdlog::logger>("ptrain", sink);
   console->set_pattern(pattern_for(rank));
   console->set_level(rank == 0 ? spdlog::level::info : spdlog::level::warn);
+  spdlog::register_logger(console);
   spdlog::set_default_logger(console);
 }
 

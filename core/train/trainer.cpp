@@ -3,7 +3,7 @@
 #include "core/checkpoint/checkpoint.h"
 #include "core/data/global_batch_sampler.h"
 #include "core/metrics/metric_reducer.h"
-#include "core/metrics/metrics_sink.h"
+#include "core/metrics/step_log.h"
 #include "core/metrics/throughput.h"
 #include "core/plugin/host_context.h"
 #include "core/plugin/host_logger.h"
@@ -183,10 +183,12 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
                                 std::to_string(threads) + " threads, world size " +
                                 std::to_string(communicator.world_size()));
 
-  std::unique_ptr<metrics::JsonlMetricsWriter> metrics_writer;
+  std::unique_ptr<metrics::StepLog> step_log;
   if (is_main) {
     truncate_metrics(output_dir / "metrics.jsonl", trainer_state.completed_steps);
-    metrics_writer = std::make_unique<metrics::JsonlMetricsWriter>(output_dir / "metrics.jsonl");
+    step_log = std::make_unique<metrics::StepLog>(
+        metrics::StepLogOptions{output_dir, config.logging.tensorboard, options.resolved_config_toml,
+                                trainer_state.completed_steps, config.train.max_steps, config.train.log_every});
   }
 
   const auto save_checkpoint = [&] {
@@ -266,15 +268,7 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
       if (name.rfind("core/", 0) != 0) values[name] = value;
     }
 
-    if (is_main) {
-      metrics_writer->write(step + 1, values);
-      if ((step + 1) % config.train.log_every == 0 || step + 1 == max_steps) {
-        const double elapsed = seconds_since(run_start);
-        const double eta_s =
-            elapsed / static_cast<double>(step + 1 - first_step) * static_cast<double>(max_steps - step - 1);
-        plugin::log_info("train", metrics::format_console_line(step + 1, max_steps, values, eta_s));
-      }
-    }
+    if (is_main) step_log->record(step + 1, values);
     saved_this_step = false;
     if (config.checkpoint.every_steps > 0 && (step + 1) % config.checkpoint.every_steps == 0) {
       save_checkpoint();
@@ -289,6 +283,7 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
     }
   }
 
+  step_log.reset();  // the progress bar goes; the closing lines below stay
   // The end of the run is a checkpoint too, so a longer max_steps can continue it.
   if (!saved_this_step && summary.steps > 0) save_checkpoint();
   summary.final_model_dir = output_dir / "final";

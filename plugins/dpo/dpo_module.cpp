@@ -154,10 +154,14 @@ void DpoModule::prepare_dataset(sdk::Context& ctx, const std::vector<sdk::Exampl
   std::vector<TokenizedPair> pairs;
   pairs.reserve(examples.size());
   int64_t truncated = 0;
+  const std::unique_ptr<sdk::Progress> tokenizing =
+      ctx.start_progress("dpo: tokenizing pairs", static_cast<int64_t>(examples.size()));
   for (const sdk::Example& example : examples) {
     pairs.push_back(tokenize(ctx, example));
     truncated += pairs.back().truncated ? 1 : 0;
+    tokenizing->advance();
   }
+  tokenizing->finish();
   if (truncated > 0) {
     ctx.logger().warn(kComponent, std::to_string(truncated) + " of " + std::to_string(pairs.size()) +
                                       " pairs exceed data.max_length = " + std::to_string(ctx.run_info().max_length) +
@@ -212,13 +216,17 @@ void DpoModule::precompute_reference(sdk::Context& ctx, const std::vector<sdk::E
     // Rank r scores pairs r, r + R, r + 2R, ... in microbatches without gradients.
     std::vector<int64_t> shard;
     for (int64_t i = rank.rank; i < num_pairs; i += rank.world_size) shard.push_back(i);
+    const std::unique_ptr<sdk::Progress> progress =
+        ctx.start_progress("dpo: reference log-probs (this rank's pairs)", static_cast<int64_t>(shard.size()));
     for (size_t begin = 0; begin < shard.size(); begin += static_cast<size_t>(config_.reference_micro_size)) {
       const size_t end = std::min(shard.size(), begin + static_cast<size_t>(config_.reference_micro_size));
       std::vector<TokenizedPair> group;
       for (size_t k = begin; k < end; ++k) group.push_back(pairs[shard[k]]);
       const at::Tensor parts = reference_parts_of(model, collate_pairs(group, ctx.tokenizer().pad_id(), true));
       for (size_t k = begin; k < end; ++k) values[shard[k]].copy_(parts[static_cast<int64_t>(k - begin)]);
+      progress->advance(static_cast<int64_t>(end - begin));
     }
+    progress->finish();
   }
   ctx.all_reduce_sum(values);
   if (!usable && rank.rank == 0) write_reference_cache(path, {fingerprint, values});

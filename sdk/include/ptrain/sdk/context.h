@@ -4,6 +4,7 @@
 
 #include "ptrain/sdk/config_schema.h"
 #include "ptrain/sdk/model.h"
+#include "ptrain/sdk/progress.h"
 #include "ptrain/sdk/tokenizer.h"
 
 #include <cstdint>
@@ -56,6 +57,12 @@ class Context {
   virtual const Tokenizer& tokenizer() const = 0;
   virtual const ConfigValues& module_config() const = 0;  // [module], validated against the plugin's schema
   virtual Logger& logger() = 0;
+  // Starts showing a phase of `total` items, e.g. start_progress("reference
+  // log-probs", shard_size). Rank 0's progress is what users see. Not pure, so
+  // contexts written before it (tests, other hosts) need not implement it.
+  virtual std::unique_ptr<Progress> start_progress(std::string_view label, int64_t total) {
+    return std::make_unique<NoProgress>();
+  }
 };
 
 }  // namespace ptrain::sdk

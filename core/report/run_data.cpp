@@ -1,0 +1,87 @@
+#include "core/report/run_data.h"
+
+#include "ptrain/sdk/errors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace ptrain::report {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The step's values, or nullopt for a line that is not a metrics object.
+std::optional<std::pair<int64_t, nlohmann::json>> parse_line(const std::string& line) {
+  nlohmann::json object = nlohmann::json::parse(line, nullptr, false);
+  if (!object.is_object() || !object.contains("step") || !object["step"].is_number_integer()) return std::nullopt;
+  const auto step = object["step"].get<int64_t>();
+  return std::make_pair(step, std::move(object));
+}
+
+}  // namespace
+
+RunData read_run(const fs::path& dir) {
+  const fs::path metrics_path = dir / "metrics.jsonl";
+  std::ifstream in(metrics_path);
+  if (!in) throw sdk::Error(metrics_path.string() + ": cannot read (is " + dir.string() + " a ptrain run directory?)");
+  RunData run;
+  run.dir = dir;
+  run.name = fs::absolute(dir).lexically_normal().filename().string();
+  if (run.name.empty()) run.name = fs::absolute(dir).lexically_normal().parent_path().filename().string();
+  if (fs::exists(dir / "config.toml")) run.config_toml = read_text(dir / "config.toml");
+
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  while (!lines.empty() && lines.back().empty()) lines.pop_back();
+  for (size_t number = 1; number <= lines.size(); ++number) {
+    const std::string& line = lines[number - 1];
+    if (line.empty()) continue;
+    const auto parsed = parse_line(line);
+    if (!parsed) {
+      if (number == lines.size()) break;  // cut short by a crash while it was written
+      throw sdk::DataError(metrics_path.string() + ":" + std::to_string(number) +
+                           ": not a JSON object with an integer \"step\"");
+    }
+    const size_t index = run.steps.size();
+    run.steps.push_back(parsed->first);
+    for (const auto& [name, value] : parsed->second.items()) {
+      if (name == "step") continue;
+      auto& series = run.metrics[name];
+      series.resize(index + 1);
+      if (value.is_number()) series[index] = value.get<double>();
+    }
+  }
+  for (auto& [name, series] : run.metrics) series.resize(run.steps.size());
+  return run;
+}
+
+std::vector<std::pair<std::string, std::vector<std::string>>> metric_families(const std::vector<RunData>& runs) {
+  std::map<std::string, std::set<std::string>> members;
+  for (const RunData& run : runs) {
+    for (const auto& [name, series] : run.metrics) members[name.substr(0, name.find('/'))].insert(name);
+  }
+  std::vector<std::pair<std::string, std::vector<std::string>>> families;
+  for (const char* headline : {"loss", "lr", "tokens_per_s", "grad_norm"}) {
+    const auto found = members.find(headline);
+    if (found == members.end()) continue;
+    families.emplace_back(found->first, std::vector<std::string>(found->second.begin(), found->second.end()));
+    members.erase(found);
+  }
+  for (const auto& [family, names] : members) {
+    families.emplace_back(family, std::vector<std::string>(names.begin(), names.end()));
+  }
+  return families;
+}
+
+}  // namespace ptrain::report

@@ -1,0 +1,34 @@
+// A finished or running run as `ptrain report` reads it from its directory:
+// metrics.jsonl (one object per step) and the resolved config.toml.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ptrain::report {
+
+struct RunData {
+  std::string name;  // the directory's name, made unique among the runs of one report
+  std::filesystem::path dir;
+  std::string config_toml;     // "" when the run has no config.toml
+  std::vector<int64_t> steps;  // in file order
+  // Per metric, one entry per step: nullopt where the line lacks the metric
+  // or holds null (a non-finite value).
+  std::map<std::string, std::vector<std::optional<double>>> metrics;
+};
+
+// Throws sdk::Error when dir has no metrics.jsonl, sdk::DataError naming
+// file:line for a line that is not a JSON object with an integer "step". A
+// malformed last line (a crash mid-write) is skipped.
+RunData read_run(const std::filesystem::path& dir);
+
+// Metric families, one chart each: the part of a name before its first '/'
+// ("rewards/format" → "rewards"), or the whole name. The core's headline
+// metrics come first (loss, lr, tokens_per_s, grad_norm), then the rest by name.
+std::vector<std::pair<std::string, std::vector<std::string>>> metric_families(const std::vector<RunData>& runs);
+
+}  // namespace ptrain::report
