@@ -100,6 +100,16 @@ int command_schema(const std::vector<std::string>& plugin_names, const std::vect
 
 int command_launch(const dist::LaunchOptions& options) { return dist::run_launcher(options); }
 
+int command_describe_plugin(const std::string& name_or_path, const std::vector<fs::path>& plugin_dirs) {
+  const plugin::LoadedPlugin plugin = plugin::load_plugin(name_or_path, plugin::plugin_search_dirs(plugin_dirs));
+  const sdk::PluginInfo& info = plugin.info();
+  std::cout << "plugin " << info.name << " " << (info.version ? info.version : "") << ": "
+            << (info.description ? info.description : "") << "\n  " << plugin.path().string() << " (SDK ABI "
+            << info.abi_version << ", LibTorch " << info.torch_version << ")\n\n[module] keys:\n"
+            << config::schema_text(plugin.config_schema());
+  return 0;
+}
+
 int command_plugins(const std::vector<fs::path>& plugin_dirs) {
   plugin::init_logging(0);
   const std::vector<fs::path> dirs = plugin::plugin_search_dirs(plugin_dirs);

@@ -1,0 +1,395 @@
+// The conformance checks (ptrain/testing/conformance.h): one reference step
+// and its variants through the core's own update step, plus one real
+// two-rank run through `ptrain launch`.
+#include "ptrain/testing/conformance.h"
+
+#include "in_process_run.h"
+
+#include "core/config/config_loader.h"
+#include "ptrain/sdk/errors.h"
+
+#include <ATen/ATen.h>
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace ptrain::testing {
+namespace fs = std::filesystem;
+
+bool ConformanceReport::passed() const {
+  for (const CheckResult& check : checks) {
+    if (!check.passed) return false;
+  }
+  return !checks.empty();
+}
+
+const CheckResult* ConformanceReport::find(const std::string& name) const {
+  for (const CheckResult& check : checks) {
+    if (check.name == name) return &check;
+  }
+  return nullptr;
+}
+
+std::string ConformanceReport::text() const {
+  std::string text;
+  for (const CheckResult& check : checks) {
+    text += std::string(check.passed ? "PASS " : "FAIL ") + check.name + ": " + check.detail + "\n";
+  }
+  return text;
+}
+
+namespace {
+
+// ‖actual − expected‖ / ‖expected‖ over all tensors, in double.
+double relative_error(const std::vector<at::Tensor>& actual, const std::vector<at::Tensor>& expected) {
+  double difference = 0.0, reference = 0.0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    difference += (actual.at(i).to(at::kDouble) - expected[i].to(at::kDouble)).pow(2).sum().item<double>();
+    reference += expected[i].to(at::kDouble).pow(2).sum().item<double>();
+  }
+  return std::sqrt(difference) / std::max(std::sqrt(reference), 1e-30);
+}
+
+bool close(double actual, double expected, double tolerance) {
+  if (std::isnan(actual) || std::isnan(expected)) return std::isnan(actual) && std::isnan(expected);
+  return std::abs(actual - expected) <= tolerance * std::max(1.0, std::abs(expected));
+}
+
+std::string format_number(double value) {
+  std::ostringstream out;
+  out.precision(9);
+  out << value;
+  return out.str();
+}
+
+// Differences between two reduced metric maps, for the metrics whose
+// reduction is split-invariant (sum, weighted_mean, max, min); "" when none.
+std::string metric_differences(const std::map<std::string, double>& actual,
+                               const std::map<std::string, double>& expected,
+                               const std::vector<sdk::MetricSpec>& specs, double tolerance) {
+  std::string differences;
+  for (const sdk::MetricSpec& spec : specs) {
+    if (spec.reduction == sdk::Reduction::kMean) continue;
+    const auto want = expected.find(spec.name);
+    const auto got = actual.find(spec.name);
+    if (want == expected.end() && got == actual.end()) continue;
+    if (want == expected.end() || got == actual.end()) {
+      differences += " '" + spec.name + "' " + (got == actual.end() ? "missing" : "unexpected") + ";";
+    } else if (!close(got->second, want->second, tolerance)) {
+      differences += " '" + spec.name + "' (" + sdk::reduction_name(spec.reduction) + ") " +
+                     format_number(got->second) + " vs " + format_number(want->second) + ";";
+    }
+  }
+  return differences;
+}
+
+bool all_finite(const std::map<std::string, double>& metrics) {
+  for (const auto& [name, value] : metrics) {
+    if (!std::isfinite(value)) return false;
+  }
+  return true;
+}
+
+struct Split {
+  std::string name;
+  sdk::MicrobatchPlan plan;
+};
+
+// Accumulation over microbatches of 1, 2 and 3 examples (3 leaves an uneven
+// last one) and two token budgets.
+std::vector<Split> variant_splits(int64_t max_length) {
+  return {{"micro_size=1", {1, 0}},
+          {"micro_size=2", {2, 0}},
+          {"micro_size=3", {3, 0}},
+          {"micro_tokens=" + std::to_string(max_length), {0, max_length}},
+          {"micro_tokens=" + std::to_string(3 * max_length), {0, 3 * max_length}}};
+}
+
+// `text` quoted for /bin/sh.
+std::string shell_quoted(const std::string& text) {
+  std::string quoted = "'";
+  for (const char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+std::string toml_string(const std::string& text) { return nlohmann::json(text).dump(); }
+
+// <prefix>/bin/ptrain for the prefix this library sits in (<prefix>/lib), in
+// an install as in a build tree.
+fs::path default_ptrain_executable() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<const void*>(&check_plugin_conformance), &info) == 0 || info.dli_fname == nullptr) {
+    return "ptrain";
+  }
+  return fs::absolute(info.dli_fname).parent_path().parent_path() / "bin" / "ptrain";
+}
+
+std::string last_lines(const fs::path& file, size_t count) {
+  std::ifstream in(file);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::string tail;
+  for (size_t i = lines.size() > count ? lines.size() - count : 0; i < lines.size(); ++i) tail += "\n  " + lines[i];
+  return tail;
+}
+
+class Harness {
+ public:
+  explicit Harness(const ConformanceSpec& spec) : spec_(spec), plugin_(plugin::load_plugin_file(spec.plugin)) {
+    work_dir_ = spec.work_dir.empty()
+                    ? fs::temp_directory_path() / ("ptrain_conformance_" + std::to_string(::getpid()))
+                    : spec.work_dir;
+    fs::remove_all(work_dir_);
+    fs::create_directories(work_dir_);
+    plugin_path_ = fs::absolute(spec.plugin).lexically_normal();
+  }
+
+  ConformanceReport run() {
+    InProcessRun run(plugin_, resolve({"output_dir=" + toml_string((work_dir_ / "in_process").string())}));
+    global_batch_ = run.step0_global_batch();
+    specs_ = run.metric_specs();
+    initial_parameters_ = run.parameter_values();
+    reference_ = run.step(global_batch_, {static_cast<int64_t>(global_batch_.size()), 0});
+    if (!reference_.result.has_units) {
+      throw sdk::UsageError("conformance: the step-0 global batch of " + spec_.config.string() +
+                            " has no loss unit; give data with something to learn from");
+    }
+    ConformanceReport report;
+    report.checks.push_back(check_splits(run));
+    report.checks.push_back(check_units(run));
+    report.checks.push_back(check_metrics(run));
+    report.checks.push_back(check_zero_units(run));
+    if (spec_.check_world_size_2) report.checks.push_back(check_world_size_2());
+    return report;
+  }
+
+ private:
+  config::RunConfig resolve(std::vector<std::string> overrides) const {
+    std::vector<std::string> all = spec_.overrides;
+    all.push_back("plugin=" + toml_string(plugin_path_.string()));
+    all.insert(all.end(), overrides.begin(), overrides.end());
+    return config::load_run_config(spec_.config, all, plugin_.config_schema());
+  }
+
+  CheckResult check_splits(InProcessRun& run) {
+    CheckResult check{"split_invariance", true, ""};
+    double worst = 0.0;
+    for (const Split& split : variant_splits(run.config().data.max_length)) {
+      const StepOutcome outcome = run.step(global_batch_, split.plan);
+      const double error = relative_error(outcome.gradients, reference_.gradients);
+      worst = std::max(worst, error);
+      const double loss = outcome.metrics.at("core/loss"), want = reference_.metrics.at("core/loss");
+      if (!(error <= spec_.tolerance)) {
+        check.passed = false;
+        check.detail += " " + split.name + ": relative gradient error " + format_number(error) + ";";
+      }
+      if (!close(loss, want, spec_.tolerance)) {
+        check.passed = false;
+        check.detail += " " + split.name + ": loss " + format_number(loss) + " vs " + format_number(want) + ";";
+      }
+    }
+    if (check.passed) {
+      check.detail = "gradient and loss of " + std::to_string(global_batch_.size()) +
+                     " examples equal the single-microbatch step under 5 splits (worst relative gradient error " +
+                     format_number(worst) + ")";
+    } else {
+      check.detail = "the step differs from the single-microbatch step (a loss normalised per microbatch?):" +
+                     check.detail;
+    }
+    return check;
+  }
+
+  CheckResult check_units(InProcessRun& run) {
+    CheckResult check{"units_before_forward", true, ""};
+    std::vector<int64_t> reference_units{reference_.result.global_units};
+    for (const int64_t extra : reference_.result.global_extra_units) reference_units.push_back(extra);
+    for (const Split& split : variant_splits(run.config().data.max_length)) {
+      std::vector<int64_t> total(reference_units.size(), 0);
+      const std::vector<MicrobatchUnits> audits = run.audit_units(global_batch_, split.plan);
+      for (size_t k = 0; k < audits.size(); ++k) {
+        const MicrobatchUnits& audit = audits[k];
+        const std::string where = " " + split.name + ", microbatch " + std::to_string(k) + ":";
+        if (audit.before_forward != audit.after_forward) {
+          check.passed = false;
+          check.detail += where + " count_units changed after the forward;";
+        }
+        for (size_t term = 0; term < audit.before_forward.size() && term < total.size(); ++term) {
+          total[term] += audit.before_forward[term];
+          if (audit.before_forward[term] == 0 && audit.loss_sums.at(term) != 0.0) {
+            check.passed = false;
+            check.detail += where + " term " + std::to_string(term) + " has no units but a loss sum of " +
+                            format_number(audit.loss_sums[term]) + ";";
+          }
+        }
+      }
+      if (total != reference_units) {
+        check.passed = false;
+        check.detail += " " + split.name + ": units sum to " + std::to_string(total.at(0)) + " instead of " +
+                        std::to_string(reference_units.at(0)) + " (the count depends on the split);";
+      }
+    }
+    if (check.passed) {
+      check.detail = "counts are fixed before the forward, add up to N = " + std::to_string(reference_units[0]) +
+                     " under every split, and zero-unit microbatches add a zero loss sum";
+    }
+    return check;
+  }
+
+  CheckResult check_metrics(InProcessRun& run) {
+    CheckResult check{"metric_reduction", true, ""};
+    size_t compared = 0;
+    for (const sdk::MetricSpec& spec : specs_) compared += spec.reduction == sdk::Reduction::kMean ? 0 : 1;
+    for (const Split& split : variant_splits(run.config().data.max_length)) {
+      const StepOutcome outcome = run.step(global_batch_, split.plan);
+      const std::string differences = metric_differences(outcome.metrics, reference_.metrics, specs_, spec_.tolerance);
+      if (!differences.empty()) {
+        check.passed = false;
+        check.detail += " " + split.name + ":" + differences;
+      }
+    }
+    if (check.passed) {
+      check.detail = std::to_string(compared) + " sum/weighted_mean/max/min metrics reduce to the single-microbatch "
+                     "values under every split";
+    } else {
+      check.detail = "metrics differ from the single-microbatch step (weight a per-microbatch mean by its units):" +
+                     check.detail;
+    }
+    return check;
+  }
+
+  CheckResult check_zero_units(InProcessRun& run) {
+    CheckResult check{"zero_unit_microbatch", true, ""};
+    const StepOutcome empty_rank = run.step({}, {1, 0});
+    if (empty_rank.result.has_units || !all_finite(empty_rank.metrics)) {
+      check.passed = false;
+      check.detail += " a rank without examples reported units or non-finite metrics;";
+    }
+    if (!spec_.zero_unit_examples.empty()) check_zero_unit_examples(run, check);
+    if (check.passed) {
+      check.detail = spec_.zero_unit_examples.empty()
+                         ? "a rank without examples adds no unit (give zero_unit_examples to check more)"
+                         : "a rank without examples, a batch of " + std::to_string(spec_.zero_unit_examples.size()) +
+                               " zero-unit examples (no units, zero gradient, finite metrics) and the same mixed "
+                               "into the batch (gradient unchanged) are handled";
+    }
+    return check;
+  }
+
+  // The same dataset with the zero-unit examples appended, so that every
+  // original example keeps its index.
+  void check_zero_unit_examples(InProcessRun& run, CheckResult& check) {
+    const fs::path data = work_dir_ / "with_zero_units.jsonl";
+    {
+      std::ofstream out(data);
+      for (const sdk::Example& example : run.examples()) out << example.fields.dump() << "\n";
+      for (const nlohmann::json& example : spec_.zero_unit_examples) out << example.dump() << "\n";
+    }
+    InProcessRun extended(plugin_, resolve({"output_dir=" + toml_string((work_dir_ / "zero_units").string()),
+                                            "data.train=" + toml_string(data.string())}));
+    std::vector<int64_t> zero_indices;
+    for (size_t i = 0; i < spec_.zero_unit_examples.size(); ++i) {
+      zero_indices.push_back(static_cast<int64_t>(run.examples().size() + i));
+    }
+    const StepOutcome only_zero = extended.step(zero_indices, {1, 0});
+    double gradient_norm = 0.0;
+    for (const at::Tensor& gradient : only_zero.gradients) gradient_norm += gradient.abs().sum().item<double>();
+    if (only_zero.result.has_units || gradient_norm != 0.0 || !all_finite(only_zero.metrics)) {
+      check.passed = false;
+      check.detail += " a batch of only zero-unit examples gave " + std::to_string(only_zero.result.global_units) +
+                      " units, gradient L1 norm " + format_number(gradient_norm) +
+                      (all_finite(only_zero.metrics) ? "" : ", non-finite metrics") + ";";
+    }
+    std::vector<int64_t> mixed = zero_indices;
+    mixed.insert(mixed.end(), global_batch_.begin(), global_batch_.end());
+    const StepOutcome with_zero = extended.step(mixed, {1, 0});
+    const double error = relative_error(with_zero.gradients, reference_.gradients);
+    if (!(error <= spec_.tolerance) || with_zero.result.global_units != reference_.result.global_units) {
+      check.passed = false;
+      check.detail += " zero-unit examples mixed into the batch changed the gradient (relative error " +
+                      format_number(error) + ") or the units (" + std::to_string(with_zero.result.global_units) +
+                      " vs " + std::to_string(reference_.result.global_units) + ");";
+    }
+  }
+
+  CheckResult check_world_size_2() {
+    CheckResult check{"world_size_2", true, ""};
+    const fs::path output_dir = work_dir_ / "world_size_2";
+    const config::RunConfig config = resolve({"output_dir=" + toml_string(output_dir.string())});
+    // One SGD step with lr 1 and nothing else: the update is the gradient.
+    std::vector<std::string> overrides = spec_.overrides;
+    overrides.insert(overrides.end(),
+                     {"plugin=" + toml_string(plugin_path_.string()), "output_dir=" + toml_string(output_dir.string()),
+                      "optim.name=\"sgd\"", "optim.lr=1.0", "optim.weight_decay=0.0", "optim.momentum=0.0",
+                      "optim.clip_grad_norm=0.0", "schedule.name=\"constant\"", "schedule.warmup_steps=0",
+                      "train.max_steps=1", "checkpoint.every_steps=0", "distributed.timeout_s=120"});
+    // Accumulation on each rank too, when the config splits by examples.
+    if (config.batch.micro_tokens == 0) overrides.push_back("batch.micro_size=1");
+    const fs::path ptrain =
+        spec_.ptrain_executable.empty() ? default_ptrain_executable() : spec_.ptrain_executable;
+    std::string command = shell_quoted(ptrain.string()) + " launch --nproc 2 -- train -c " +
+                          shell_quoted(fs::absolute(spec_.config).string());
+    for (const std::string& override_text : overrides) command += " --set " + shell_quoted(override_text);
+    const fs::path log = work_dir_ / "world_size_2.log";
+    const int status = std::system((command + " > " + shell_quoted(log.string()) + " 2>&1").c_str());
+    if (status != 0) {
+      check.passed = false;
+      check.detail = "`ptrain launch --nproc 2 -- train` failed (status " + std::to_string(status) + "), log " +
+                     log.string() + ":" + last_lines(log, 8);
+      return check;
+    }
+
+    const auto trained = model::CausalLm::load_hf_dir(output_dir / "final")->named_parameters();
+    std::vector<at::Tensor> update;
+    for (size_t i = 0; i < trained.size(); ++i) update.push_back(initial_parameters_.at(i) - trained[i].second.detach());
+    const double error = relative_error(update, reference_.gradients);
+    // The update is recovered as a difference of weights: float32 rounding of
+    // the weights, not of the gradient, bounds its precision.
+    const double tolerance = std::max(spec_.tolerance, 1e-4);
+    if (!(error <= tolerance)) {
+      check.passed = false;
+      check.detail += " the two-rank update differs from the reference gradient (relative error " +
+                      format_number(error) + ");";
+    }
+
+    std::ifstream metrics_file(output_dir / "metrics.jsonl");
+    std::string first_line;
+    std::getline(metrics_file, first_line);
+    std::map<std::string, double> logged;
+    for (const auto& [name, value] : nlohmann::json::parse(first_line).items()) {
+      if (value.is_number()) logged[name] = value.get<double>();
+    }
+    logged["core/loss"] = logged.count("loss") ? logged["loss"] : std::nan("");
+    std::vector<sdk::MetricSpec> specs = specs_;
+    specs.push_back({"core/loss", sdk::Reduction::kSum});
+    const std::string differences = metric_differences(logged, reference_.metrics, specs, tolerance);
+    if (!differences.empty()) {
+      check.passed = false;
+      check.detail += " logged metrics differ from the single-process step:" + differences;
+    }
+    if (check.passed) {
+      check.detail = "2 ranks over Gloo with accumulation: update = reference gradient (relative error " +
+                     format_number(error) + "), loss and metrics as in the single-process step";
+    }
+    return check;
+  }
+
+  const ConformanceSpec& spec_;
+  plugin::LoadedPlugin plugin_;
+  fs::path work_dir_;
+  fs::path plugin_path_;
+  std::vector<at::Tensor> initial_parameters_;  // the weights every run starts from (steps leave them)
+  std::vector<int64_t> global_batch_;
+  std::vector<sdk::MetricSpec> specs_;
+  StepOutcome reference_;
+};
+
+}  // namespace
+
+ConformanceReport check_plugin_conformance(const ConformanceSpec& spec) { return Harness(spec).run(); }
+
+}  // namespace ptrain::testing
