@@ -96,8 +96,7 @@ int dispatch(const std::vector<std::string>& args) {
   }
   if (args[0] == "--version") {
     std::cout << "ptrain " << PTRAIN_VERSION << " (SDK " << sdk::kSdkVersion << ", SDK ABI " << sdk::kAbiVersion
-              << ", LibTorch "
-              << PTRAIN_TORCH_VERSION << ")\n";
+              << ", LibTorch " << PTRAIN_TORCH_VERSION << ")\n";
     return kExitOk;
   }
   const std::string command = args[0];
@@ -179,7 +178,9 @@ int dispatch(const std::vector<std::string>& args) {
                           "also search this directory (repeatable)")
         ("describe", po::value<std::string>(), "print this plugin's [module] keys: type, default, allowed, doc");
     if (!parse_command(command, "[--describe NAME] [--plugin-dir DIR]...", options, rest, values)) return kExitOk;
-    if (values.count("describe")) return command_describe_plugin(values["describe"].as<std::string>(), plugin_dirs_from(values));
+    if (values.count("describe")) {
+      return command_describe_plugin(values["describe"].as<std::string>(), plugin_dirs_from(values));
+    }
     return command_plugins(plugin_dirs_from(values));
   }
   throw sdk::UsageError("unknown command '" + command + "' (commands: train, validate, plugins, tokenize; see ptrain --help)");

@@ -115,7 +115,8 @@ int command_plugins(const std::vector<fs::path>& plugin_dirs) {
   const std::vector<fs::path> dirs = plugin::plugin_search_dirs(plugin_dirs);
   const std::vector<plugin::PluginListing> listings = plugin::list_plugins(dirs);
   std::cout << "search path:\n";
-  for (const fs::path& dir : dirs) std::cout << "  " << dir.string() << (fs::is_directory(dir) ? "" : " (missing)") << "\n";
+  for (const fs::path& dir : dirs)
+    std::cout << "  " << dir.string() << (fs::is_directory(dir) ? "" : " (missing)") << "\n";
   std::cout << "plugins (host: SDK ABI " << sdk::kAbiVersion << ", LibTorch " << PTRAIN_TORCH_VERSION << "):\n";
   if (listings.empty()) std::cout << "  none found\n";
   for (const plugin::PluginListing& listing : listings) {

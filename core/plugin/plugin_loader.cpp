@@ -28,8 +28,8 @@ std::string rebuild_hint() {
   const fs::path exe_dir = executable_dir();
   if (exe_dir.empty()) return "";
   return " (find_package(ptrain " + std::to_string(PTRAIN_SDK_VERSION_MAJOR) + "." +
-         std::to_string(PTRAIN_SDK_VERSION_MINOR) + ") with -DCMAKE_PREFIX_PATH=" +
-         exe_dir.parent_path().lexically_normal().string() + ")";
+         std::to_string(PTRAIN_SDK_VERSION_MINOR) +
+         ") with -DCMAKE_PREFIX_PATH=" + exe_dir.parent_path().lexically_normal().string() + ")";
 }
 
 }  // namespace
@@ -83,8 +83,7 @@ LoadedPlugin load_plugin_file(const fs::path& path) {
     throw sdk::PluginError(path.string() + ": cannot load library: " + load_error.message());
   }
   if (!library->has(sdk::kPluginEntrySymbol)) {
-    throw sdk::PluginError(path.string() + ": not a ptrain plugin (no '" + sdk::kPluginEntrySymbol +
-                           "' entry point)");
+    throw sdk::PluginError(path.string() + ": not a ptrain plugin (no '" + sdk::kPluginEntrySymbol + "' entry point)");
   }
   const auto entry = library->get<const sdk::PluginInfo*()>(sdk::kPluginEntrySymbol);
   const sdk::PluginInfo* info = entry();

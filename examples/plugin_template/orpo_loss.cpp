@@ -7,8 +7,8 @@
 namespace orpo {
 
 PairLosses orpo_losses(const at::Tensor& chosen_mean_logp, const at::Tensor& rejected_mean_logp, double lambda) {
-  TORCH_CHECK(chosen_mean_logp.sizes() == rejected_mean_logp.sizes(), "orpo_losses: chosen ",
-              chosen_mean_logp.sizes(), " vs rejected ", rejected_mean_logp.sizes());
+  TORCH_CHECK(chosen_mean_logp.sizes() == rejected_mean_logp.sizes(), "orpo_losses: chosen ", chosen_mean_logp.sizes(),
+              " vs rejected ", rejected_mean_logp.sizes());
   // log(1 − e^a) as log(−expm1(a)); a = 0 exactly (a certain answer) would be
   // infinite odds, so a stays a hair below 0.
   const auto log_odds = [](const at::Tensor& mean_logp) {

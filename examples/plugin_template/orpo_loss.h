@@ -25,10 +25,10 @@
 namespace orpo {
 
 struct PairLosses {
-  at::Tensor loss;            // [B] float64: ℓ_i (differentiable)
-  at::Tensor nll_chosen;      // [B] float64: L_SFT,i
-  at::Tensor odds_ratio_loss; // [B] float64: L_OR,i
-  at::Tensor log_odds_ratio;  // [B] float64: log odds(y_w) − log odds(y_l)
+  at::Tensor loss;             // [B] float64: ℓ_i (differentiable)
+  at::Tensor nll_chosen;       // [B] float64: L_SFT,i
+  at::Tensor odds_ratio_loss;  // [B] float64: L_OR,i
+  at::Tensor log_odds_ratio;   // [B] float64: log odds(y_w) − log odds(y_l)
 };
 
 // chosen_mean_logp, rejected_mean_logp: [B] float, a(y_w) and a(y_l).

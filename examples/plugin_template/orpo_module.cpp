@@ -70,7 +70,7 @@ sdk::LossOut OrpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatc
     return out;
   }
   const sdk::TargetLogProbs scored = ctx.policy().target_log_probs(batch.tokens);  // [2B, T], 0 off the mask
-  const at::Tensor tokens = batch.tokens.loss_mask.sum(1);                            // [2B], ≥ 1 each
+  const at::Tensor tokens = batch.tokens.loss_mask.sum(1);                         // [2B], ≥ 1 each
   const at::Tensor mean_logp = scored.log_probs.to(at::kDouble).sum(1) / tokens.to(at::kDouble);
   const at::Tensor chosen = mean_logp.slice(0, 0, batch.pairs);
   const at::Tensor rejected = mean_logp.slice(0, batch.pairs, 2 * batch.pairs);

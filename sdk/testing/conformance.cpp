@@ -70,8 +70,8 @@ std::string format_number(double value) {
 // Differences between two reduced metric maps, for the metrics whose
 // reduction is split-invariant (sum, weighted_mean, max, min); "" when none.
 std::string metric_differences(const std::map<std::string, double>& actual,
-                               const std::map<std::string, double>& expected,
-                               const std::vector<sdk::MetricSpec>& specs, double tolerance) {
+                               const std::map<std::string, double>& expected, const std::vector<sdk::MetricSpec>& specs,
+                               double tolerance) {
   std::string differences;
   for (const sdk::MetricSpec& spec : specs) {
     if (spec.reduction == sdk::Reduction::kMean) continue;
@@ -141,9 +141,8 @@ std::string last_lines(const fs::path& file, size_t count) {
 class Harness {
  public:
   explicit Harness(const ConformanceSpec& spec) : spec_(spec), plugin_(plugin::load_plugin_file(spec.plugin)) {
-    work_dir_ = spec.work_dir.empty()
-                    ? fs::temp_directory_path() / ("ptrain_conformance_" + std::to_string(::getpid()))
-                    : spec.work_dir;
+    work_dir_ = spec.work_dir.empty() ? fs::temp_directory_path() / ("ptrain_conformance_" + std::to_string(::getpid()))
+                                      : spec.work_dir;
     fs::remove_all(work_dir_);
     fs::create_directories(work_dir_);
     plugin_path_ = fs::absolute(spec.plugin).lexically_normal();
@@ -198,8 +197,8 @@ class Harness {
                      " examples equal the single-microbatch step under 5 splits (worst relative gradient error " +
                      format_number(worst) + ")";
     } else {
-      check.detail = "the step differs from the single-microbatch step (a loss normalised per microbatch?):" +
-                     check.detail;
+      check.detail =
+          "the step differs from the single-microbatch step (a loss normalised per microbatch?):" + check.detail;
     }
     return check;
   }
@@ -253,11 +252,12 @@ class Harness {
       }
     }
     if (check.passed) {
-      check.detail = std::to_string(compared) + " sum/weighted_mean/max/min metrics reduce to the single-microbatch "
+      check.detail = std::to_string(compared) +
+                     " sum/weighted_mean/max/min metrics reduce to the single-microbatch "
                      "values under every split";
     } else {
-      check.detail = "metrics differ from the single-microbatch step (weight a per-microbatch mean by its units):" +
-                     check.detail;
+      check.detail =
+          "metrics differ from the single-microbatch step (weight a per-microbatch mean by its units):" + check.detail;
     }
     return check;
   }
@@ -329,8 +329,7 @@ class Harness {
                       "train.max_steps=1", "checkpoint.every_steps=0", "distributed.timeout_s=120"});
     // Accumulation on each rank too, when the config splits by examples.
     if (config.batch.micro_tokens == 0) overrides.push_back("batch.micro_size=1");
-    const fs::path ptrain =
-        spec_.ptrain_executable.empty() ? default_ptrain_executable() : spec_.ptrain_executable;
+    const fs::path ptrain = spec_.ptrain_executable.empty() ? default_ptrain_executable() : spec_.ptrain_executable;
     std::string command = shell_quoted(ptrain.string()) + " launch --nproc 2 -- train -c " +
                           shell_quoted(fs::absolute(spec_.config).string());
     for (const std::string& override_text : overrides) command += " --set " + shell_quoted(override_text);
@@ -345,15 +344,16 @@ class Harness {
 
     const auto trained = model::CausalLm::load_hf_dir(output_dir / "final")->named_parameters();
     std::vector<at::Tensor> update;
-    for (size_t i = 0; i < trained.size(); ++i) update.push_back(initial_parameters_.at(i) - trained[i].second.detach());
+    for (size_t i = 0; i < trained.size(); ++i)
+      update.push_back(initial_parameters_.at(i) - trained[i].second.detach());
     const double error = relative_error(update, reference_.gradients);
     // The update is recovered as a difference of weights: float32 rounding of
     // the weights, not of the gradient, bounds its precision.
     const double tolerance = std::max(spec_.tolerance, 1e-4);
     if (!(error <= tolerance)) {
       check.passed = false;
-      check.detail += " the two-rank update differs from the reference gradient (relative error " +
-                      format_number(error) + ");";
+      check.detail +=
+          " the two-rank update differs from the reference gradient (relative error " + format_number(error) + ");";
     }
 
     std::ifstream metrics_file(output_dir / "metrics.jsonl");

@@ -16,8 +16,8 @@ InProcessRun::InProcessRun(const plugin::LoadedPlugin& plugin, config::RunConfig
       communicator_(dist::make_single_process_communicator()),
       module_(plugin.create_module()) {
   for (const auto& [name, parameter] : policy_->named_parameters()) parameters_.push_back(parameter);
-  grad_sync_ = std::make_unique<dist::GradientSynchronizer>(parameters_, *communicator_,
-                                                            config_.distributed.bucket_mb << 20);
+  grad_sync_ =
+      std::make_unique<dist::GradientSynchronizer>(parameters_, *communicator_, config_.distributed.bucket_mb << 20);
   context_ = std::make_unique<plugin::HostContext>(
       *policy_, *tokenizer_, config_.module, *communicator_,
       sdk::RunInfo{config_.seed, config_.data.max_length, 0, 0, config_.output_dir});

@@ -52,7 +52,8 @@ class InProcessRun {
   StepOutcome step(const std::vector<int64_t>& example_indices, const sdk::MicrobatchPlan& plan);
 
   // prepare(), then per microbatch: counts, the forward (no backward), counts again.
-  std::vector<MicrobatchUnits> audit_units(const std::vector<int64_t>& example_indices, const sdk::MicrobatchPlan& plan);
+  std::vector<MicrobatchUnits> audit_units(const std::vector<int64_t>& example_indices,
+                                           const sdk::MicrobatchPlan& plan);
 
  private:
   std::vector<const sdk::Example*> pointers(const std::vector<int64_t>& example_indices) const;
