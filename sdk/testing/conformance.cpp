@@ -213,6 +213,12 @@ class Harness {
       for (size_t k = 0; k < audits.size(); ++k) {
         const MicrobatchUnits& audit = audits[k];
         const std::string where = " " + split.name + ", microbatch " + std::to_string(k) + ":";
+        if (audit.loss_sums.size() != audit.before_forward.size()) {
+          check.passed = false;
+          check.detail += where + " " + std::to_string(audit.loss_sums.size()) + " loss sums for " +
+                          std::to_string(audit.before_forward.size()) + " unit counts;";
+          continue;
+        }
         if (audit.before_forward != audit.after_forward) {
           check.passed = false;
           check.detail += where + " count_units changed after the forward;";
@@ -304,10 +310,12 @@ class Harness {
                       " units, gradient L1 norm " + format_number(gradient_norm) +
                       (all_finite(only_zero.metrics) ? "" : ", non-finite metrics") + ";";
     }
+    // Against the same split without them, so that only their effect shows.
     std::vector<int64_t> mixed = zero_indices;
     mixed.insert(mixed.end(), global_batch_.begin(), global_batch_.end());
     const StepOutcome with_zero = extended.step(mixed, {1, 0});
-    const double error = relative_error(with_zero.gradients, reference_.gradients);
+    const StepOutcome without_zero = run.step(global_batch_, {1, 0});
+    const double error = relative_error(with_zero.gradients, without_zero.gradients);
     if (!(error <= spec_.tolerance) || with_zero.result.global_units != reference_.result.global_units) {
       check.passed = false;
       check.detail += " zero-unit examples mixed into the batch changed the gradient (relative error " +
