@@ -170,6 +170,8 @@ class Harness {
  private:
   config::RunConfig resolve(std::vector<std::string> overrides) const {
     std::vector<std::string> all = spec_.overrides;
+    // The harness looks at one step; a config written only for it need not say so.
+    all.push_back("train.max_steps=1");
     all.push_back("plugin=" + toml_string(plugin_path_.string()));
     all.insert(all.end(), overrides.begin(), overrides.end());
     return config::load_run_config(spec_.config, all, plugin_.config_schema());
@@ -368,7 +370,8 @@ class Harness {
     std::string first_line;
     std::getline(metrics_file, first_line);
     std::map<std::string, double> logged;
-    for (const auto& [name, value] : nlohmann::json::parse(first_line).items()) {
+    const nlohmann::json first_step = nlohmann::json::parse(first_line);
+    for (const auto& [name, value] : first_step.items()) {
       if (value.is_number()) logged[name] = value.get<double>();
     }
     logged["core/loss"] = logged.count("loss") ? logged["loss"] : std::nan("");

@@ -6,6 +6,8 @@
 
 #include "ptrain/sdk/plugin.h"
 
+#include <ATen/ATen.h>
+
 namespace {
 
 using namespace ptrain;

@@ -48,7 +48,7 @@ struct ConformanceSpec {
   // A ptrain run config for a tiny job: [model] sizes (or init = a model dir),
   // [tokenizer], [data] train and max_length, [batch] global_size (the step-0
   // global batch is the one checked) and the plugin's [module] keys. The
-  // harness sets `plugin` and `output_dir` itself.
+  // harness sets `plugin`, `output_dir` and `train.max_steps` itself.
   std::filesystem::path config;
   // Further "section.key=value" overrides, as `ptrain train --set` takes them.
   std::vector<std::string> overrides;
