@@ -37,7 +37,7 @@ echo "== the installed ptrain loads the plugin and trains"
 ptrain="$prefix/bin/ptrain"
 "$ptrain" plugins --describe orpo --plugin-dir "$work/build"
 "$ptrain" train -c examples/plugin_template/orpo.toml --plugin-dir "$work/build" \
-  --set train.max_steps=3 --set train.log_every=1 --set output_dir="\"$work/run\""
+  --set train.max_steps=3 --set schedule.warmup_steps=1 --set train.log_every=1 --set output_dir="\"$work/run\""
 test -s "$work/run/final/model.safetensors"
 test "$(wc -l < "$work/run/metrics.jsonl")" -eq 3
 echo "plugin template: OK"
