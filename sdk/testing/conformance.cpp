@@ -95,6 +95,13 @@ bool all_finite(const std::map<std::string, double>& metrics) {
   return true;
 }
 
+// A check's detail once it has run: what held, or `failure` and then the
+// differences collected in check.detail.
+CheckResult finished(CheckResult check, const std::string& success, const std::string& failure) {
+  check.detail = check.passed ? success : failure + check.detail;
+  return check;
+}
+
 struct Split {
   std::string name;
   sdk::MicrobatchPlan plan;
@@ -194,15 +201,11 @@ class Harness {
         check.detail += " " + split.name + ": loss " + format_number(loss) + " vs " + format_number(want) + ";";
       }
     }
-    if (check.passed) {
-      check.detail = "gradient and loss of " + std::to_string(global_batch_.size()) +
-                     " examples equal the single-microbatch step under 5 splits (worst relative gradient error " +
-                     format_number(worst) + ")";
-    } else {
-      check.detail =
-          "the step differs from the single-microbatch step (a loss normalised per microbatch?):" + check.detail;
-    }
-    return check;
+    return finished(check,
+                    "gradient and loss of " + std::to_string(global_batch_.size()) +
+                        " examples equal the single-microbatch step under 5 splits (worst relative gradient error " +
+                        format_number(worst) + ")",
+                    "the step differs from the single-microbatch step (a loss normalised per microbatch?):");
   }
 
   CheckResult check_units(InProcessRun& run) {
@@ -240,11 +243,10 @@ class Harness {
                         std::to_string(reference_units.at(0)) + " (the count depends on the split);";
       }
     }
-    if (check.passed) {
-      check.detail = "counts are fixed before the forward, add up to N = " + std::to_string(reference_units[0]) +
-                     " under every split, and zero-unit microbatches add a zero loss sum";
-    }
-    return check;
+    return finished(check,
+                    "counts are fixed before the forward, add up to N = " + std::to_string(reference_units[0]) +
+                        " under every split, and zero-unit microbatches add a zero loss sum",
+                    "unit counts disagree with what the loss used:");
   }
 
   CheckResult check_metrics(InProcessRun& run) {
@@ -259,15 +261,10 @@ class Harness {
         check.detail += " " + split.name + ":" + differences;
       }
     }
-    if (check.passed) {
-      check.detail = std::to_string(compared) +
-                     " sum/weighted_mean/max/min metrics reduce to the single-microbatch "
-                     "values under every split";
-    } else {
-      check.detail =
-          "metrics differ from the single-microbatch step (weight a per-microbatch mean by its units):" + check.detail;
-    }
-    return check;
+    return finished(check,
+                    std::to_string(compared) +
+                        " sum/weighted_mean/max/min metrics reduce to the single-microbatch values under every split",
+                    "metrics differ from the single-microbatch step (weight a per-microbatch mean by its units):");
   }
 
   CheckResult check_zero_units(InProcessRun& run) {
@@ -278,14 +275,13 @@ class Harness {
       check.detail += " a rank without examples reported units or non-finite metrics;";
     }
     if (!spec_.zero_unit_examples.empty()) check_zero_unit_examples(run, check);
-    if (check.passed) {
-      check.detail = spec_.zero_unit_examples.empty()
-                         ? "a rank without examples adds no unit (give zero_unit_examples to check more)"
-                         : "a rank without examples, a batch of " + std::to_string(spec_.zero_unit_examples.size()) +
-                               " zero-unit examples (no units, zero gradient, finite metrics) and the same mixed "
-                               "into the batch (gradient unchanged) are handled";
-    }
-    return check;
+    return finished(check,
+                    spec_.zero_unit_examples.empty()
+                        ? "a rank without examples adds no unit (give zero_unit_examples to check more)"
+                        : "a rank without examples, a batch of " + std::to_string(spec_.zero_unit_examples.size()) +
+                              " zero-unit examples (no units, zero gradient, finite metrics) and the same mixed "
+                              "into the batch (gradient unchanged) are handled",
+                    "zero-unit input is mishandled:");
   }
 
   // The same dataset with the zero-unit examples appended, so that every
@@ -380,13 +376,12 @@ class Harness {
     const std::string differences = metric_differences(logged, reference_.metrics, specs, tolerance);
     if (!differences.empty()) {
       check.passed = false;
-      check.detail += " logged metrics differ from the single-process step:" + differences;
+      check.detail += " logged metrics differ:" + differences;
     }
-    if (check.passed) {
-      check.detail = "2 ranks over Gloo with accumulation: update = reference gradient (relative error " +
-                     format_number(error) + "), loss and metrics as in the single-process step";
-    }
-    return check;
+    return finished(check,
+                    "2 ranks over Gloo with accumulation: update = reference gradient (relative error " +
+                        format_number(error) + "), loss and metrics as in the single-process step",
+                    "the two-rank run disagrees with the single-process step:");
   }
 
   const ConformanceSpec& spec_;
