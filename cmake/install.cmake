@@ -16,12 +16,12 @@ set(PTRAIN_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/ptrain)
 # Installed binaries find libptrain_sdk.so relative to themselves.
 set_target_properties(ptrain PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
 set_target_properties(ptrain_testing PROPERTIES INSTALL_RPATH "$ORIGIN")
-foreach(bundled sft dpo)
-  set_target_properties(ptrain_plugin_${bundled} PROPERTIES INSTALL_RPATH "$ORIGIN/../..")
-endforeach()
+# Every plugin plugins/ adds with ptrain_add_plugin().
+get_property(bundled_plugins GLOBAL PROPERTY PTRAIN_BUNDLED_PLUGINS)
+set_target_properties(${bundled_plugins} PROPERTIES INSTALL_RPATH "$ORIGIN/../..")
 
 install(TARGETS ptrain RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(TARGETS ptrain_plugin_sft ptrain_plugin_dpo LIBRARY DESTINATION ${PTRAIN_PLUGIN_INSTALL_DIR})
+install(TARGETS ${bundled_plugins} LIBRARY DESTINATION ${PTRAIN_PLUGIN_INSTALL_DIR})
 install(TARGETS ptrain_sdk ptrain_testing EXPORT ptrainTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/sdk/include/ptrain DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT ptrainTargets NAMESPACE ptrain:: DESTINATION ${PTRAIN_CMAKE_INSTALL_DIR})

@@ -30,10 +30,12 @@ function(ptrain_add_plugin name)
     set_target_properties(ptrain_plugin_${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${PTRAIN_PLUGIN_OUTPUT_DIR})
   endif()
 
-  # ptrain's own tree: its warnings and precompiled headers.
+  # ptrain's own tree: its warnings and precompiled headers, and the list of
+  # bundled plugins cmake/install.cmake installs.
   if(TARGET ptrain_warnings)
     target_link_libraries(${name}_logic PRIVATE ptrain_warnings)
     target_link_libraries(ptrain_plugin_${name} PRIVATE ptrain_warnings)
+    set_property(GLOBAL APPEND PROPERTY PTRAIN_BUNDLED_PLUGINS ptrain_plugin_${name})
   endif()
   if(COMMAND ptrain_use_pch)
     ptrain_use_pch(${name}_logic)
