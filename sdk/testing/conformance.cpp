@@ -166,9 +166,14 @@ class Harness {
                             " has no loss unit; give data with something to learn from");
     }
     ConformanceReport report;
-    report.checks.push_back(check_splits(run));
+    // The split variants of the step, shared by the gradient and metric checks.
+    std::vector<std::pair<Split, StepOutcome>> variants;
+    for (const Split& split : variant_splits(run.config().data.max_length)) {
+      variants.emplace_back(split, run.step(global_batch_, split.plan));
+    }
+    report.checks.push_back(check_splits(variants));
     report.checks.push_back(check_units(run));
-    report.checks.push_back(check_metrics(run));
+    report.checks.push_back(check_metrics(variants));
     report.checks.push_back(check_zero_units(run));
     if (spec_.check_world_size_2) report.checks.push_back(check_world_size_2());
     return report;
@@ -184,11 +189,10 @@ class Harness {
     return config::load_run_config(spec_.config, all, plugin_.config_schema());
   }
 
-  CheckResult check_splits(InProcessRun& run) {
+  CheckResult check_splits(const std::vector<std::pair<Split, StepOutcome>>& variants) {
     CheckResult check{"split_invariance", true, ""};
     double worst = 0.0;
-    for (const Split& split : variant_splits(run.config().data.max_length)) {
-      const StepOutcome outcome = run.step(global_batch_, split.plan);
+    for (const auto& [split, outcome] : variants) {
       const double error = relative_error(outcome.gradients, reference_.gradients);
       worst = std::max(worst, error);
       const double loss = outcome.metrics.at("core/loss"), want = reference_.metrics.at("core/loss");
@@ -249,12 +253,11 @@ class Harness {
                     "unit counts disagree with what the loss used:");
   }
 
-  CheckResult check_metrics(InProcessRun& run) {
+  CheckResult check_metrics(const std::vector<std::pair<Split, StepOutcome>>& variants) {
     CheckResult check{"metric_reduction", true, ""};
     size_t compared = 0;
     for (const sdk::MetricSpec& spec : specs_) compared += spec.reduction == sdk::Reduction::kMean ? 0 : 1;
-    for (const Split& split : variant_splits(run.config().data.max_length)) {
-      const StepOutcome outcome = run.step(global_batch_, split.plan);
+    for (const auto& [split, outcome] : variants) {
       const std::string differences = metric_differences(outcome.metrics, reference_.metrics, specs_, spec_.tolerance);
       if (!differences.empty()) {
         check.passed = false;
