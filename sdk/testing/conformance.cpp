@@ -1,22 +1,20 @@
 // The conformance checks (ptrain/testing/conformance.h): one reference step
 // and its variants through the core's own update step, plus one real
-// two-rank run through `ptrain launch`.
+// two-rank run through `ptrain launch` (world_size_2.cpp).
 #include "ptrain/testing/conformance.h"
 
+#include "check_support.h"
 #include "in_process_run.h"
+#include "world_size_2.h"
 
 #include "core/config/config_loader.h"
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
 
-#include <dlfcn.h>
 #include <unistd.h>
 
-#include <cmath>
-#include <cstdlib>
 #include <fstream>
-#include <sstream>
 
 namespace ptrain::testing {
 namespace fs = std::filesystem;
@@ -45,63 +43,6 @@ std::string ConformanceReport::text() const {
 
 namespace {
 
-// ‖actual − expected‖ / ‖expected‖ over all tensors, in double.
-double relative_error(const std::vector<at::Tensor>& actual, const std::vector<at::Tensor>& expected) {
-  double difference = 0.0, reference = 0.0;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    difference += (actual.at(i).to(at::kDouble) - expected[i].to(at::kDouble)).pow(2).sum().item<double>();
-    reference += expected[i].to(at::kDouble).pow(2).sum().item<double>();
-  }
-  return std::sqrt(difference) / std::max(std::sqrt(reference), 1e-30);
-}
-
-bool close(double actual, double expected, double tolerance) {
-  if (std::isnan(actual) || std::isnan(expected)) return std::isnan(actual) && std::isnan(expected);
-  return std::abs(actual - expected) <= tolerance * std::max(1.0, std::abs(expected));
-}
-
-std::string format_number(double value) {
-  std::ostringstream out;
-  out.precision(9);
-  out << value;
-  return out.str();
-}
-
-// Differences between two reduced metric maps, for the metrics whose
-// reduction is split-invariant (sum, weighted_mean, max, min); "" when none.
-std::string metric_differences(const std::map<std::string, double>& actual,
-                               const std::map<std::string, double>& expected, const std::vector<sdk::MetricSpec>& specs,
-                               double tolerance) {
-  std::string differences;
-  for (const sdk::MetricSpec& spec : specs) {
-    if (spec.reduction == sdk::Reduction::kMean) continue;
-    const auto want = expected.find(spec.name);
-    const auto got = actual.find(spec.name);
-    if (want == expected.end() && got == actual.end()) continue;
-    if (want == expected.end() || got == actual.end()) {
-      differences += " '" + spec.name + "' " + (got == actual.end() ? "missing" : "unexpected") + ";";
-    } else if (!close(got->second, want->second, tolerance)) {
-      differences += " '" + spec.name + "' (" + sdk::reduction_name(spec.reduction) + ") " +
-                     format_number(got->second) + " vs " + format_number(want->second) + ";";
-    }
-  }
-  return differences;
-}
-
-bool all_finite(const std::map<std::string, double>& metrics) {
-  for (const auto& [name, value] : metrics) {
-    if (!std::isfinite(value)) return false;
-  }
-  return true;
-}
-
-// A check's detail once it has run: what held, or `failure` and then the
-// differences collected in check.detail.
-CheckResult finished(CheckResult check, const std::string& success, const std::string& failure) {
-  check.detail = check.passed ? success : failure + check.detail;
-  return check;
-}
-
 struct Split {
   std::string name;
   sdk::MicrobatchPlan plan;
@@ -115,34 +56,6 @@ std::vector<Split> variant_splits(int64_t max_length) {
           {"micro_size=3", {3, 0}},
           {"micro_tokens=" + std::to_string(max_length), {0, max_length}},
           {"micro_tokens=" + std::to_string(3 * max_length), {0, 3 * max_length}}};
-}
-
-// `text` quoted for /bin/sh.
-std::string shell_quoted(const std::string& text) {
-  std::string quoted = "'";
-  for (const char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-std::string toml_string(const std::string& text) { return nlohmann::json(text).dump(); }
-
-// <prefix>/bin/ptrain for the prefix this library sits in (<prefix>/lib), in
-// an install as in a build tree.
-fs::path default_ptrain_executable() {
-  Dl_info info{};
-  if (::dladdr(reinterpret_cast<const void*>(&check_plugin_conformance), &info) == 0 || info.dli_fname == nullptr) {
-    return "ptrain";
-  }
-  return fs::absolute(info.dli_fname).parent_path().parent_path() / "bin" / "ptrain";
-}
-
-std::string last_lines(const fs::path& file, size_t count) {
-  std::ifstream in(file);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  std::string tail;
-  for (size_t i = lines.size() > count ? lines.size() - count : 0; i < lines.size(); ++i) tail += "\n  " + lines[i];
-  return tail;
 }
 
 class Harness {
@@ -326,65 +239,10 @@ class Harness {
   }
 
   CheckResult check_world_size_2() {
-    CheckResult check{"world_size_2", true, ""};
     const fs::path output_dir = work_dir_ / "world_size_2";
     const config::RunConfig config = resolve({"output_dir=" + toml_string(output_dir.string())});
-    // One SGD step with lr 1 and nothing else: the update is the gradient.
-    std::vector<std::string> overrides = spec_.overrides;
-    overrides.insert(overrides.end(),
-                     {"plugin=" + toml_string(plugin_path_.string()), "output_dir=" + toml_string(output_dir.string()),
-                      "optim.name=\"sgd\"", "optim.lr=1.0", "optim.weight_decay=0.0", "optim.momentum=0.0",
-                      "optim.clip_grad_norm=0.0", "schedule.name=\"constant\"", "schedule.warmup_steps=0",
-                      "train.max_steps=1", "checkpoint.every_steps=0", "distributed.timeout_s=120"});
-    // Accumulation on each rank too, when the config splits by examples.
-    if (config.batch.micro_tokens == 0) overrides.push_back("batch.micro_size=1");
-    const fs::path ptrain = spec_.ptrain_executable.empty() ? default_ptrain_executable() : spec_.ptrain_executable;
-    std::string command = shell_quoted(ptrain.string()) + " launch --nproc 2 -- train -c " +
-                          shell_quoted(fs::absolute(spec_.config).string());
-    for (const std::string& override_text : overrides) command += " --set " + shell_quoted(override_text);
-    const fs::path log = work_dir_ / "world_size_2.log";
-    const int status = std::system((command + " > " + shell_quoted(log.string()) + " 2>&1").c_str());
-    if (status != 0) {
-      check.passed = false;
-      check.detail = "`ptrain launch --nproc 2 -- train` failed (status " + std::to_string(status) + "), log " +
-                     log.string() + ":" + last_lines(log, 8);
-      return check;
-    }
-
-    const auto trained = model::CausalLm::load_hf_dir(output_dir / "final")->named_parameters();
-    std::vector<at::Tensor> update;
-    for (size_t i = 0; i < trained.size(); ++i)
-      update.push_back(initial_parameters_.at(i) - trained[i].second.detach());
-    const double error = relative_error(update, reference_.gradients);
-    // The update is recovered as a difference of weights: float32 rounding of
-    // the weights, not of the gradient, bounds its precision.
-    const double tolerance = std::max(spec_.tolerance, 1e-4);
-    if (!(error <= tolerance)) {
-      check.passed = false;
-      check.detail +=
-          " the two-rank update differs from the reference gradient (relative error " + format_number(error) + ");";
-    }
-
-    std::ifstream metrics_file(output_dir / "metrics.jsonl");
-    std::string first_line;
-    std::getline(metrics_file, first_line);
-    std::map<std::string, double> logged;
-    const nlohmann::json first_step = nlohmann::json::parse(first_line);
-    for (const auto& [name, value] : first_step.items()) {
-      if (value.is_number()) logged[name] = value.get<double>();
-    }
-    logged["core/loss"] = logged.count("loss") ? logged["loss"] : std::nan("");
-    std::vector<sdk::MetricSpec> specs = specs_;
-    specs.push_back({"core/loss", sdk::Reduction::kSum});
-    const std::string differences = metric_differences(logged, reference_.metrics, specs, tolerance);
-    if (!differences.empty()) {
-      check.passed = false;
-      check.detail += " logged metrics differ:" + differences;
-    }
-    return finished(check,
-                    "2 ranks over Gloo with accumulation: update = reference gradient (relative error " +
-                        format_number(error) + "), loss and metrics as in the single-process step",
-                    "the two-rank run disagrees with the single-process step:");
+    return testing::check_world_size_2(
+        {spec_, plugin_path_, output_dir, config.batch.micro_tokens > 0, initial_parameters_, reference_, specs_});
   }
 
   const ConformanceSpec& spec_;
