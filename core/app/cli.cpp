@@ -31,7 +31,7 @@ const char* const kOverview =
     "commands:\n"
     "  train      run a training job:           ptrain train -c configs/sft.toml [--set key=value]...\n"
     "  validate   check config, plugin, data and model without training\n"
-    "  plugins    list the plugins found on the plugin search path\n"
+    "  plugins    list the plugins found on the plugin search path; --describe NAME: its config keys\n"
     "  schema     print the config reference (every key, type, default, range) as Markdown\n"
     "  tokenize   text on stdin to token ids:    ptrain tokenize --tokenizer models/x/tokenizer.json < docs.txt\n"
     "  launch     run N local worker processes:  ptrain launch --nproc 2 -- train -c configs/sft.toml\n"
@@ -97,8 +97,8 @@ int dispatch(const std::vector<std::string>& args) {
     return args.empty() ? kExitUsage : kExitOk;
   }
   if (args[0] == "--version") {
-    std::cout << "ptrain " << PTRAIN_VERSION << " (SDK ABI " << sdk::kAbiVersion << ", LibTorch "
-              << PTRAIN_TORCH_VERSION << ")\n";
+    std::cout << "ptrain " << PTRAIN_VERSION << " (SDK " << sdk::kSdkVersion << ", SDK ABI " << sdk::kAbiVersion
+              << ", LibTorch " << PTRAIN_TORCH_VERSION << ")\n";
     return kExitOk;
   }
   const std::string command = args[0];
@@ -197,8 +197,12 @@ int dispatch(const std::vector<std::string>& args) {
   if (command == "plugins") {
     po::options_description options("options");
     options.add_options()("plugin-dir", po::value<std::vector<std::string>>()->composing(),
-                          "also search this directory (repeatable)");
-    if (!parse_command(command, "[--plugin-dir DIR]...", options, rest, values)) return kExitOk;
+                          "also search this directory (repeatable)")
+        ("describe", po::value<std::string>(), "print this plugin's [module] keys: type, default, allowed, doc");
+    if (!parse_command(command, "[--describe NAME] [--plugin-dir DIR]...", options, rest, values)) return kExitOk;
+    if (values.count("describe")) {
+      return command_describe_plugin(values["describe"].as<std::string>(), plugin_dirs_from(values));
+    }
     return command_plugins(plugin_dirs_from(values));
   }
   throw sdk::UsageError("unknown command '" + command + "' (commands: train, validate, plugins, schema, tokenize, launch, report; see ptrain --help)");

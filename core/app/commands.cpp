@@ -100,12 +100,23 @@ int command_schema(const std::vector<std::string>& plugin_names, const std::vect
 
 int command_launch(const dist::LaunchOptions& options) { return dist::run_launcher(options); }
 
+int command_describe_plugin(const std::string& name_or_path, const std::vector<fs::path>& plugin_dirs) {
+  const plugin::LoadedPlugin plugin = plugin::load_plugin(name_or_path, plugin::plugin_search_dirs(plugin_dirs));
+  const sdk::PluginInfo& info = plugin.info();
+  std::cout << "plugin " << info.name << " " << (info.version ? info.version : "") << ": "
+            << (info.description ? info.description : "") << "\n  " << plugin.path().string() << " (SDK ABI "
+            << info.abi_version << ", LibTorch " << info.torch_version << ")\n\n[module] keys:\n"
+            << config::schema_text(plugin.config_schema());
+  return 0;
+}
+
 int command_plugins(const std::vector<fs::path>& plugin_dirs) {
   plugin::init_logging(0);
   const std::vector<fs::path> dirs = plugin::plugin_search_dirs(plugin_dirs);
   const std::vector<plugin::PluginListing> listings = plugin::list_plugins(dirs);
   std::cout << "search path:\n";
-  for (const fs::path& dir : dirs) std::cout << "  " << dir.string() << (fs::is_directory(dir) ? "" : " (missing)") << "\n";
+  for (const fs::path& dir : dirs)
+    std::cout << "  " << dir.string() << (fs::is_directory(dir) ? "" : " (missing)") << "\n";
   std::cout << "plugins (host: SDK ABI " << sdk::kAbiVersion << ", LibTorch " << PTRAIN_TORCH_VERSION << "):\n";
   if (listings.empty()) std::cout << "  none found\n";
   for (const plugin::PluginListing& listing : listings) {

@@ -23,5 +23,7 @@ int command_validate(const ConfigOptions& options);
 int command_schema(const std::vector<std::string>& plugin_names, const std::vector<std::filesystem::path>& plugin_dirs);
 int command_launch(const dist::LaunchOptions& options);
 int command_plugins(const std::vector<std::filesystem::path>& plugin_dirs);
+// One plugin's [module] keys from the schema it exports: type, default, allowed values, doc.
+int command_describe_plugin(const std::string& name_or_path, const std::vector<std::filesystem::path>& plugin_dirs);
 
 }  // namespace ptrain::app

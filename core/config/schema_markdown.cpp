@@ -13,16 +13,23 @@ std::string format_bound(double value, sdk::ValueType type) {
   return out.str();
 }
 
-std::string allowed_values(const sdk::ConfigKey& key) {
+// Choices (each between `quote`s) or the range; "" when any value goes.
+std::string allowed_values(const sdk::ConfigKey& key, const std::string& quote) {
   if (!key.choices.empty()) {
     std::string text;
-    for (const std::string& choice : key.choices) text += (text.empty() ? "`" : ", `") + choice + "`";
+    for (const std::string& choice : key.choices) text += (text.empty() ? "" : ", ") + quote + choice + quote;
     return text;
   }
   if (key.min && key.max) return format_bound(*key.min, key.type) + " … " + format_bound(*key.max, key.type);
   if (key.min) return "≥ " + format_bound(*key.min, key.type);
   if (key.max) return "≤ " + format_bound(*key.max, key.type);
   return "";
+}
+
+// The default as written in TOML, or "required" / "unset".
+std::string default_text(const sdk::ConfigKey& key, const std::string& quote) {
+  if (key.default_value) return quote + sdk::format_config_value(*key.default_value) + quote;
+  return key.required ? "required" : "unset";
 }
 
 // Markdown tables cannot hold a bare '|'.
@@ -40,12 +47,21 @@ std::string schema_markdown(const std::vector<std::pair<std::string, sdk::Config
     out << "## " << (name.empty() ? "top level" : "[" + name + "]") << "\n\n";
     out << "| key | type | default | allowed | description |\n|---|---|---|---|---|\n";
     for (const sdk::ConfigKey& key : schema.keys()) {
-      std::string default_text = key.required ? "required" : "unset";
-      if (key.default_value) default_text = "`" + sdk::format_config_value(*key.default_value) + "`";
-      out << "| `" << key.name << "` | " << sdk::value_type_name(key.type) << " | " << escape_cell(default_text)
-          << " | " << escape_cell(allowed_values(key)) << " | " << escape_cell(key.doc) << " |\n";
+      out << "| `" << key.name << "` | " << sdk::value_type_name(key.type) << " | "
+          << escape_cell(default_text(key, "`")) << " | " << escape_cell(allowed_values(key, "`")) << " | "
+          << escape_cell(key.doc) << " |\n";
     }
     out << "\n";
+  }
+  return out.str();
+}
+
+std::string schema_text(const sdk::ConfigSchema& schema) {
+  std::ostringstream out;
+  for (const sdk::ConfigKey& key : schema.keys()) {
+    const std::string allowed = allowed_values(key, "");
+    out << "  " << key.name << "  " << sdk::value_type_name(key.type) << ", default " << default_text(key, "")
+        << (allowed.empty() ? "" : ", allowed: " + allowed) << "\n      " << key.doc << "\n";
   }
   return out.str();
 }

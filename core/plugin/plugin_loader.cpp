@@ -22,13 +22,24 @@ fs::path executable_dir() {
   return error ? fs::path() : self.parent_path();
 }
 
+// Where this ptrain's SDK package lives, for the rebuild instruction: the
+// prefix the executable was installed (or built) under.
+std::string rebuild_hint() {
+  const fs::path exe_dir = executable_dir();
+  if (exe_dir.empty()) return "";
+  return " (find_package(ptrain " + std::to_string(PTRAIN_SDK_VERSION_MAJOR) + "." +
+         std::to_string(PTRAIN_SDK_VERSION_MINOR) +
+         ") with -DCMAKE_PREFIX_PATH=" + exe_dir.parent_path().lexically_normal().string() + ")";
+}
+
 }  // namespace
 
 std::string plugin_file_name(const std::string& name) { return "libptrain_plugin_" + name + ".so"; }
 
 std::vector<fs::path> plugin_search_dirs(const std::vector<fs::path>& extra_dirs) {
   std::vector<fs::path> dirs = extra_dirs;
-  dirs.emplace_back(PTRAIN_BUILD_PLUGIN_DIR);
+  // A build tree has the install layout (bin/, lib/ptrain/plugins/), so one
+  // executable-relative entry serves both.
   if (const fs::path exe_dir = executable_dir(); !exe_dir.empty()) {
     dirs.push_back(exe_dir.parent_path() / "lib" / "ptrain" / "plugins");
   }
@@ -39,7 +50,6 @@ std::vector<fs::path> plugin_search_dirs(const std::vector<fs::path>& extra_dirs
       if (!entry.empty()) dirs.emplace_back(entry);
     }
   }
-  // The build directory and the executable-relative one coincide in a build tree.
   std::vector<fs::path> unique;
   for (const fs::path& dir : dirs) {
     const fs::path normal = dir.lexically_normal();
@@ -73,8 +83,7 @@ LoadedPlugin load_plugin_file(const fs::path& path) {
     throw sdk::PluginError(path.string() + ": cannot load library: " + load_error.message());
   }
   if (!library->has(sdk::kPluginEntrySymbol)) {
-    throw sdk::PluginError(path.string() + ": not a ptrain plugin (no '" + sdk::kPluginEntrySymbol +
-                           "' entry point)");
+    throw sdk::PluginError(path.string() + ": not a ptrain plugin (no '" + sdk::kPluginEntrySymbol + "' entry point)");
   }
   const auto entry = library->get<const sdk::PluginInfo*()>(sdk::kPluginEntrySymbol);
   const sdk::PluginInfo* info = entry();
@@ -84,7 +93,7 @@ LoadedPlugin load_plugin_file(const fs::path& path) {
   if (info->abi_version != sdk::kAbiVersion) {
     throw sdk::PluginError(path.string() + ": plugin built for SDK ABI version " + std::to_string(info->abi_version) +
                            ", this ptrain supports ABI version " + std::to_string(sdk::kAbiVersion) +
-                           "; rebuild the plugin against this SDK");
+                           "; rebuild the plugin against SDK " + sdk::kSdkVersion + rebuild_hint());
   }
   const std::string host_torch = PTRAIN_TORCH_VERSION;
   if (info->torch_version == nullptr || host_torch != info->torch_version) {

@@ -44,8 +44,9 @@ class LoadedPlugin {
 };
 
 // The directories searched for a plugin given by name, in order: extra_dirs,
-// the build's plugin directory, the installed plugin directory next to the
-// executable, then each entry of PTRAIN_PLUGIN_PATH (':'-separated).
+// <dir of the executable>/../lib/ptrain/plugins (the installed plugins, or the
+// built ones in a build tree, which has the same layout), then each entry of
+// PTRAIN_PLUGIN_PATH (':'-separated).
 std::vector<std::filesystem::path> plugin_search_dirs(const std::vector<std::filesystem::path>& extra_dirs);
 
 // The file name a plugin called `name` is built as: libptrain_plugin_<name>.so.
@@ -53,7 +54,8 @@ std::string plugin_file_name(const std::string& name);
 
 // Loads a library and checks its entry. Throws sdk::PluginError naming the
 // path: missing file, unloadable library, no ptrain entry point, or an SDK ABI
-// or LibTorch version that differs from the host's (naming both).
+// or LibTorch version that differs from the host's (naming both, and the SDK
+// version and prefix to rebuild against).
 LoadedPlugin load_plugin_file(const std::filesystem::path& path);
 
 // `name_or_path` is a path if it contains '/' or ends in ".so", else a plugin

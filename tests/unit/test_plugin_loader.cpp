@@ -37,8 +37,7 @@ TEST_CASE("the SFT plugin loads by path and by name, and creates a module with i
   plugin::ModuleHandle module = by_path.create_module();
   CHECK(module->metric_specs().size() >= 3);
 
-  const plugin::LoadedPlugin by_name =
-      plugin::load_plugin("sft", {fs::path(PTRAIN_SFT_PLUGIN_PATH).parent_path()});
+  const plugin::LoadedPlugin by_name = plugin::load_plugin("sft", {fs::path(PTRAIN_SFT_PLUGIN_PATH).parent_path()});
   CHECK(by_name.path() == fs::path(PTRAIN_SFT_PLUGIN_PATH));
 }
 
@@ -62,10 +61,13 @@ TEST_CASE("unusable plugins give one-line errors naming the path and versions") 
         not_plugin.string() + ": not a ptrain plugin (no 'ptrain_plugin_info' entry point)");
 
   const fs::path abi = kFixtures / "libptrain_plugin_abi_mismatch.so";
-  CHECK(load_error(abi.string()) == abi.string() + ": plugin built for SDK ABI version " +
-                                        std::to_string(sdk::kAbiVersion + 1000) +
-                                        ", this ptrain supports ABI version " + std::to_string(sdk::kAbiVersion) +
-                                        "; rebuild the plugin against this SDK");
+  const std::string abi_error = load_error(abi.string());
+  CHECK_THAT(abi_error,
+             Catch::StartsWith(abi.string() + ": plugin built for SDK ABI version " +
+                               std::to_string(sdk::kAbiVersion + 1000) + ", this ptrain supports ABI version " +
+                               std::to_string(sdk::kAbiVersion) + "; rebuild the plugin against SDK " +
+                               sdk::kSdkVersion + " (find_package(ptrain " + std::to_string(PTRAIN_SDK_VERSION_MAJOR) +
+                               "." + std::to_string(PTRAIN_SDK_VERSION_MINOR) + ") with -DCMAKE_PREFIX_PATH="));
 
   const fs::path torch = kFixtures / "libptrain_plugin_torch_mismatch.so";
   CHECK(load_error(torch.string()) == torch.string() + ": plugin built with LibTorch 0.1, this ptrain uses LibTorch " +

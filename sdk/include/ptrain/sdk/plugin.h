@@ -10,6 +10,7 @@
 
 #include "ptrain/sdk/config_schema.h"
 #include "ptrain/sdk/train_module.h"
+#include "ptrain/sdk/version.h"
 
 #include <torch/version.h>
 
@@ -17,7 +18,9 @@
 
 namespace ptrain::sdk {
 
-// Raise whenever a header under ptrain/sdk changes a class layout or a virtual function.
+// Raise whenever a header under ptrain/sdk changes a class layout, a virtual
+// function or an inline function (and PTRAIN_SDK_VERSION_MAJOR with it, version.h).
+// CMake reads this line (cmake/ptrain_sdk_version.cmake); keep its shape.
 inline constexpr uint32_t kAbiVersion = 3;  // 2: Tokenizer gained encode_pieces, token_id, fingerprint, chat_template;
                                             // 3: Context gained start_progress
 

@@ -1,0 +1,80 @@
+#include "in_process_run.h"
+
+#include "core/data/global_batch_sampler.h"
+#include "core/metrics/metric_reducer.h"
+#include "core/train/run_setup.h"
+#include "ptrain/sdk/errors.h"
+
+#include <ATen/ATen.h>
+
+namespace ptrain::testing {
+
+InProcessRun::InProcessRun(const plugin::LoadedPlugin& plugin, config::RunConfig config)
+    : config_(std::move(config)),
+      tokenizer_(train::make_tokenizer(config_.tokenizer)),
+      policy_(train::make_policy(config_, *tokenizer_)),
+      communicator_(dist::make_single_process_communicator()),
+      module_(plugin.create_module()) {
+  for (const auto& [name, parameter] : policy_->named_parameters()) parameters_.push_back(parameter);
+  grad_sync_ =
+      std::make_unique<dist::GradientSynchronizer>(parameters_, *communicator_, config_.distributed.bucket_mb << 20);
+  context_ = std::make_unique<plugin::HostContext>(
+      *policy_, *tokenizer_, config_.module, *communicator_,
+      sdk::RunInfo{config_.seed, config_.data.max_length, 0, 0, config_.output_dir});
+  module_->setup(*context_);
+  examples_ = train::load_examples(config_, *module_);
+  module_->prepare_dataset(*context_, examples_);
+}
+
+// The module goes before the context and models it may point into.
+InProcessRun::~InProcessRun() = default;
+
+std::vector<int64_t> InProcessRun::step0_global_batch() const {
+  const data::GlobalBatchSampler sampler(static_cast<int64_t>(examples_.size()), config_.batch.global_size,
+                                         config_.seed);
+  return sampler.global_batch(0);
+}
+
+std::vector<at::Tensor> InProcessRun::parameter_values() const {
+  std::vector<at::Tensor> values;
+  for (const at::Tensor& parameter : parameters_) values.push_back(parameter.detach().clone());
+  return values;
+}
+
+std::vector<const sdk::Example*> InProcessRun::pointers(const std::vector<int64_t>& example_indices) const {
+  std::vector<const sdk::Example*> selected;
+  for (const int64_t index : example_indices) selected.push_back(&examples_.at(static_cast<size_t>(index)));
+  return selected;
+}
+
+StepOutcome InProcessRun::step(const std::vector<int64_t>& example_indices, const sdk::MicrobatchPlan& plan) {
+  StepOutcome outcome;
+  metrics::MetricReducer reducer(train::step_metric_specs(*module_));
+  outcome.result = train::accumulate_gradients(*module_, *context_, pointers(example_indices), plan, parameters_,
+                                               *communicator_, *grad_sync_, reducer);
+  outcome.metrics = reducer.reduce(*communicator_);
+  for (const at::Tensor& parameter : parameters_) outcome.gradients.push_back(parameter.grad().detach().clone());
+  return outcome;
+}
+
+std::vector<MicrobatchUnits> InProcessRun::audit_units(const std::vector<int64_t>& example_indices,
+                                                       const sdk::MicrobatchPlan& plan) {
+  const auto counts = [this](const sdk::Microbatch& microbatch) {
+    std::vector<int64_t> units{module_->count_units(microbatch)};
+    for (const int64_t extra : module_->count_extra_units(microbatch)) units.push_back(extra);
+    return units;
+  };
+  std::vector<MicrobatchUnits> audits;
+  for (const auto& microbatch : module_->prepare(*context_, pointers(example_indices), plan)) {
+    MicrobatchUnits audit;
+    audit.before_forward = counts(*microbatch);
+    const sdk::LossOut out = module_->microbatch_loss(*context_, *microbatch);
+    audit.loss_sums.push_back(out.loss_sum.defined() ? out.loss_sum.item<double>() : 0.0);
+    for (const at::Tensor& extra : out.extra_loss_sums) audit.loss_sums.push_back(extra.item<double>());
+    audit.after_forward = counts(*microbatch);
+    audits.push_back(std::move(audit));
+  }
+  return audits;
+}
+
+}  // namespace ptrain::testing

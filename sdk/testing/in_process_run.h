@@ -1,0 +1,72 @@
+// One process computing steps of a run the way `ptrain train` builds it (same
+// config resolution, tokenizer, policy init, dataset checks, plugin setup),
+// but with the split of the step chosen by the caller: the harness's
+// reference and its split variants.
+#pragma once
+
+#include "core/config/run_config.h"
+#include "core/dist/communicator.h"
+#include "core/dist/gradient_sync.h"
+#include "core/model/causal_lm.h"
+#include "core/plugin/host_context.h"
+#include "core/plugin/plugin_loader.h"
+#include "core/train/update_step.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ptrain::testing {
+
+// The result of one step through the core's update step.
+struct StepOutcome {
+  train::GradientResult result;
+  std::vector<at::Tensor> gradients;      // named_parameters() order
+  std::map<std::string, double> metrics;  // reduced: core/loss, core/tokens, ... and the plugin's
+};
+
+// What the plugin reported per microbatch when asked directly.
+struct MicrobatchUnits {
+  std::vector<int64_t> before_forward;  // count_units, then count_extra_units
+  std::vector<int64_t> after_forward;
+  std::vector<double> loss_sums;  // loss_sum, then extra_loss_sums
+};
+
+class InProcessRun {
+ public:
+  InProcessRun(const plugin::LoadedPlugin& plugin, config::RunConfig config);
+  ~InProcessRun();
+
+  // The step-0 global batch, as the trainer's sampler picks it.
+  std::vector<int64_t> step0_global_batch() const;
+  const std::vector<sdk::Example>& examples() const { return examples_; }
+  const config::RunConfig& config() const { return config_; }
+  std::vector<sdk::MetricSpec> metric_specs() const { return module_->metric_specs(); }
+  // Copies of the policy's weights (steps accumulate gradients, never update).
+  std::vector<at::Tensor> parameter_values() const;
+
+  // accumulate_gradients() over these examples, split by `plan`.
+  StepOutcome step(const std::vector<int64_t>& example_indices, const sdk::MicrobatchPlan& plan);
+
+  // prepare(), then per microbatch: counts, the forward (no backward), counts again.
+  std::vector<MicrobatchUnits> audit_units(const std::vector<int64_t>& example_indices,
+                                           const sdk::MicrobatchPlan& plan);
+
+ private:
+  std::vector<const sdk::Example*> pointers(const std::vector<int64_t>& example_indices) const;
+
+  config::RunConfig config_;
+  std::unique_ptr<sdk::Tokenizer> tokenizer_;
+  std::unique_ptr<model::CausalLm> policy_;
+  std::vector<at::Tensor> parameters_;
+  std::unique_ptr<dist::Communicator> communicator_;
+  std::unique_ptr<dist::GradientSynchronizer> grad_sync_;
+  std::unique_ptr<plugin::HostContext> context_;
+  plugin::ModuleHandle module_;
+  std::vector<sdk::Example> examples_;
+};
+
+}  // namespace ptrain::testing

@@ -1,0 +1,124 @@
+// The conformance harness (ptrain/testing/conformance.h) on the bundled
+// plugins, and on a plugin that breaks the contract. Like a plugin author's
+// test, this file uses only the SDK and the harness.
+#include "catch.h"
+
+#include "ptrain/testing/conformance.h"
+
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int64_t kMaxLength = 24;
+
+fs::path scratch_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("ptrain_conformance_test_" + std::to_string(::getpid())) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+void write_lines(const fs::path& path, const std::vector<nlohmann::json>& lines) {
+  std::ofstream out(path);
+  for (const nlohmann::json& line : lines) out << line.dump() << "\n";
+}
+
+// A tiny job: 8 examples of uneven lengths as the step-0 global batch.
+fs::path write_config(const fs::path& dir, const std::vector<nlohmann::json>& data, const std::string& module) {
+  write_lines(dir / "train.jsonl", data);
+  const fs::path path = dir / "job.toml";
+  std::ofstream(path) << "seed = 3\n"
+                      << "[model]\nvocab_size = 264\nhidden_size = 32\nintermediate_size = 48\nnum_layers = 2\n"
+                      << "num_heads = 4\nnum_kv_heads = 2\nmax_position_embeddings = 32\n"
+                      << "tie_word_embeddings = false\nattention_bias = true\n"
+                      << "[data]\ntrain = \"" << (dir / "train.jsonl").string() << "\"\nmax_length = " << kMaxLength
+                      << "\n[batch]\nglobal_size = " << data.size() << "\n[module]\n"
+                      << module;
+  return path;
+}
+
+std::vector<nlohmann::json> sft_data() {
+  std::vector<nlohmann::json> lines;
+  for (int i = 0; i < 8; ++i) {
+    lines.push_back({{"prompt", std::string(1 + (i * 5) % 9, static_cast<char>('a' + i)) + "="},
+                     {"completion", std::string(1 + (i * 3) % 7, static_cast<char>('0' + i))}});
+  }
+  return lines;
+}
+
+std::vector<nlohmann::json> dpo_data() {
+  std::vector<nlohmann::json> lines;
+  for (int i = 0; i < 8; ++i) {
+    lines.push_back({{"prompt", std::to_string(i) + "+" + std::string(1 + i % 4, '1') + "="},
+                     {"chosen", std::string(1 + (i * 3) % 5, static_cast<char>('0' + i))},
+                     {"rejected", std::string(1 + (i * 2) % 6, static_cast<char>('9' - i))}});
+  }
+  return lines;
+}
+
+// A prompt longer than data.max_length leaves an SFT example no trainable token.
+const nlohmann::json kUntrainableSftExample = {{"prompt", std::string(2 * kMaxLength, 'p')}, {"completion", "x"}};
+
+}  // namespace
+
+TEST_CASE("the SFT plugin passes the conformance harness in every aggregation mode", "[conformance]") {
+  for (const std::string mode : {"token_mean", "seq_mean_token_mean", "sum"}) {
+    DYNAMIC_SECTION("loss_agg = " << mode) {
+      const fs::path dir = scratch_dir("sft_" + mode);
+      ptrain::testing::ConformanceSpec spec;
+      spec.plugin = PTRAIN_SFT_PLUGIN;
+      spec.config = write_config(dir, sft_data(), "loss_agg = \"" + mode + "\"\n");
+      spec.zero_unit_examples = {kUntrainableSftExample, kUntrainableSftExample};
+      spec.work_dir = dir / "work";
+      spec.check_world_size_2 = mode == "token_mean";  // one real two-rank run is enough per plugin
+      const ptrain::testing::ConformanceReport report = ptrain::testing::check_plugin_conformance(spec);
+      INFO(report.text());
+      CHECK(report.passed());
+      CHECK(report.checks.size() == (spec.check_world_size_2 ? 5u : 4u));
+    }
+  }
+}
+
+TEST_CASE("the DPO plugin, with an SFT term of its own units, passes the conformance harness", "[conformance]") {
+  const fs::path dir = scratch_dir("dpo");
+  ptrain::testing::ConformanceSpec spec;
+  spec.plugin = PTRAIN_DPO_PLUGIN;
+  spec.config = write_config(dir, dpo_data(), "loss = \"sigmoid, sft\"\nloss_weights = \"1, 0.5\"\nbeta = 0.5\n");
+  spec.work_dir = dir / "work";
+  const ptrain::testing::ConformanceReport report = ptrain::testing::check_plugin_conformance(spec);
+  INFO(report.text());
+  CHECK(report.passed());
+  REQUIRE(report.find("world_size_2") != nullptr);
+}
+
+TEST_CASE("the harness names the check a plugin that normalises per microbatch fails", "[conformance]") {
+  const fs::path dir = scratch_dir("broken");
+  ptrain::testing::ConformanceSpec spec;
+  spec.plugin = PTRAIN_BROKEN_PLUGIN;
+  spec.config = write_config(dir, sft_data(), "loss_agg = \"token_mean\"\n");
+  spec.zero_unit_examples = {kUntrainableSftExample};
+  spec.work_dir = dir / "work";
+  const ptrain::testing::ConformanceReport report = ptrain::testing::check_plugin_conformance(spec);
+  INFO(report.text());
+  CHECK_FALSE(report.passed());
+  const ptrain::testing::CheckResult* split = report.find("split_invariance");
+  REQUIRE(split != nullptr);
+  CHECK_FALSE(split->passed);
+  CHECK_THAT(report.text(), Catch::Contains("FAIL split_invariance: the step differs from the single-microbatch step"));
+  CHECK_THAT(split->detail, Catch::Contains("micro_size=1: relative gradient error"));
+  // Two ranks split the batch too, so the real run disagrees as well.
+  REQUIRE(report.find("world_size_2") != nullptr);
+  CHECK_FALSE(report.find("world_size_2")->passed);
+  // Its counts and metrics are the SFT ones: only the loss is wrong.
+  CHECK(report.find("units_before_forward")->passed);
+  CHECK(report.find("metric_reduction")->passed);
+}
