@@ -213,11 +213,41 @@ TEST_CASE("DPO resumes exactly too, its reference still the starting model", "[r
                         << "[optim]\nlr = 3e-3\n[schedule]\nname = \"constant\"\n"
                         << "[train]\nmax_steps = 8\nlog_every = 4\n"
                         << "[checkpoint]\nevery_steps = 2\nkeep_last = 2\n"
-                        << "[module]\nloss = \"sigmoid, sft\"\nloss_weights = \"1, 0.5\"\n";
+                        << "[module]\nloss = [\"sigmoid\", \"sft\"]\nloss_weights = [1, 0.5]\n";
   REQUIRE(run_ptrain(train_args(config, dir / "straight", 8)).exit_code == 0);
   REQUIRE(run_ptrain(train_args(config, dir / "resumed", 4)).exit_code == 0);
   const CommandResult resumed = run_ptrain(train_args(config, dir / "resumed", 8) + " --resume auto");
   INFO(resumed.output);
   REQUIRE(resumed.exit_code == 0);
   check_same_metrics(read_run_metrics(dir / "resumed"), read_run_metrics(dir / "straight"), 0.0);
+}
+
+TEST_CASE("TR-DPO's synced reference and bco_pair's running mean survive a resume on 2 ranks, bit for bit",
+          "[resume][dpo]") {
+  const fs::path dir = ptrain::testing::fresh_test_dir("resume_dpo_state");
+  const fs::path config = dir / "dpo_state.toml";
+  std::ofstream(config) << "plugin = \"dpo\"\nseed = 5\n"
+                        << "[model]\nvocab_size = 259\nhidden_size = 32\nintermediate_size = 64\nnum_layers = 2\n"
+                        << "num_heads = 4\nnum_kv_heads = 2\nmax_position_embeddings = 32\n"
+                        << "[data]\ntrain = \"" << PTRAIN_SOURCE_DIR
+                        << "/data/arith_prefs/train.jsonl\"\nmax_length = 16\n"
+                        << "[batch]\nglobal_size = 8\nmicro_size = 3\n"
+                        << "[optim]\nlr = 3e-3\n[schedule]\nname = \"constant\"\n"
+                        << "[train]\nmax_steps = 8\nlog_every = 4\n"
+                        << "[checkpoint]\nevery_steps = 2\nkeep_last = 2\n"
+                        << "[module]\nloss = [\"bco_pair\", \"sigmoid\"]\nloss_weights = [1, 0.5]\n"
+                        << "sync_reference = true\nsync_reference_steps = 3\nsync_reference_alpha = 0.5\n";
+  const std::string launch = "launch --nproc 2 -- ";
+  REQUIRE(run_ptrain(launch + train_args(config, dir / "straight", 8)).exit_code == 0);
+  // Stopped after step 4: the reference was synced before step 4 (and will be
+  // again before step 7), and δ holds the rewards of steps 1–4 of both ranks.
+  REQUIRE(run_ptrain(launch + train_args(config, dir / "resumed", 4)).exit_code == 0);
+  const CommandResult resumed = run_ptrain(launch + train_args(config, dir / "resumed", 8) + " --resume auto");
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK_THAT(resumed.output, Catch::Contains("resumed the TR-DPO reference as synced at step 4"));
+  const auto expected = read_run_metrics(dir / "straight");
+  REQUIRE(expected.size() == 8);
+  CHECK(expected[4]["bco/delta"].get<double>() != 0.0);  // the state the resume must restore is not trivial
+  check_same_metrics(read_run_metrics(dir / "resumed"), expected, 0.0);
 }

@@ -64,7 +64,7 @@ TEST_CASE("ptrain trains DPO with a precomputed reference, and margins and accur
   const fs::path dir = fresh_dir("train");
   const fs::path cache = dir / "reference_logps.json";
   const fs::path config = write_config(dir,
-                                       "loss = \"sigmoid, sft\"\nloss_weights = \"1, 0.1\"\nbeta = 0.5\n"
+                                       "loss = [\"sigmoid\", \"sft\"]\nloss_weights = [1, 0.1]\nbeta = 0.5\n"
                                        "precompute_reference = true\nreference_cache = \"" +
                                            cache.string() + "\"\n");
   const CommandResult result = run_ptrain("train -c " + config.string());
@@ -114,19 +114,36 @@ TEST_CASE("ptrain validate refuses bad preference data and lists the dpo plugin"
   INFO(ok.output);
   CHECK(ok.exit_code == 0);
 
-  const fs::path bad_data = dir / "chat.jsonl";
-  std::ofstream(bad_data) << "{\"prompt\": \"1+1=\", \"chosen\": \"2\", \"rejected\": \"3\"}\n"
-                          << "{\"prompt\": \"hi\", \"chosen\": [{\"role\": \"assistant\", \"content\": \"a\"}], "
-                             "\"rejected\": [{\"role\": \"assistant\", \"content\": \"b\"}]}\n";
+  // Chat pairs are valid with the byte tokenizer's plain template; a bad role is not.
+  const fs::path chat_data = dir / "chat.jsonl";
+  std::ofstream(chat_data) << "{\"prompt\": \"1+1=\", \"chosen\": \"2\", \"rejected\": \"3\"}\n"
+                           << "{\"prompt\": [{\"role\": \"user\", \"content\": \"hi\"}], "
+                              "\"chosen\": [{\"role\": \"assistant\", \"content\": \"a\"}], "
+                              "\"rejected\": [{\"role\": \"assistant\", \"content\": \"b\"}]}\n";
   const CommandResult chat =
+      run_ptrain("validate -c " + config.string() + " --set data.train=\"" + chat_data.string() + "\"");
+  INFO(chat.output);
+  CHECK(chat.exit_code == 0);
+  const fs::path bad_data = dir / "bad_chat.jsonl";
+  std::ofstream(bad_data) << "{\"prompt\": \"1+1=\", \"chosen\": \"2\", \"rejected\": \"3\"}\n"
+                          << "{\"prompt\": [{\"role\": \"user\", \"content\": \"hi\"}], "
+                             "\"chosen\": [{\"role\": \"assistant\", \"content\": \"a\"}], "
+                             "\"rejected\": [{\"role\": \"bot\", \"content\": \"b\"}]}\n";
+  const CommandResult bad_chat =
       run_ptrain("validate -c " + config.string() + " --set data.train=\"" + bad_data.string() + "\"");
-  CHECK(chat.exit_code == 1);
-  CHECK_THAT(chat.output, Catch::Contains(bad_data.string() + ":2: field 'chosen': messages-style"));
+  CHECK(bad_chat.exit_code == 1);
+  CHECK_THAT(bad_chat.output, Catch::Contains(bad_data.string() + ":2: field 'rejected[0].role': unknown role"));
 
-  const fs::path bad_loss = write_config(dir, "loss = \"sigmoid, dpo\"\n");
+  // module.loss is a TOML array; an unknown element names its index and line.
+  const fs::path bad_loss = write_config(dir, "loss = [\"sigmoid\",\n  \"dpo\"]\n");
   const CommandResult unknown = run_ptrain("validate -c " + bad_loss.string());
   CHECK(unknown.exit_code == 2);
-  CHECK_THAT(unknown.output, Catch::Contains("unknown loss 'dpo'"));
+  CHECK_THAT(unknown.output, Catch::Contains("dpo_small.toml:28: key 'module.loss[1]': expected one of") &&
+                                 Catch::Contains("got \"dpo\""));
+  const fs::path bad_weight = write_config(dir, "loss = [\"sigmoid\", \"sft\"]\nloss_weights = [1, \"x\"]\n");
+  const CommandResult weight = run_ptrain("validate -c " + bad_weight.string());
+  CHECK(weight.exit_code == 2);
+  CHECK_THAT(weight.output, Catch::Contains("dpo_small.toml:28: key 'module.loss_weights[1]': expected a float"));
 
   const CommandResult plugins = run_ptrain("plugins");
   CHECK_THAT(plugins.output, Catch::Contains("dpo 0.1.0"));
