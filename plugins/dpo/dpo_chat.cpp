@@ -15,8 +15,8 @@ std::vector<sdk::ChatMessage> read_message_field(const sdk::Example& example, co
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string& role = messages[i].role;
     if (role != "system" && role != "user" && role != "assistant") {
-      throw sdk::DataError(example.location + ": field '" + field + "[" + std::to_string(i) + "].role': unknown role \"" +
-                           role + "\" (expected system, user or assistant)");
+      throw sdk::DataError(example.location + ": field '" + field + "[" + std::to_string(i) +
+                           "].role': unknown role \"" + role + "\" (expected system, user or assistant)");
     }
   }
   return messages;
@@ -28,8 +28,8 @@ bool same_message(const sdk::ChatMessage& a, const sdk::ChatMessage& b) {
 
 // One answer's tokens: the conversation's segments after the prompt's,
 // ending at the last trained token (a template's turn separator is not part of the answer).
-Completion answer_tokens(const sdk::Tokenizer& tokenizer, const sdk::ChatTemplate& chat_template,
-                         const ChatPair& pair, const std::vector<sdk::ChatMessage>& answer, size_t prompt_segments,
+Completion answer_tokens(const sdk::Tokenizer& tokenizer, const sdk::ChatTemplate& chat_template, const ChatPair& pair,
+                         const std::vector<sdk::ChatMessage>& answer, size_t prompt_segments,
                          const std::string& location, const char* field) {
   std::vector<sdk::ChatMessage> conversation(pair.prompt);
   conversation.insert(conversation.end(), answer.begin(), answer.end());
@@ -42,7 +42,8 @@ Completion answer_tokens(const sdk::Tokenizer& tokenizer, const sdk::ChatTemplat
   if (kept == 0) {
     throw sdk::DataError(location + ": field '" + field +
                          "': the answer renders to no trainable token (empty assistant content and no end-of-turn "
-                         "marker in the " + chat_template.name + " template)");
+                         "marker in the " +
+                         chat_template.name + " template)");
   }
   tokens.ids.resize(kept);
   tokens.trainable.resize(kept);
@@ -96,8 +97,8 @@ ChatPair read_chat_pair(const sdk::Example& example) {
     pair.chosen.erase(pair.chosen.begin(), chosen_end);
     pair.rejected.erase(pair.rejected.begin(), rejected_end);
   }
-  for (const auto& [field, answer] : {std::pair<const char*, const std::vector<sdk::ChatMessage>*>{"chosen", &pair.chosen},
-                                      {"rejected", &pair.rejected}}) {
+  using Answer = std::pair<const char*, const std::vector<sdk::ChatMessage>*>;
+  for (const auto& [field, answer] : {Answer{"chosen", &pair.chosen}, Answer{"rejected", &pair.rejected}}) {
     if (answer->empty()) {
       throw sdk::DataError(example.location + ": field '" + field +
                            "': no answer after the prompt (chosen and rejected may not be equal or a prefix of each "

@@ -18,8 +18,8 @@ LossType parse_loss_type(const sdk::ConfigValues& values, const std::string& nam
   const auto& names = loss_type_names();
   const auto it = std::find(names.begin(), names.end(), name);
   if (it == names.end()) {
-    throw sdk::ConfigError(values.where("loss") + ": unknown loss '" + name +
-                           "' (known losses: " + joined_names() + ")");
+    throw sdk::ConfigError(values.where("loss") + ": unknown loss '" + name + "' (known losses: " + joined_names() +
+                           ")");
   }
   return static_cast<LossType>(it - names.begin());
 }

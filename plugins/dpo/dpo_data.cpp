@@ -67,8 +67,8 @@ TokenizedPair fit_pair(const std::vector<int64_t>& prompt, int64_t bos_id, Compl
     pair.truncated = true;
     kept_prompt = std::min(prompt_length, std::max(max_prompt_length, max_length - bos_count - longest));
     const int64_t completion_budget = max_length - bos_count - kept_prompt;
-    for (auto [ids, trained] : {std::pair{&pair.chosen, &pair.chosen_trained},
-                                std::pair{&pair.rejected, &pair.rejected_trained}}) {
+    for (auto [ids, trained] :
+         {std::pair{&pair.chosen, &pair.chosen_trained}, std::pair{&pair.rejected, &pair.rejected_trained}}) {
       if (static_cast<int64_t>(ids->size()) > completion_budget) ids->resize(completion_budget);
       if (static_cast<int64_t>(trained->size()) > completion_budget) trained->resize(completion_budget);
     }

@@ -175,9 +175,8 @@ void DpoModule::prepare_dataset(sdk::Context& ctx, const std::vector<sdk::Exampl
       ctx, examples, recipe,
       [&](const sdk::Example& example) {
         TokenizedPair pair = tokenize(tokenizer, max_length, example);
-        return sdk::TokenArrays{std::move(pair.prompt),         std::move(pair.chosen),
-                                std::move(pair.rejected),       as_ids(pair.chosen_trained),
-                                as_ids(pair.rejected_trained), {pair.truncated ? 1 : 0}};
+        return sdk::TokenArrays{std::move(pair.prompt),      std::move(pair.chosen),        std::move(pair.rejected),
+                                as_ids(pair.chosen_trained), as_ids(pair.rejected_trained), {pair.truncated ? 1 : 0}};
       },
       &stats);
 
@@ -193,10 +192,10 @@ void DpoModule::prepare_dataset(sdk::Context& ctx, const std::vector<sdk::Exampl
     pair.truncated = arrays[i][5][0] != 0;
     truncated += pair.truncated ? 1 : 0;
   }
-  ctx.logger().info(kComponent, std::string(stats.from_cache ? "loaded " : "tokenized ") +
-                                    std::to_string(stats.examples) + " pairs" +
-                                    (stats.cache_file.empty() ? "" : (stats.from_cache ? " from " : ", cached in ") +
-                                                                         stats.cache_file));
+  ctx.logger().info(
+      kComponent,
+      std::string(stats.from_cache ? "loaded " : "tokenized ") + std::to_string(stats.examples) + " pairs" +
+          (stats.cache_file.empty() ? "" : (stats.from_cache ? " from " : ", cached in ") + stats.cache_file));
   if (truncated > 0) {
     ctx.logger().warn(kComponent, std::to_string(truncated) + " of " + std::to_string(pairs.size()) +
                                       " pairs exceed data.max_length = " + std::to_string(max_length) +
@@ -328,13 +327,13 @@ void DpoModule::load_state(sdk::Context& ctx, const sdk::PluginState& state) {
     const auto it = saved.find(kReferencePrefix + name);
     if (it == saved.end() || !it->second.sizes().equals(tensor.sizes())) {
       throw sdk::PluginError("dpo: the checkpoint's plugin state lacks the synced reference weight '" +
-                             std::string(kReferencePrefix) + name + "' of shape " +
-                             c10::str(tensor.sizes()) + "; it was not saved by a TR-DPO run of this model");
+                             std::string(kReferencePrefix) + name + "' of shape " + c10::str(tensor.sizes()) +
+                             "; it was not saved by a TR-DPO run of this model");
     }
     tensor.copy_(it->second);
   }
-  ctx.logger().info(kComponent, "resumed the TR-DPO reference as synced at step " +
-                                    std::to_string(last_synced_step_ + 1));
+  ctx.logger().info(kComponent,
+                    "resumed the TR-DPO reference as synced at step " + std::to_string(last_synced_step_ + 1));
 }
 
 std::vector<std::unique_ptr<sdk::Microbatch>> DpoModule::prepare(sdk::Context& ctx,
@@ -350,7 +349,8 @@ std::vector<std::unique_ptr<sdk::Microbatch>> DpoModule::prepare(sdk::Context& c
   pairs.reserve(examples.size());
   for (const sdk::Example* example : examples) {
     const bool prepared = example->index >= 0 && static_cast<size_t>(example->index) < dataset_.size();
-    pairs.push_back(prepared ? dataset_[example->index] : tokenize(ctx.tokenizer(), ctx.run_info().max_length, *example));
+    pairs.push_back(prepared ? dataset_[example->index]
+                             : tokenize(ctx.tokenizer(), ctx.run_info().max_length, *example));
     // Both sides are forwarded, so a token budget bounds 2 × the longer side.
     lengths.push_back(2 * pair_input_length(pairs.back()));
   }

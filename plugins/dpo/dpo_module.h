@@ -78,8 +78,8 @@ class DpoModule final : public sdk::TrainModule {
   DpoConfig config_;
   std::optional<sdk::ChatTemplate> chat_template_;  // the tokenizer's, copied at setup
   std::vector<TokenizedPair> dataset_;              // by Example::index, filled by prepare_dataset()
-  LossType reward_form_ = LossType::kSigmoid;      // the log-prob form (sum or mean) rewards are reported in
-  std::unique_ptr<sdk::LanguageModel> reference_;  // live reference; null when unused or precomputed
+  LossType reward_form_ = LossType::kSigmoid;       // the log-prob form (sum or mean) rewards are reported in
+  std::unique_ptr<sdk::LanguageModel> reference_;   // live reference; null when unused or precomputed
   bool reference_precomputed_ = false;
   at::Tensor cached_reference_;                         // [N, 4] float64 when precomputed
   std::unordered_map<int64_t, int64_t> cached_row_of_;  // Example::index → row of cached_reference_

@@ -172,27 +172,18 @@ ConfigSchema& ConfigSchema::add_string(const std::string& name, std::optional<st
 ConfigSchema& ConfigSchema::add_string_list(const std::string& name,
                                             std::optional<std::vector<std::string>> default_value,
                                             const std::string& doc, std::vector<std::string> choices) {
-  ConfigKey key;
-  key.name = name;
-  key.type = ValueType::kStringList;
-  if (default_value) key.default_value = std::move(*default_value);
-  key.doc = doc;
-  key.choices = std::move(choices);
-  add(std::move(key));
+  add_string(name, std::nullopt, doc, std::move(choices));
+  keys_.back().type = ValueType::kStringList;
+  if (default_value) keys_.back().default_value = std::move(*default_value);
   return *this;
 }
 
 ConfigSchema& ConfigSchema::add_float_list(const std::string& name, std::optional<std::vector<double>> default_value,
                                            const std::string& doc, std::optional<double> min,
                                            std::optional<double> max) {
-  ConfigKey key;
-  key.name = name;
-  key.type = ValueType::kFloatList;
-  if (default_value) key.default_value = std::move(*default_value);
-  key.doc = doc;
-  key.min = min;
-  key.max = max;
-  add(std::move(key));
+  add_float(name, std::nullopt, doc, min, max);
+  keys_.back().type = ValueType::kFloatList;
+  if (default_value) keys_.back().default_value = std::move(*default_value);
   return *this;
 }
 

@@ -51,7 +51,6 @@ fs::path write_config(const fs::path& dir, const std::string& module_lines) {
   return path;
 }
 
-
 double mean_of(const std::vector<nlohmann::json>& lines, const char* key, size_t begin, size_t end) {
   double sum = 0.0;
   for (size_t i = begin; i < end; ++i) sum += lines[i][key].get<double>();
@@ -115,22 +114,20 @@ TEST_CASE("ptrain validate refuses bad preference data and lists the dpo plugin"
   CHECK(ok.exit_code == 0);
 
   // Chat pairs are valid with the byte tokenizer's plain template; a bad role is not.
-  const fs::path chat_data = dir / "chat.jsonl";
-  std::ofstream(chat_data) << "{\"prompt\": \"1+1=\", \"chosen\": \"2\", \"rejected\": \"3\"}\n"
-                           << "{\"prompt\": [{\"role\": \"user\", \"content\": \"hi\"}], "
-                              "\"chosen\": [{\"role\": \"assistant\", \"content\": \"a\"}], "
-                              "\"rejected\": [{\"role\": \"assistant\", \"content\": \"b\"}]}\n";
-  const CommandResult chat =
-      run_ptrain("validate -c " + config.string() + " --set data.train=\"" + chat_data.string() + "\"");
+  const auto validate_chat = [&](const std::string& name, const std::string& rejected_role) {
+    const fs::path data = dir / name;
+    std::ofstream(data) << "{\"prompt\": \"1+1=\", \"chosen\": \"2\", \"rejected\": \"3\"}\n"
+                        << "{\"prompt\": [{\"role\": \"user\", \"content\": \"hi\"}], "
+                           "\"chosen\": [{\"role\": \"assistant\", \"content\": \"a\"}], "
+                           "\"rejected\": [{\"role\": \""
+                        << rejected_role << "\", \"content\": \"b\"}]}\n";
+    return std::pair{data,
+                     run_ptrain("validate -c " + config.string() + " --set data.train=\"" + data.string() + "\"")};
+  };
+  const auto [chat_data, chat] = validate_chat("chat.jsonl", "assistant");
   INFO(chat.output);
   CHECK(chat.exit_code == 0);
-  const fs::path bad_data = dir / "bad_chat.jsonl";
-  std::ofstream(bad_data) << "{\"prompt\": \"1+1=\", \"chosen\": \"2\", \"rejected\": \"3\"}\n"
-                          << "{\"prompt\": [{\"role\": \"user\", \"content\": \"hi\"}], "
-                             "\"chosen\": [{\"role\": \"assistant\", \"content\": \"a\"}], "
-                             "\"rejected\": [{\"role\": \"bot\", \"content\": \"b\"}]}\n";
-  const CommandResult bad_chat =
-      run_ptrain("validate -c " + config.string() + " --set data.train=\"" + bad_data.string() + "\"");
+  const auto [bad_data, bad_chat] = validate_chat("bad_chat.jsonl", "bot");
   CHECK(bad_chat.exit_code == 1);
   CHECK_THAT(bad_chat.output, Catch::Contains(bad_data.string() + ":2: field 'rejected[0].role': unknown role"));
 

@@ -40,9 +40,9 @@ dpo::TokenizedPair tokenize(const std::string& template_name, const json& fields
 }  // namespace
 
 TEST_CASE("DPO chat pairs: the prompt with its generation prompt, then each answer's assistant turn", "[dpo][chat]") {
-  const json explicit_prompt = {{"prompt", {message("user", "2+2=")}},
-                                {"chosen", {message("assistant", "4")}},
-                                {"rejected", {message("assistant", "five")}}};
+  const json explicit_prompt = {{"prompt", json::array({message("user", "2+2=")})},
+                                {"chosen", json::array({message("assistant", "4")})},
+                                {"rejected", json::array({message("assistant", "five")})}};
   // plain: {bos} "User: " c "\n" | "Assistant: " c {eos}
   const dpo::TokenizedPair plain = tokenize("plain", explicit_prompt);
   CHECK(plain.prompt == concat({{kBos}, bytes("User: 2+2=\nAssistant: ")}));
@@ -52,8 +52,8 @@ TEST_CASE("DPO chat pairs: the prompt with its generation prompt, then each answ
   CHECK_FALSE(plain.truncated);
 
   // The same pair with an implicit prompt: the messages both answers start with.
-  const json implicit_prompt = {{"chosen", {message("user", "2+2="), message("assistant", "4")}},
-                                {"rejected", {message("user", "2+2="), message("assistant", "five")}}};
+  const json implicit_prompt = {{"chosen", json::array({message("user", "2+2="), message("assistant", "4")})},
+                                {"rejected", json::array({message("user", "2+2="), message("assistant", "five")})}};
   const dpo::TokenizedPair implicit = tokenize("plain", implicit_prompt);
   CHECK(implicit.prompt == plain.prompt);
   CHECK(implicit.chosen == plain.chosen);
@@ -68,9 +68,10 @@ TEST_CASE("DPO chat pairs: the prompt with its generation prompt, then each answ
 }
 
 TEST_CASE("DPO chat pairs: a multi-turn answer trains on its assistant turns only", "[dpo][chat]") {
-  const json fields = {{"prompt", {message("system", "be brief"), message("user", "q")}},
-                       {"chosen", {message("assistant", "a"), message("user", "more?"), message("assistant", "b")}},
-                       {"rejected", {message("assistant", "no")}}};
+  const json fields = {
+      {"prompt", json::array({message("system", "be brief"), message("user", "q")})},
+      {"chosen", json::array({message("assistant", "a"), message("user", "more?"), message("assistant", "b")})},
+      {"rejected", json::array({message("assistant", "no")})}};
   const dpo::TokenizedPair pair = tokenize("chatml", fields);
   CHECK(pair.prompt == bytes("<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nq<|im_end|>\n"
                              "<|im_start|>assistant\n"));
@@ -97,16 +98,16 @@ TEST_CASE("DPO chat pairs: a multi-turn answer trains on its assistant turns onl
   CHECK(mask[0].sum().item<int64_t>() == static_cast<int64_t>(first.size() + second.size()));
   CHECK(batch.chosen_tokens[0].item<int64_t>() == static_cast<int64_t>(first.size() + second.size()));
   CHECK(batch.rejected_tokens[0].item<int64_t>() == static_cast<int64_t>(std::string("no<|im_end|>").size()));
-  // LD-DPO's shared part: the first min(|chosen|, |rejected|) = 11 trained tokens of each side.
-  CHECK(batch.shared_masks[0][0].sum().item<int64_t>() == 11);
-  CHECK(batch.shared_masks[0][1].sum().item<int64_t>() == 11);
+  // LD-DPO's shared part: the first min(|chosen|, |rejected|) = 12 trained tokens of each side.
+  CHECK(batch.shared_masks[0][0].sum().item<int64_t>() == 12);
+  CHECK(batch.shared_masks[0][1].sum().item<int64_t>() == 12);
 }
 
 TEST_CASE("DPO chat pairs: truncation keeps the template's <bos>, the prompt's end and the answers' start",
           "[dpo][chat]") {
-  const json fields = {{"prompt", {message("user", "0123456789")}},
-                       {"chosen", {message("assistant", "abcdefghij")}},
-                       {"rejected", {message("assistant", "xy")}}};
+  const json fields = {{"prompt", json::array({message("user", "0123456789")})},
+                       {"chosen", json::array({message("assistant", "abcdefghij")})},
+                       {"rejected", json::array({message("assistant", "xy")})}};
   // Rendered prompt "User: 0123456789\nAssistant: " is 28 bytes; L = 24, Lp = 8:
   // it keeps max(8, 24 − 1 − 11) = 12 bytes, the answers the first 24 − 1 − 12 = 11 tokens.
   const dpo::TokenizedPair pair = tokenize("plain", fields, 24, 8);
@@ -129,21 +130,27 @@ TEST_CASE("DPO chat pairs: bad message data names file:line and the field", "[dp
     }
     return std::string("no error");
   };
-  const json answer = {message("assistant", "a")};
-  CHECK_THAT(error_of({{"prompt", {message("user", "q")}}, {"chosen", {message("robot", "a")}}, {"rejected", answer}}),
+  const json answer = json::array({message("assistant", "a")});
+  CHECK_THAT(error_of({{"prompt", json::array({message("user", "q")})},
+                       {"chosen", json::array({message("robot", "a")})},
+                       {"rejected", answer}}),
              Catch::Contains("prefs.jsonl:3: field 'chosen[0].role': unknown role \"robot\""));
   CHECK_THAT(error_of({{"prompt", "q"}, {"chosen", answer}, {"rejected", answer}}),
              Catch::Contains("prefs.jsonl:3: field 'prompt': with message lists"));
-  CHECK_THAT(error_of({{"prompt", {message("user", "q")}}, {"chosen", "a"}, {"rejected", answer}}),
+  CHECK_THAT(error_of({{"prompt", json::array({message("user", "q")})}, {"chosen", "a"}, {"rejected", answer}}),
              Catch::Contains("field 'chosen': a string, while other fields are message lists"));
-  CHECK_THAT(error_of({{"chosen", answer}, {"rejected", {message("assistant", "b")}}}),
+  CHECK_THAT(error_of({{"chosen", answer}, {"rejected", json::array({message("assistant", "b")})}}),
              Catch::Contains("field 'chosen': no prompt"));
-  CHECK_THAT(error_of({{"chosen", {message("user", "q"), message("assistant", "a")}},
-                       {"rejected", {message("user", "q"), message("assistant", "a")}}}),
+  CHECK_THAT(error_of({{"chosen", json::array({message("user", "q"), message("assistant", "a")})},
+                       {"rejected", json::array({message("user", "q"), message("assistant", "a")})}}),
              Catch::Contains("field 'chosen': no answer after the prompt"));
-  CHECK_THAT(error_of({{"prompt", {message("system", "s")}}, {"chosen", {message("user", "q")}}, {"rejected", answer}}),
+  CHECK_THAT(error_of({{"prompt", json::array({message("system", "s")})},
+                       {"chosen", json::array({message("user", "q")})},
+                       {"rejected", answer}}),
              Catch::Contains("field 'chosen': the answer after the prompt must start with an assistant message"));
-  CHECK_THAT(error_of({{"prompt", {message("user", "q")}}, {"chosen", {{{"role", "assistant"}}}}, {"rejected", answer}}),
+  CHECK_THAT(error_of({{"prompt", json::array({message("user", "q")})},
+                       {"chosen", json::array({{{"role", "assistant"}}})},
+                       {"rejected", answer}}),
              Catch::Contains("field 'chosen[0]': missing key 'content'"));
 
   dpo::DpoModule module;  // not set up: no chat template
@@ -163,18 +170,19 @@ TEST_CASE("DPO on chat pairs trains on the rendered answers: the step equals the
   // With the plain template a single-turn chat pair is the string pair
   // ("User: q\nAssistant: ", answer) with <bos> and <eos>, which the
   // independent reference scores byte by byte.
-  const std::vector<dpo_test::PreferencePair> strings{
-      {"User: 1+1=\nAssistant: ", "2", "3"}, {"User: hello\nAssistant: ", "hi there", "go away"}};
+  const std::vector<dpo_test::PreferencePair> strings{{"User: 1+1=\nAssistant: ", "2", "3"},
+                                                      {"User: hello\nAssistant: ", "hi there", "go away"}};
   std::vector<sdk::Example> examples;
   for (size_t i = 0; i < strings.size(); ++i) {
     const std::string user = strings[i].prompt.substr(6, strings[i].prompt.find('\n') - 6);
     examples.push_back({static_cast<int64_t>(i), "chat.jsonl:" + std::to_string(i + 1),
-                        json{{"prompt", {message("user", user)}},
-                             {"chosen", {message("assistant", strings[i].chosen)}},
-                             {"rejected", {message("assistant", strings[i].rejected)}}}});
+                        json{{"prompt", json::array({message("user", user)})},
+                             {"chosen", json::array({message("assistant", strings[i].chosen)})},
+                             {"rejected", json::array({message("assistant", strings[i].rejected)})}}});
   }
   const sdk::ConfigValues values = dpo_test::dpo_values();
-  plugin::HostContext context(*policy, tokenizer, values, *communicator, sdk::RunInfo{0, dpo_test::kMaxLength, 0, 0, ""});
+  plugin::HostContext context(*policy, tokenizer, values, *communicator,
+                              sdk::RunInfo{0, dpo_test::kMaxLength, 0, 0, ""});
   dpo::DpoModule module;
   module.setup(context);
   for (const sdk::Example& e : examples) module.check_example(e);

@@ -19,8 +19,7 @@ namespace ptrain::sdk {
 // single value of the element type reads as a one-element list.
 enum class ValueType { kBool, kInt, kFloat, kString, kStringList, kFloatList };
 
-using ConfigValue =
-    std::variant<bool, int64_t, double, std::string, std::vector<std::string>, std::vector<double>>;
+using ConfigValue = std::variant<bool, int64_t, double, std::string, std::vector<std::string>, std::vector<double>>;
 
 const char* value_type_name(ValueType type);
 std::string format_config_value(const ConfigValue& value);  // as it would be written in TOML
@@ -33,7 +32,7 @@ struct ConfigKey {
   std::string doc;                           // one line, shown by `ptrain validate --schema` and docs
   std::optional<double> min;                 // inclusive bounds for kInt and kFloat (each element of kFloatList)
   std::optional<double> max;
-  std::vector<std::string> choices;          // allowed values for kString (each element of kStringList; empty: any)
+  std::vector<std::string> choices;  // allowed values for kString (each element of kStringList; empty: any)
 };
 
 class ConfigSchema {

@@ -39,7 +39,7 @@ struct PluginState {
 };
 
 struct LossOut {
-  at::Tensor loss_sum;  // differentiable scalar: Σ of the loss over this microbatch's units
+  at::Tensor loss_sum;                      // differentiable scalar: Σ of the loss over this microbatch's units
   std::vector<at::Tensor> extra_loss_sums;  // num_extra_loss_terms() scalars, each a Σ over its own units
   MetricList metrics;
 };
