@@ -536,7 +536,7 @@ TEST_CASE("config: list keys read TOML arrays, check every element and round-tri
 
   // Errors name the element and the line it is on.
   CHECK(resolve_error(dir, std::string(kMinimal) + "[module]\nlosses = [\"a\",\n  \"d\"]\n", {}, schema) ==
-        file + ":13: key 'module.losses[1]': expected one of \"a\", \"b\", \"c\", got \"d\"");
+        file + ":13: key 'module.losses[1]': expected one of \"a\", \"b\", \"c\", got \"d\" (did you mean \"a\"?)");
   CHECK(resolve_error(dir, std::string(kMinimal) + "[module]\nweights = [1, \"x\"]\n", {}, schema) ==
         file + ":12: key 'module.weights[1]': expected a float, got string \"x\"");
   CHECK_THAT(resolve_error(dir, std::string(kMinimal) + "[module]\nweights = [1, 11]\n", {}, schema),

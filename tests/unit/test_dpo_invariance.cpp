@@ -101,7 +101,7 @@ TEST_CASE("with loss_agg = token, pairs weigh by their tokens and the split stil
   const std::vector<sdk::Example> examples = dpo_test::to_examples(pairs);
   auto communicator = dist::make_single_process_communicator();
   const sdk::ConfigValues values =
-      dpo_test::dpo_values({{"loss", std::string("simpo")}, {"beta", 2.0}, {"loss_agg", std::string("token")}});
+      dpo_test::dpo_values({{"loss", std::vector<std::string>{"simpo"}}, {"beta", 2.0}, {"loss_agg", std::string("token")}});
   plugin::HostContext context(*policy, tokenizer, values, *communicator,
                               sdk::RunInfo{0, dpo_test::kMaxLength, 0, 0, ""});
   dpo::DpoModule module;
