@@ -121,8 +121,8 @@ TEST_CASE("ptrain validate refuses bad preference data and lists the dpo plugin"
                            "\"chosen\": [{\"role\": \"assistant\", \"content\": \"a\"}], "
                            "\"rejected\": [{\"role\": \""
                         << rejected_role << "\", \"content\": \"b\"}]}\n";
-    return std::pair{data,
-                     run_ptrain("validate -c " + config.string() + " --set data.train=\"" + data.string() + "\"")};
+    return std::pair{data, run_ptrain("validate -c " + config.string() +
+                                      " --set batch.global_size=2 --set data.train=\"" + data.string() + "\"")};
   };
   const auto [chat_data, chat] = validate_chat("chat.jsonl", "assistant");
   INFO(chat.output);
