@@ -6,7 +6,7 @@
 // only completion tokens and the final <eos> are trained on.
 //
 // Truncation (max_length L, max_prompt_length Lp, longest completion c incl.
-// <eos>, b = 1 with <bos>, 0 for tokenizers without one): when
+// <eos>, b = 1 with <bos>, 0 for tokenizers or chat templates without one): when
 // b + |prompt| + c > L, the prompt keeps its last
 // k = min(|prompt|, max(Lp, L − b − c)) tokens, then each completion keeps its
 // first L − b − k tokens (losing <eos> if cut). Both sides always keep at

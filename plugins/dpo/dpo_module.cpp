@@ -210,7 +210,9 @@ void DpoModule::prepare_dataset(sdk::Context& ctx, const std::vector<sdk::Exampl
     }
   }
   dataset_.assign(examples.size(), TokenizedPair{});
-  for (size_t i = 0; i < examples.size(); ++i) dataset_.at(static_cast<size_t>(examples[i].index)) = pairs[i];
+  for (size_t i = 0; i < examples.size(); ++i) {
+    dataset_.at(static_cast<size_t>(examples[i].index)) = std::move(pairs[i]);
+  }
 }
 
 void DpoModule::precompute_reference(sdk::Context& ctx, const std::vector<sdk::Example>& examples,

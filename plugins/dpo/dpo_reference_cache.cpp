@@ -61,8 +61,12 @@ uint64_t data_fingerprint(const std::vector<TokenizedPair>& pairs) {
     hash.add(pair.prompt);
     hash.add(pair.chosen);
     hash.add(pair.rejected);
-    hash.add(pair.chosen_trained);
-    hash.add(pair.rejected_trained);
+    // Masks exist only for chat pairs; string pairs hash as before they existed,
+    // so earlier caches stay valid.
+    if (!pair.chosen_trained.empty() || !pair.rejected_trained.empty()) {
+      hash.add(pair.chosen_trained);
+      hash.add(pair.rejected_trained);
+    }
   }
   return hash.state;
 }
