@@ -95,14 +95,20 @@ int main(int argc, char** argv) {
   sdk::TokenizeStats stats;
   size_t ids = 0;
   for (const auto& arrays : run(1, "", stats)) ids += arrays[0].size();
-  std::printf("baseline, 1 thread:           %8.2f MB/s  (%.2f s, %zu ids)\n", rate(stats.seconds), stats.seconds, ids);
+  const double single = rate(stats.seconds);
+  std::printf("baseline, 1 thread:           %8.2f MB/s  (%.2f s, %zu ids)\n", single, stats.seconds, ids);
   run(threads, "", stats);
-  std::printf("tokenize_dataset, %d threads:  %8.2f MB/s  (%.2f s)\n", threads, rate(stats.seconds), stats.seconds);
+  const double parallel = rate(stats.seconds);
+  std::printf("tokenize_dataset, %d threads:  %8.2f MB/s  (%.2f s)\n", threads, parallel, stats.seconds);
 
   const fs::path cache = fs::temp_directory_path() / ("ptrain_bench_tokenize_" + std::to_string(::getpid()));
   run(threads, cache.string(), stats);
   run(threads, cache.string(), stats);
-  std::printf("restart, from the token cache: %8.2f MB/s  (%.2f s)\n", rate(stats.seconds), stats.seconds);
+  const double cached = rate(stats.seconds);
+  std::printf("restart, from the token cache: %8.2f MB/s  (%.2f s)\n", cached, stats.seconds);
   fs::remove_all(cache);
+  std::printf("\nMB/s   1 thread | %d threads (speed-up) | cached (speed-up)\n", threads);
+  std::printf("     %10.2f | %10.2f (%5.2fx)    | %8.1f (%6.1fx)\n", single, parallel, parallel / single, cached,
+              cached / single);
   return 0;
 }

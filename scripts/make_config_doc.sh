@@ -17,7 +17,9 @@ a did-you-mean), a wrong type, a value out of range or not among the allowed
 ones, or two keys that contradict each other is an error naming the file, the
 line and the key. Any key can be overridden on the command line with
 `--set section.key=value` (the value is read as TOML, or as a string when it
-does not parse). The resolved config, with every default written out, is saved
+does not parse). A list key takes a TOML array (`loss = ["sigmoid", "sft"]`,
+`--set 'module.loss_weights=[1, 0.2]'`), every element checked; a single value
+is a one-element list. The resolved config, with every default written out, is saved
 as `<output_dir>/config.toml` and trains again as it is.
 
 Relative paths are taken from the working directory. `ptrain validate -c FILE`

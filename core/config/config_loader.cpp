@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <type_traits>
 #include <sstream>
 
 namespace ptrain::config {
@@ -286,6 +287,27 @@ const std::vector<Binding>& bindings() {
   return table;
 }
 
+// An array of strings or of numbers as a list value; nullopt for other arrays
+// (mixed, nested). An empty array is an empty list of either type.
+std::optional<ConfigValue> array_value(const toml::array& array) {
+  if (array.empty() || array.is_homogeneous(toml::node_type::string)) {
+    std::vector<std::string> strings;
+    for (const toml::node& item : array) strings.emplace_back(item.as_string()->get());
+    return ConfigValue(std::move(strings));
+  }
+  std::vector<double> numbers;
+  for (const toml::node& item : array) {
+    if (const auto* integer = item.as_integer()) {
+      numbers.push_back(static_cast<double>(integer->get()));
+    } else if (const auto* floating = item.as_floating_point()) {
+      numbers.push_back(floating->get());
+    } else {
+      return std::nullopt;
+    }
+  }
+  return ConfigValue(std::move(numbers));
+}
+
 // Parses the value of a --set override as TOML; nullopt if it is not a single
 // scalar TOML value (then the caller takes the text as a string).
 std::optional<ConfigValue> parse_override_value(const std::string& text) {
@@ -299,6 +321,7 @@ std::optional<ConfigValue> parse_override_value(const std::string& text) {
       case toml::node_type::integer: return ConfigValue(node->as_integer()->get());
       case toml::node_type::floating_point: return ConfigValue(node->as_floating_point()->get());
       case toml::node_type::string: return ConfigValue(std::string(node->as_string()->get()));
+      case toml::node_type::array: return array_value(*node->as_array());
       default: return std::nullopt;
     }
   } catch (const toml::parse_error&) {
@@ -313,7 +336,18 @@ bool is_bare_key(const std::string& key) {
 }
 
 void insert_scalar(toml::table& table, const std::string& key, const ConfigValue& value) {
-  std::visit([&](const auto& v) { table.insert_or_assign(key, v); }, value);
+  std::visit(
+      [&](const auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::vector<std::string>> || std::is_same_v<T, std::vector<double>>) {
+          toml::array array;
+          for (const auto& item : v) array.push_back(item);
+          table.insert_or_assign(key, std::move(array));
+        } else {
+          table.insert_or_assign(key, v);
+        }
+      },
+      value);
 }
 
 }  // namespace
@@ -413,6 +447,9 @@ class Resolver {
   // checks; nullopt (and a recorded problem) if it fails one.
   std::optional<ConfigValue> convert(const ConfigKey& spec, const std::string& name, const std::string& loc,
                                      const toml::node& node) {
+    if (spec.type == ValueType::kStringList || spec.type == ValueType::kFloatList) {
+      return convert_list(spec, name, loc, node);
+    }
     std::optional<ConfigValue> value;
     switch (spec.type) {
       case ValueType::kBool:
@@ -433,6 +470,8 @@ class Resolver {
           value = it->second.raw;  // --set output_dir=2024 means the string "2024"
         }
         break;
+      case ValueType::kStringList:
+      case ValueType::kFloatList: break;  // convert_list
     }
     const std::string prefix = "key '" + name + "'";
     if (!value) {
@@ -469,6 +508,49 @@ class Resolver {
       }
     }
     return value;
+  }
+
+  // A TOML array whose elements each pass the element type's checks (an
+  // error names the element: key 'module.loss[1]', at the element's line). A
+  // single value of the element type is a one-element list, so
+  // `loss = "sigmoid"` and `--set module.loss=ipo` work.
+  std::optional<ConfigValue> convert_list(const ConfigKey& spec, const std::string& name, const std::string& loc,
+                                          const toml::node& node) {
+    const bool strings = spec.type == ValueType::kStringList;
+    ConfigKey element = spec;
+    element.type = strings ? ValueType::kString : ValueType::kFloat;
+    const toml::array* array = node.as_array();
+    if (!array) {
+      const bool scalar = strings ? node.is_string() || doc_.overrides.count(name) != 0 : node.is_number();
+      if (!scalar) {
+        add_problem(loc, "key '" + name + "': expected a " + sdk::value_type_name(spec.type) + " (a TOML array like " +
+                             (strings ? "[\"a\", \"b\"]" : "[1.0, 0.5]") + "), got " + describe_node(node));
+        return std::nullopt;
+      }
+      std::optional<ConfigValue> value = convert(element, name, loc, node);
+      if (!value) return std::nullopt;
+      if (strings) return ConfigValue(std::vector<std::string>{std::get<std::string>(*value)});
+      return ConfigValue(std::vector<double>{std::get<double>(*value)});
+    }
+    std::vector<std::string> string_items;
+    std::vector<double> number_items;
+    bool valid = true;
+    for (size_t i = 0; i < array->size(); ++i) {
+      const toml::node& item = *array->get(i);
+      const auto line = item.source().begin.line;
+      const std::string item_loc =
+          line > 0 && doc_.overrides.count(name) == 0 ? doc_.file_name() + ":" + std::to_string(line) : loc;
+      std::optional<ConfigValue> value = convert(element, name + "[" + std::to_string(i) + "]", item_loc, item);
+      if (!value) {
+        valid = false;
+      } else if (strings) {
+        string_items.push_back(std::get<std::string>(*value));
+      } else {
+        number_items.push_back(std::get<double>(*value));
+      }
+    }
+    if (!valid) return std::nullopt;
+    return strings ? ConfigValue(std::move(string_items)) : ConfigValue(std::move(number_items));
   }
 
   const loader_detail::DocumentData& doc_;

@@ -52,7 +52,7 @@ class CausalLm : public sdk::LanguageModel {
 
   // Trainable leaves with transformers' names, in transformers' module order.
   // A tied lm_head is not listed (it is model.embed_tokens.weight).
-  std::vector<std::pair<std::string, at::Tensor>> named_parameters() const;
+  std::vector<std::pair<std::string, at::Tensor>> named_parameters() const override;
 
   const ModelConfig& config() const { return config_; }
 

@@ -246,6 +246,7 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
         plugin::log_warn("train", "step " + std::to_string(step + 1) + ": non-finite loss or gradient norm; step skipped");
       }
     }
+    module->end_step(context);
     if (!stepped) ++summary.skipped_steps;
     ++summary.steps;
     trainer_state.completed_steps = step + 1;

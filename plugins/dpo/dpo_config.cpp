@@ -4,27 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
 namespace ptrain::dpo {
 namespace {
-
-std::string trim(const std::string& text) {
-  const auto begin = text.find_first_not_of(" \t");
-  if (begin == std::string::npos) return "";
-  const auto end = text.find_last_not_of(" \t");
-  return text.substr(begin, end - begin + 1);
-}
-
-// TOML strings "a, b, c" → {"a", "b", "c"}; an empty string gives no items.
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> items;
-  if (trim(text).empty()) return items;
-  std::stringstream stream(text);
-  std::string item;
-  while (std::getline(stream, item, ',')) items.push_back(trim(item));
-  return items;
-}
 
 std::string joined_names() {
   std::string joined;
@@ -36,8 +18,8 @@ LossType parse_loss_type(const sdk::ConfigValues& values, const std::string& nam
   const auto& names = loss_type_names();
   const auto it = std::find(names.begin(), names.end(), name);
   if (it == names.end()) {
-    throw sdk::ConfigError(values.where("loss") + ": unknown loss '" + name +
-                           "' (expected a comma-separated list of: " + joined_names() + ")");
+    throw sdk::ConfigError(values.where("loss") + ": unknown loss '" + name + "' (known losses: " + joined_names() +
+                           ")");
   }
   return static_cast<LossType>(it - names.begin());
 }
@@ -63,12 +45,10 @@ bool DpoConfig::needs_reference() const {
 
 void declare_dpo_config(sdk::ConfigSchema& schema) {
   schema.add_float("beta", 0.1, "β: scale of the implicit reward β·(log π − log π_ref); SimPO usually wants ~2", 0.0);
-  schema.add_string("loss", "sigmoid",
-                    "comma-separated losses to combine: sigmoid, ipo, hinge, robust, exo_pair, nca_pair, bco_pair, "
-                    "sppo_hard, apo_zero, apo_down, discopop, sigmoid_norm, simpo, sft (docs/dpo.md)");
-  schema.add_string("loss_weights", "",
-                    "comma-separated weights, one per loss; the step loss is Σ weight·(mean of that loss); "
-                    "empty: all 1");
+  schema.add_string_list("loss", std::vector<std::string>{"sigmoid"},
+                         "the losses to combine, e.g. [\"sigmoid\", \"sft\"] (docs/dpo.md)", loss_type_names());
+  schema.add_float_list("loss_weights", std::vector<double>{},
+                        "weights, one per loss; the step loss is Σ weight·(mean of that loss); empty: all 1", 0.0);
   schema.add_float("label_smoothing", 0.0,
                    "ε: probability that a preference label is flipped (sigmoid/cDPO, robust, exo_pair, "
                    "sigmoid_norm, simpo)",
@@ -123,7 +103,7 @@ DpoConfig read_dpo_config(const sdk::ConfigValues& values, int64_t max_length) {
   config.loss_agg = values.get_string("loss_agg") == "token" ? PairAggregation::kToken : PairAggregation::kPair;
 
   config.losses.clear();
-  for (const std::string& name : split_list(values.get_string("loss"))) {
+  for (const std::string& name : values.get_string_list("loss")) {
     const LossType type = parse_loss_type(values, name);
     if (config.has_loss(type)) throw sdk::ConfigError(values.where("loss") + ": loss '" + name + "' is listed twice");
     config.losses.push_back(type);
@@ -132,27 +112,20 @@ DpoConfig read_dpo_config(const sdk::ConfigValues& values, int64_t max_length) {
     throw sdk::ConfigError(values.where("loss") + ": expected at least one loss (one of: " + joined_names() + ")");
   }
 
+  const std::vector<double>& weights = values.get_float_list("loss_weights");
   config.loss_weights.assign(config.losses.size(), 1.0);
-  const std::vector<std::string> weights = split_list(values.get_string("loss_weights"));
   if (!weights.empty()) {
     if (weights.size() != config.losses.size()) {
       throw sdk::ConfigError(values.where("loss_weights") + ": expected " + std::to_string(config.losses.size()) +
                              " weights (one per loss), got " + std::to_string(weights.size()));
     }
     for (size_t i = 0; i < weights.size(); ++i) {
-      size_t used = 0;
-      double weight = 0.0;
-      try {
-        weight = std::stod(weights[i], &used);
-      } catch (const std::exception&) {
-        used = 0;
+      if (!std::isfinite(weights[i]) || weights[i] < 0.0) {
+        throw sdk::ConfigError(values.where("loss_weights") + ": loss_weights[" + std::to_string(i) +
+                               "] must be a finite number >= 0, got " + sdk::format_config_value(weights[i]));
       }
-      if (used != weights[i].size() || !std::isfinite(weight) || weight < 0.0) {
-        throw sdk::ConfigError(values.where("loss_weights") + ": weight " + std::to_string(i + 1) +
-                               " must be a finite number >= 0, got '" + weights[i] + "'");
-      }
-      config.loss_weights[i] = weight;
     }
+    config.loss_weights = weights;
   }
 
   if (config.has_loss(LossType::kRobust) && config.label_smoothing >= 0.5) {

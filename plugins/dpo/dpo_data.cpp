@@ -10,7 +10,8 @@ namespace {
 struct Sequence {
   const std::vector<int64_t>* prompt;
   const std::vector<int64_t>* completion;
-  int64_t shared_tokens;  // completion tokens counted as LD-DPO's shared part
+  const std::vector<uint8_t>* trained;  // empty: all
+  int64_t shared_tokens;                // trained tokens counted as LD-DPO's shared part
 };
 
 // Rows of inputs tokens[:-1], targets tokens[1:], trained on the completion targets.
@@ -36,43 +37,62 @@ void collate_rows(const std::vector<Sequence>& rows, int64_t pad_id, sdk::TokenB
     // Target j is token j+1; the first completion token is token |prompt|.
     const auto first = static_cast<int64_t>(rows[r].prompt->size()) - 1;
     const auto count = static_cast<int64_t>(rows[r].completion->size());
+    const std::vector<uint8_t>& trained = *rows[r].trained;
+    int64_t seen = 0;  // trained tokens before position k
     for (int64_t k = 0; k < count; ++k) {
+      if (!trained.empty() && trained[k] == 0) continue;
       mask[r][first + k] = true;
-      shared[r][first + k] = k < rows[r].shared_tokens;
+      shared[r][first + k] = seen++ < rows[r].shared_tokens;
     }
   }
 }
 
 }  // namespace
 
-TokenizedPair tokenize_pair(const sdk::Tokenizer& tokenizer, std::string_view prompt, std::string_view chosen,
-                            std::string_view rejected, int64_t max_length, int64_t max_prompt_length) {
+TokenizedPair fit_pair(const std::vector<int64_t>& prompt, int64_t bos_id, Completion chosen, Completion rejected,
+                       int64_t max_length, int64_t max_prompt_length) {
   TORCH_CHECK(max_prompt_length >= 0 && max_prompt_length <= max_length - 2, "max_prompt_length ", max_prompt_length,
               " must be in [0, max_length − 2 = ", max_length - 2, "]");
-  std::vector<int64_t> prompt_ids = tokenizer.encode(prompt);
   TokenizedPair pair;
-  pair.chosen = tokenizer.encode(chosen);
-  pair.chosen.push_back(tokenizer.eos_id());
-  pair.rejected = tokenizer.encode(rejected);
-  pair.rejected.push_back(tokenizer.eos_id());
+  pair.chosen = std::move(chosen.ids);
+  pair.chosen_trained = std::move(chosen.trained);
+  pair.rejected = std::move(rejected.ids);
+  pair.rejected_trained = std::move(rejected.trained);
 
-  // Tokenizers without <bos> (Qwen) start sequences at the prompt.
-  const int64_t bos_count = tokenizer.bos_id() >= 0 ? 1 : 0;
-  const auto prompt_length = static_cast<int64_t>(prompt_ids.size());
+  const int64_t bos_count = bos_id >= 0 ? 1 : 0;
+  const auto prompt_length = static_cast<int64_t>(prompt.size());
   const auto longest = static_cast<int64_t>(std::max(pair.chosen.size(), pair.rejected.size()));
   int64_t kept_prompt = prompt_length;
   if (bos_count + prompt_length + longest > max_length) {
     pair.truncated = true;
     kept_prompt = std::min(prompt_length, std::max(max_prompt_length, max_length - bos_count - longest));
     const int64_t completion_budget = max_length - bos_count - kept_prompt;
-    for (std::vector<int64_t>* completion : {&pair.chosen, &pair.rejected}) {
-      if (static_cast<int64_t>(completion->size()) > completion_budget) completion->resize(completion_budget);
+    for (auto [ids, trained] :
+         {std::pair{&pair.chosen, &pair.chosen_trained}, std::pair{&pair.rejected, &pair.rejected_trained}}) {
+      if (static_cast<int64_t>(ids->size()) > completion_budget) ids->resize(completion_budget);
+      if (static_cast<int64_t>(trained->size()) > completion_budget) trained->resize(completion_budget);
     }
   }
   pair.prompt.reserve(bos_count + kept_prompt);
-  if (bos_count > 0) pair.prompt.push_back(tokenizer.bos_id());
-  pair.prompt.insert(pair.prompt.end(), prompt_ids.end() - kept_prompt, prompt_ids.end());
+  if (bos_count > 0) pair.prompt.push_back(bos_id);
+  pair.prompt.insert(pair.prompt.end(), prompt.end() - kept_prompt, prompt.end());
   return pair;
+}
+
+TokenizedPair tokenize_pair(const sdk::Tokenizer& tokenizer, std::string_view prompt, std::string_view chosen,
+                            std::string_view rejected, int64_t max_length, int64_t max_prompt_length) {
+  Completion chosen_ids{tokenizer.encode(chosen), {}};
+  chosen_ids.ids.push_back(tokenizer.eos_id());
+  Completion rejected_ids{tokenizer.encode(rejected), {}};
+  rejected_ids.ids.push_back(tokenizer.eos_id());
+  // Tokenizers without <bos> (Qwen) start sequences at the prompt.
+  return fit_pair(tokenizer.encode(prompt), tokenizer.bos_id(), std::move(chosen_ids), std::move(rejected_ids),
+                  max_length, max_prompt_length);
+}
+
+int64_t trained_tokens(const std::vector<int64_t>& completion, const std::vector<uint8_t>& trained) {
+  if (trained.empty()) return static_cast<int64_t>(completion.size());
+  return std::count(trained.begin(), trained.end(), uint8_t{1});
 }
 
 int64_t pair_input_length(const TokenizedPair& pair) {
@@ -87,11 +107,11 @@ PairBatch collate_pairs(const std::vector<TokenizedPair>& pairs, int64_t pad_id,
   std::vector<int64_t> rejected_tokens;
   for (int64_t i = 0; i < num_pairs; ++i) {
     const TokenizedPair& pair = pairs[i];
-    const auto shared = static_cast<int64_t>(std::min(pair.chosen.size(), pair.rejected.size()));
-    chosen_rows.push_back({&pair.prompt, &pair.chosen, shared});
-    rejected_rows.push_back({&pair.prompt, &pair.rejected, shared});
-    chosen_tokens.push_back(static_cast<int64_t>(pair.chosen.size()));
-    rejected_tokens.push_back(static_cast<int64_t>(pair.rejected.size()));
+    chosen_tokens.push_back(trained_tokens(pair.chosen, pair.chosen_trained));
+    rejected_tokens.push_back(trained_tokens(pair.rejected, pair.rejected_trained));
+    const int64_t shared = std::min(chosen_tokens.back(), rejected_tokens.back());
+    chosen_rows.push_back({&pair.prompt, &pair.chosen, &pair.chosen_trained, shared});
+    rejected_rows.push_back({&pair.prompt, &pair.rejected, &pair.rejected_trained, shared});
   }
   PairBatch batch;
   batch.chosen_tokens = at::tensor(chosen_tokens, at::kLong);

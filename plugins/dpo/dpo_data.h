@@ -6,7 +6,7 @@
 // only completion tokens and the final <eos> are trained on.
 //
 // Truncation (max_length L, max_prompt_length Lp, longest completion c incl.
-// <eos>, b = 1 with <bos>, 0 for tokenizers without one): when
+// <eos>, b = 1 with <bos>, 0 for tokenizers or chat templates without one): when
 // b + |prompt| + c > L, the prompt keeps its last
 // k = min(|prompt|, max(Lp, L − b − c)) tokens, then each completion keeps its
 // first L − b − k tokens (losing <eos> if cut). Both sides always keep at
@@ -28,19 +28,38 @@ struct TokenizedPair {
   std::vector<int64_t> prompt;    // <bos> (if the tokenizer has one) and the kept prompt tokens
   std::vector<int64_t> chosen;    // kept completion tokens, <eos> included if it fit
   std::vector<int64_t> rejected;  // same for the rejected answer
-  bool truncated = false;         // something was cut
+  // Chat pairs: 1 where a completion token is trained (assistant content and
+  // its end-of-turn marker; 0 for a user turn inside a multi-turn answer).
+  // Empty: every completion token is trained.
+  std::vector<uint8_t> chosen_trained;
+  std::vector<uint8_t> rejected_trained;
+  bool truncated = false;  // something was cut
 };
+
+// A completion as token ids, with its trained mask (empty: all trained).
+struct Completion {
+  std::vector<int64_t> ids;
+  std::vector<uint8_t> trained;
+};
+
+// The truncation rule above over already tokenized parts; `prompt` excludes
+// <bos>, which comes first when bos_id >= 0.
+TokenizedPair fit_pair(const std::vector<int64_t>& prompt, int64_t bos_id, Completion chosen, Completion rejected,
+                       int64_t max_length, int64_t max_prompt_length);
 
 TokenizedPair tokenize_pair(const sdk::Tokenizer& tokenizer, std::string_view prompt, std::string_view chosen,
                             std::string_view rejected, int64_t max_length, int64_t max_prompt_length);
+
+// Trained tokens of one side of a pair.
+int64_t trained_tokens(const std::vector<int64_t>& completion, const std::vector<uint8_t>& trained);
 
 // Forward batches of one microbatch of B pairs.
 struct PairBatch {
   // Concatenated: one batch of 2B rows (chosen rows 0..B−1, rejected rows
   // B..2B−1). Separate: two batches, chosen then rejected, B rows each.
   std::vector<sdk::TokenBatch> forwards;
-  // Per forward, [rows, T] bool: trained positions within the first
-  // min(|chosen|, |rejected|) completion tokens of their pair (LD-DPO's shared part).
+  // Per forward, [rows, T] bool: the first min(|chosen|, |rejected|)
+  // trained completion tokens of their pair (LD-DPO's shared part).
   std::vector<at::Tensor> shared_masks;
   at::Tensor chosen_tokens;    // [B] int64, trained tokens of each chosen completion
   at::Tensor rejected_tokens;  // [B] int64

@@ -1,8 +1,10 @@
 #include "dpo_module.h"
 
+#include "dpo_chat.h"
 #include "dpo_reference_cache.h"
 
 #include "ptrain/sdk/errors.h"
+#include "ptrain/sdk/token_cache.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
@@ -13,6 +15,7 @@ namespace ptrain::dpo {
 namespace {
 
 constexpr const char* kComponent = "dpo";
+constexpr const char* kReferencePrefix = "reference/";  // TR-DPO's reference weights in the plugin state
 
 // Reads a ReferenceColumn pair as one side's parts. parts: [B, 4] float64.
 SequenceLogProbParts cached_side(const at::Tensor& parts, int64_t shared_column, int64_t rest_column) {
@@ -64,6 +67,7 @@ ScoredPairs score_pairs(sdk::LanguageModel& model, const PairBatch& batch) {
 
 void DpoModule::setup(sdk::Context& ctx) {
   config_ = read_dpo_config(ctx.module_config(), ctx.run_info().max_length);
+  if (const sdk::ChatTemplate* chat_template = ctx.tokenizer().chat_template()) chat_template_ = *chat_template;
   for (const LossType type : config_.losses) {
     if (type != LossType::kSft) {
       reward_form_ = type;
@@ -84,6 +88,7 @@ void DpoModule::setup(sdk::Context& ctx) {
             << (config_.reference_model.empty() ? "frozen copy of the initial policy" : config_.reference_model);
     if (config_.precompute_reference) summary << " (precomputed)";
   }
+  if (chat_template_) summary << ", chat template " << chat_template_->name << " for message-list pairs";
   ctx.logger().info(kComponent, summary.str());
 
   // A precomputed reference is loaded only for the precomputation (prepare_dataset).
@@ -115,27 +120,36 @@ std::vector<sdk::MetricSpec> DpoModule::metric_specs() const {
 }
 
 void DpoModule::check_example(const sdk::Example& example) const {
-  for (const char* field : {"chosen", "rejected"}) {
-    if (sdk::has_field(example, field) && example.fields.at(field).is_array()) {
-      throw sdk::DataError(example.location + ": field '" + field +
-                           "': messages-style preference data (a list of chat messages) needs a chat template, "
-                           "which ptrain does not support yet; give {\"prompt\", \"chosen\", \"rejected\"} strings");
-    }
-  }
   if (sdk::has_field(example, "messages")) {
     throw sdk::DataError(example.location +
-                         ": field 'messages': DPO data needs {\"prompt\", \"chosen\", \"rejected\"} strings; "
-                         "chat-formatted preference data is not supported yet");
+                         ": field 'messages': DPO data is {\"prompt\", \"chosen\", \"rejected\"}; for chat data give "
+                         "chosen and rejected (and the prompt) as message lists (docs/dpo.md)");
+  }
+  if (is_chat_pair(example)) {
+    const ChatPair pair = read_chat_pair(example);
+    if (!chat_template_) {
+      throw sdk::DataError(example.location +
+                           ": field 'chosen': chat data needs a chat template, and the tokenizer names none; set "
+                           "tokenizer.chat_template (chatml, llama3, plain or custom)");
+    }
+    return;
   }
   sdk::require_string(example, "prompt");
   sdk::require_string(example, "chosen");
   sdk::require_string(example, "rejected");
 }
 
-TokenizedPair DpoModule::tokenize(const sdk::Context& ctx, const sdk::Example& example) const {
-  TokenizedPair pair =
-      tokenize_pair(ctx.tokenizer(), sdk::require_string(example, "prompt"), sdk::require_string(example, "chosen"),
-                    sdk::require_string(example, "rejected"), ctx.run_info().max_length, config_.max_prompt_length);
+TokenizedPair DpoModule::tokenize(const sdk::Tokenizer& tokenizer, int64_t max_length,
+                                  const sdk::Example& example) const {
+  TokenizedPair pair;
+  if (is_chat_pair(example)) {
+    if (!chat_template_) check_example(example);  // throws the error that names the missing template
+    pair = tokenize_chat_pair(tokenizer, *chat_template_, read_chat_pair(example), max_length,
+                              config_.max_prompt_length, example.location);
+  } else {
+    pair = tokenize_pair(tokenizer, sdk::require_string(example, "prompt"), sdk::require_string(example, "chosen"),
+                         sdk::require_string(example, "rejected"), max_length, config_.max_prompt_length);
+  }
   if (pair.prompt.empty()) {
     throw sdk::DataError(example.location +
                          ": field 'prompt': empty, and the tokenizer has no <bos>, so no position predicts the "
@@ -151,20 +165,41 @@ std::string DpoModule::reference_cache_path(const sdk::Context& ctx) const {
 }
 
 void DpoModule::prepare_dataset(sdk::Context& ctx, const std::vector<sdk::Example>& examples) {
-  std::vector<TokenizedPair> pairs;
-  pairs.reserve(examples.size());
+  const int64_t max_length = ctx.run_info().max_length;
+  const sdk::Tokenizer& tokenizer = ctx.tokenizer();
+  // Everything tokenize() reads besides the tokenizer, its template and the examples.
+  const std::string recipe = "dpo/1 max_length=" + std::to_string(max_length) +
+                             " max_prompt_length=" + std::to_string(config_.max_prompt_length);
+  const auto as_ids = [](const std::vector<uint8_t>& mask) { return std::vector<int64_t>(mask.begin(), mask.end()); };
+  sdk::TokenizeStats stats;
+  const std::vector<sdk::TokenArrays> arrays = sdk::tokenize_dataset(
+      ctx, examples, recipe,
+      [&](const sdk::Example& example) {
+        TokenizedPair pair = tokenize(tokenizer, max_length, example);
+        return sdk::TokenArrays{std::move(pair.prompt),      std::move(pair.chosen),        std::move(pair.rejected),
+                                as_ids(pair.chosen_trained), as_ids(pair.rejected_trained), {pair.truncated ? 1 : 0}};
+      },
+      &stats);
+
+  std::vector<TokenizedPair> pairs(examples.size());
   int64_t truncated = 0;
-  const std::unique_ptr<sdk::Progress> tokenizing =
-      ctx.start_progress("dpo: tokenizing pairs", static_cast<int64_t>(examples.size()));
-  for (const sdk::Example& example : examples) {
-    pairs.push_back(tokenize(ctx, example));
-    truncated += pairs.back().truncated ? 1 : 0;
-    tokenizing->advance();
+  for (size_t i = 0; i < examples.size(); ++i) {
+    TokenizedPair& pair = pairs[i];
+    pair.prompt = arrays[i][0];
+    pair.chosen = arrays[i][1];
+    pair.rejected = arrays[i][2];
+    pair.chosen_trained.assign(arrays[i][3].begin(), arrays[i][3].end());
+    pair.rejected_trained.assign(arrays[i][4].begin(), arrays[i][4].end());
+    pair.truncated = arrays[i][5][0] != 0;
+    truncated += pair.truncated ? 1 : 0;
   }
-  tokenizing->finish();
+  ctx.logger().info(
+      kComponent,
+      std::string(stats.from_cache ? "loaded " : "tokenized ") + std::to_string(stats.examples) + " pairs" +
+          (stats.cache_file.empty() ? "" : (stats.from_cache ? " from " : ", cached in ") + stats.cache_file));
   if (truncated > 0) {
     ctx.logger().warn(kComponent, std::to_string(truncated) + " of " + std::to_string(pairs.size()) +
-                                      " pairs exceed data.max_length = " + std::to_string(ctx.run_info().max_length) +
+                                      " pairs exceed data.max_length = " + std::to_string(max_length) +
                                       " and are truncated (prompt keeps its end, completions their start; "
                                       "metric truncated_pairs)");
   }
@@ -174,6 +209,10 @@ void DpoModule::prepare_dataset(sdk::Context& ctx, const std::vector<sdk::Exampl
     } else {
       ctx.logger().info(kComponent, "precompute_reference: no loss of this run uses a reference; nothing to compute");
     }
+  }
+  dataset_.assign(examples.size(), TokenizedPair{});
+  for (size_t i = 0; i < examples.size(); ++i) {
+    dataset_.at(static_cast<size_t>(examples[i].index)) = std::move(pairs[i]);
   }
 }
 
@@ -252,10 +291,8 @@ void DpoModule::sync_reference_if_due(sdk::Context& ctx) {
                                     std::to_string(config_.sync_reference_alpha) + "·policy + (1 − α)·reference");
 }
 
-void DpoModule::update_bco_delta(sdk::Context& ctx) {
-  const int64_t step = ctx.run_info().step;
-  if (!config_.has_loss(LossType::kBcoPair) || step == last_bco_step_) return;
-  last_bco_step_ = step;
+void DpoModule::end_step(sdk::Context& ctx) {
+  if (!config_.has_loss(LossType::kBcoPair)) return;
   at::Tensor totals = at::tensor({bco_reward_sum_, bco_reward_count_}, at::kDouble);
   ctx.all_reduce_sum(totals);
   bco_global_sum_ += totals[0].item<double>();
@@ -265,11 +302,51 @@ void DpoModule::update_bco_delta(sdk::Context& ctx) {
   bco_delta_ = bco_global_count_ > 0.0 ? bco_global_sum_ / bco_global_count_ : 0.0;
 }
 
+sdk::PluginState DpoModule::save_state() const {
+  sdk::PluginState state;
+  state.meta = {{"format", 1},
+                {"last_synced_step", last_synced_step_},
+                {"bco_global_sum", bco_global_sum_},
+                {"bco_global_count", bco_global_count_}};
+  // Only a synced reference differs from what setup() builds again.
+  if (config_.sync_reference && reference_ && last_synced_step_ >= 0) {
+    for (const auto& [name, tensor] : reference_->named_parameters()) {
+      state.tensors.emplace_back(kReferencePrefix + name, tensor);
+    }
+  }
+  return state;
+}
+
+void DpoModule::load_state(sdk::Context& ctx, const sdk::PluginState& state) {
+  if (state.meta.empty()) return;  // a checkpoint of a run that kept no DPO state
+  if (state.meta.value("format", 0) != 1) {
+    throw sdk::PluginError("dpo: unknown plugin state format " + state.meta.value("format", nlohmann::json()).dump());
+  }
+  last_synced_step_ = state.meta.at("last_synced_step").get<int64_t>();
+  bco_global_sum_ = state.meta.at("bco_global_sum").get<double>();
+  bco_global_count_ = state.meta.at("bco_global_count").get<double>();
+  bco_delta_ = bco_global_count_ > 0.0 ? bco_global_sum_ / bco_global_count_ : 0.0;
+  if (!config_.sync_reference || !reference_ || last_synced_step_ < 0) return;
+  std::unordered_map<std::string, at::Tensor> saved;
+  for (const auto& [name, tensor] : state.tensors) saved[name] = tensor;
+  const at::NoGradGuard no_grad;
+  for (const auto& [name, tensor] : reference_->named_parameters()) {
+    const auto it = saved.find(kReferencePrefix + name);
+    if (it == saved.end() || !it->second.sizes().equals(tensor.sizes())) {
+      throw sdk::PluginError("dpo: the checkpoint's plugin state lacks the synced reference weight '" +
+                             std::string(kReferencePrefix) + name + "' of shape " + c10::str(tensor.sizes()) +
+                             "; it was not saved by a TR-DPO run of this model");
+    }
+    tensor.copy_(it->second);
+  }
+  ctx.logger().info(kComponent,
+                    "resumed the TR-DPO reference as synced at step " + std::to_string(last_synced_step_ + 1));
+}
+
 std::vector<std::unique_ptr<sdk::Microbatch>> DpoModule::prepare(sdk::Context& ctx,
                                                                  const std::vector<const sdk::Example*>& examples,
                                                                  const sdk::MicrobatchPlan& plan) {
   sync_reference_if_due(ctx);
-  update_bco_delta(ctx);
   if (config_.precompute_reference && config_.needs_reference() && !reference_precomputed_) {
     throw sdk::Error("dpo: precompute_reference is set but prepare_dataset() did not run before the first step");
   }
@@ -278,7 +355,9 @@ std::vector<std::unique_ptr<sdk::Microbatch>> DpoModule::prepare(sdk::Context& c
   std::vector<int64_t> lengths;
   pairs.reserve(examples.size());
   for (const sdk::Example* example : examples) {
-    pairs.push_back(tokenize(ctx, *example));
+    const bool prepared = example->index >= 0 && static_cast<size_t>(example->index) < dataset_.size();
+    pairs.push_back(prepared ? dataset_[example->index]
+                             : tokenize(ctx.tokenizer(), ctx.run_info().max_length, *example));
     // Both sides are forwarded, so a token budget bounds 2 × the longer side.
     lengths.push_back(2 * pair_input_length(pairs.back()));
   }

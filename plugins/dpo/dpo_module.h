@@ -16,9 +16,11 @@
 #include "dpo_data.h"
 #include "dpo_loss.h"
 
+#include "ptrain/sdk/chat.h"
 #include "ptrain/sdk/train_module.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -43,6 +45,8 @@ class DpoModule final : public sdk::TrainModule {
   void setup(sdk::Context& ctx) override;
   std::vector<sdk::MetricSpec> metric_specs() const override;
   void check_example(const sdk::Example& example) const override;
+  // Tokenizes every pair once, in parallel, cached in the run directory
+  // (sdk/token_cache.h); precomputes reference log-probs if configured.
   void prepare_dataset(sdk::Context& ctx, const std::vector<sdk::Example>& examples) override;
   std::vector<std::unique_ptr<sdk::Microbatch>> prepare(sdk::Context& ctx,
                                                         const std::vector<const sdk::Example*>& examples,
@@ -51,6 +55,12 @@ class DpoModule final : public sdk::TrainModule {
   size_t num_extra_loss_terms() const override;
   std::vector<int64_t> count_extra_units(const sdk::Microbatch& microbatch) const override;
   sdk::LossOut microbatch_loss(sdk::Context& ctx, const sdk::Microbatch& microbatch) override;
+  // bco_pair: folds this step's rewards of every rank into δ, so that the
+  // state a checkpoint saves after the step is complete.
+  void end_step(sdk::Context& ctx) override;
+  // TR-DPO's synced reference weights and bco_pair's running mean.
+  sdk::PluginState save_state() const override;
+  void load_state(sdk::Context& ctx, const sdk::PluginState& state) override;
 
   const DpoConfig& config() const { return config_; }
   // The cache file precompute_reference reads and writes in this run.
@@ -59,15 +69,17 @@ class DpoModule final : public sdk::TrainModule {
   bool holds_reference_model() const { return reference_ != nullptr; }
 
  private:
-  TokenizedPair tokenize(const sdk::Context& ctx, const sdk::Example& example) const;
+  // One example as this run trains on it: strings or chat messages.
+  TokenizedPair tokenize(const sdk::Tokenizer& tokenizer, int64_t max_length, const sdk::Example& example) const;
   void precompute_reference(sdk::Context& ctx, const std::vector<sdk::Example>& examples,
                             const std::vector<TokenizedPair>& pairs);
   void sync_reference_if_due(sdk::Context& ctx);
-  void update_bco_delta(sdk::Context& ctx);
 
   DpoConfig config_;
-  LossType reward_form_ = LossType::kSigmoid;      // the log-prob form (sum or mean) rewards are reported in
-  std::unique_ptr<sdk::LanguageModel> reference_;  // live reference; null when unused or precomputed
+  std::optional<sdk::ChatTemplate> chat_template_;  // the tokenizer's, copied at setup
+  std::vector<TokenizedPair> dataset_;              // by Example::index, filled by prepare_dataset()
+  LossType reward_form_ = LossType::kSigmoid;       // the log-prob form (sum or mean) rewards are reported in
+  std::unique_ptr<sdk::LanguageModel> reference_;   // live reference; null when unused or precomputed
   bool reference_precomputed_ = false;
   at::Tensor cached_reference_;                         // [N, 4] float64 when precomputed
   std::unordered_map<int64_t, int64_t> cached_row_of_;  // Example::index → row of cached_reference_
@@ -75,11 +87,10 @@ class DpoModule final : public sdk::TrainModule {
   // bco_pair's δ: the mean reward (chosen and rejected) of all earlier steps,
   // held fixed within a step so that the step's loss is a sum over pairs.
   double bco_delta_ = 0.0;
-  double bco_reward_sum_ = 0.0;  // this rank, since the last reduction
+  double bco_reward_sum_ = 0.0;  // this rank, this step
   double bco_reward_count_ = 0.0;
-  double bco_global_sum_ = 0.0;  // all ranks, all reduced steps
+  double bco_global_sum_ = 0.0;  // all ranks, all finished steps
   double bco_global_count_ = 0.0;
-  int64_t last_bco_step_ = -1;
 };
 
 }  // namespace ptrain::dpo

@@ -26,9 +26,10 @@ struct Fnv1a {
       state *= 1099511628211ULL;
     }
   }
-  void add(const std::vector<int64_t>& ids) {
-    add(static_cast<int64_t>(ids.size()));
-    for (const int64_t id : ids) add(id);
+  template <class T>
+  void add(const std::vector<T>& values) {
+    add(static_cast<int64_t>(values.size()));
+    for (const T value : values) add(static_cast<int64_t>(value));
   }
 };
 
@@ -61,6 +62,12 @@ uint64_t data_fingerprint(const std::vector<TokenizedPair>& pairs) {
     hash.add(pair.prompt);
     hash.add(pair.chosen);
     hash.add(pair.rejected);
+    // Masks exist only for chat pairs; string pairs hash as before they existed,
+    // so earlier caches stay valid.
+    if (!pair.chosen_trained.empty() || !pair.rejected_trained.empty()) {
+      hash.add(pair.chosen_trained);
+      hash.add(pair.rejected_trained);
+    }
   }
   return hash.state;
 }

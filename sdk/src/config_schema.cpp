@@ -23,7 +23,9 @@ const char* held_type_name(const ConfigValue& value) {
     case 0: return value_type_name(ValueType::kBool);
     case 1: return value_type_name(ValueType::kInt);
     case 2: return value_type_name(ValueType::kFloat);
-    default: return value_type_name(ValueType::kString);
+    case 3: return value_type_name(ValueType::kString);
+    case 4: return value_type_name(ValueType::kStringList);
+    default: return value_type_name(ValueType::kFloatList);
   }
 }
 
@@ -88,6 +90,8 @@ const char* value_type_name(ValueType type) {
     case ValueType::kInt: return "integer";
     case ValueType::kFloat: return "float";
     case ValueType::kString: return "string";
+    case ValueType::kStringList: return "list of strings";
+    case ValueType::kFloatList: return "list of numbers";
   }
   return "unknown";
 }
@@ -96,7 +100,15 @@ std::string format_config_value(const ConfigValue& value) {
   if (const auto* b = std::get_if<bool>(&value)) return *b ? "true" : "false";
   if (const auto* i = std::get_if<int64_t>(&value)) return std::to_string(*i);
   if (const auto* f = std::get_if<double>(&value)) return format_toml_float(*f);
-  return quote_toml_string(std::get<std::string>(value));
+  if (const auto* s = std::get_if<std::string>(&value)) return quote_toml_string(*s);
+  std::string text = "[";
+  const auto append = [&text](const std::string& item) { text += (text.size() > 1 ? ", " : "") + item; };
+  if (const auto* strings = std::get_if<std::vector<std::string>>(&value)) {
+    for (const std::string& item : *strings) append(quote_toml_string(item));
+  } else {
+    for (const double item : std::get<std::vector<double>>(value)) append(format_toml_float(item));
+  }
+  return text + "]";
 }
 
 // ---- ConfigSchema ----
@@ -154,6 +166,24 @@ ConfigSchema& ConfigSchema::add_string(const std::string& name, std::optional<st
   key.doc = doc;
   key.choices = std::move(choices);
   add(std::move(key));
+  return *this;
+}
+
+ConfigSchema& ConfigSchema::add_string_list(const std::string& name,
+                                            std::optional<std::vector<std::string>> default_value,
+                                            const std::string& doc, std::vector<std::string> choices) {
+  add_string(name, std::nullopt, doc, std::move(choices));
+  keys_.back().type = ValueType::kStringList;
+  if (default_value) keys_.back().default_value = std::move(*default_value);
+  return *this;
+}
+
+ConfigSchema& ConfigSchema::add_float_list(const std::string& name, std::optional<std::vector<double>> default_value,
+                                           const std::string& doc, std::optional<double> min,
+                                           std::optional<double> max) {
+  add_float(name, std::nullopt, doc, min, max);
+  keys_.back().type = ValueType::kFloatList;
+  if (default_value) keys_.back().default_value = std::move(*default_value);
   return *this;
 }
 
@@ -220,6 +250,14 @@ double ConfigValues::get_float(const std::string& key) const {
 
 const std::string& ConfigValues::get_string(const std::string& key) const {
   return get_as<std::string>(*this, entry(key), key, ValueType::kString);
+}
+
+const std::vector<std::string>& ConfigValues::get_string_list(const std::string& key) const {
+  return get_as<std::vector<std::string>>(*this, entry(key), key, ValueType::kStringList);
+}
+
+const std::vector<double>& ConfigValues::get_float_list(const std::string& key) const {
+  return get_as<std::vector<double>>(*this, entry(key), key, ValueType::kFloatList);
 }
 
 std::string ConfigValues::where(const std::string& key) const {

@@ -37,11 +37,27 @@ fs::path write_config(const fs::path& dir) {
   return path;
 }
 
+// A tiny DPO run of 8 steps on the bundled preference data, checkpointed every 2.
+fs::path write_dpo_config(const fs::path& dir, int seed, int micro_size, const std::string& module_lines) {
+  const fs::path path = dir / "dpo.toml";
+  std::ofstream(path) << "plugin = \"dpo\"\nseed = " << seed << "\n"
+                      << "[model]\nvocab_size = 259\nhidden_size = 32\nintermediate_size = 64\nnum_layers = 2\n"
+                      << "num_heads = 4\nnum_kv_heads = 2\nmax_position_embeddings = 32\n"
+                      << "[data]\ntrain = \"" << PTRAIN_SOURCE_DIR
+                      << "/data/arith_prefs/train.jsonl\"\nmax_length = 16\n"
+                      << "[batch]\nglobal_size = 8\nmicro_size = " << micro_size << "\n"
+                      << "[optim]\nlr = 3e-3\n[schedule]\nname = \"constant\"\n"
+                      << "[train]\nmax_steps = 8\nlog_every = 4\n"
+                      << "[checkpoint]\nevery_steps = 2\nkeep_last = 2\n"
+                      << "[module]\n"
+                      << module_lines;
+  return path;
+}
+
 std::string train_args(const fs::path& config, const fs::path& run, int max_steps) {
   return "train -c " + config.string() + " --set output_dir=\"" + run.string() +
          "\" --set train.max_steps=" + std::to_string(max_steps);
 }
-
 
 // Every metric but wall-clock ones and padding, which depends on the split.
 void check_same_metrics(const std::vector<nlohmann::json>& actual, const std::vector<nlohmann::json>& expected,
@@ -103,8 +119,8 @@ TEST_CASE("a checkpoint from world size 2 resumes on world sizes 1 and 4 with th
     const fs::path run = dir / ("world" + std::to_string(world));
     REQUIRE(run_ptrain("launch --nproc 2 -- " + train_args(config, run, 4) + kConstantSchedule).exit_code == 0);
     const CommandResult resumed =
-        run_ptrain("launch --nproc " + std::to_string(world) + " -- " + train_args(config, run, 8) +
-                   kConstantSchedule + " --resume auto --set batch.micro_size=1");
+        run_ptrain("launch --nproc " + std::to_string(world) + " -- " + train_args(config, run, 8) + kConstantSchedule +
+                   " --resume auto --set batch.micro_size=1");
     INFO(resumed.output);
     REQUIRE(resumed.exit_code == 0);
     CHECK_THAT(resumed.output, Catch::Contains("saved at world size 2"));
@@ -152,8 +168,8 @@ TEST_CASE("a corrupt, truncated, incomplete or foreign checkpoint is refused, na
     file.seekp(200);
     file.put('\x7f');
   }
-  CHECK_THAT(resume_error(flipped), Catch::Contains((flipped / "model.safetensors").string() +
-                                                    ": checksum differs from manifest.json"));
+  CHECK_THAT(resume_error(flipped),
+             Catch::Contains((flipped / "model.safetensors").string() + ": checksum differs from manifest.json"));
 
   const fs::path truncated = damaged_run("truncated");
   fs::resize_file(truncated / "optimizer.safetensors", fs::file_size(truncated / "optimizer.safetensors") / 2);
@@ -203,21 +219,33 @@ TEST_CASE("SIGTERM saves a checkpoint and exits cleanly; resuming continues exac
 
 TEST_CASE("DPO resumes exactly too, its reference still the starting model", "[resume][dpo]") {
   const fs::path dir = ptrain::testing::fresh_test_dir("resume_dpo");
-  const fs::path config = dir / "dpo.toml";
-  std::ofstream(config) << "plugin = \"dpo\"\nseed = 4\n"
-                        << "[model]\nvocab_size = 259\nhidden_size = 32\nintermediate_size = 64\nnum_layers = 2\n"
-                        << "num_heads = 4\nnum_kv_heads = 2\nmax_position_embeddings = 32\n"
-                        << "[data]\ntrain = \"" << PTRAIN_SOURCE_DIR
-                        << "/data/arith_prefs/train.jsonl\"\nmax_length = 16\n"
-                        << "[batch]\nglobal_size = 8\nmicro_size = 4\n"
-                        << "[optim]\nlr = 3e-3\n[schedule]\nname = \"constant\"\n"
-                        << "[train]\nmax_steps = 8\nlog_every = 4\n"
-                        << "[checkpoint]\nevery_steps = 2\nkeep_last = 2\n"
-                        << "[module]\nloss = \"sigmoid, sft\"\nloss_weights = \"1, 0.5\"\n";
+  const fs::path config = write_dpo_config(dir, 4, 4, "loss = [\"sigmoid\", \"sft\"]\nloss_weights = [1, 0.5]\n");
   REQUIRE(run_ptrain(train_args(config, dir / "straight", 8)).exit_code == 0);
   REQUIRE(run_ptrain(train_args(config, dir / "resumed", 4)).exit_code == 0);
   const CommandResult resumed = run_ptrain(train_args(config, dir / "resumed", 8) + " --resume auto");
   INFO(resumed.output);
   REQUIRE(resumed.exit_code == 0);
   check_same_metrics(read_run_metrics(dir / "resumed"), read_run_metrics(dir / "straight"), 0.0);
+}
+
+TEST_CASE("TR-DPO's synced reference and bco_pair's running mean survive a resume on 2 ranks, bit for bit",
+          "[resume][dpo]") {
+  const fs::path dir = ptrain::testing::fresh_test_dir("resume_dpo_state");
+  const fs::path config = write_dpo_config(dir, 5, 3,
+                                           "loss = [\"bco_pair\", \"sigmoid\"]\nloss_weights = [1, 0.5]\n"
+                                           "sync_reference = true\nsync_reference_steps = 3\n"
+                                           "sync_reference_alpha = 0.5\n");
+  const std::string launch = "launch --nproc 2 -- ";
+  REQUIRE(run_ptrain(launch + train_args(config, dir / "straight", 8)).exit_code == 0);
+  // Stopped after step 4: the reference was synced before step 4 (and will be
+  // again before step 7), and δ holds the rewards of steps 1–4 of both ranks.
+  REQUIRE(run_ptrain(launch + train_args(config, dir / "resumed", 4)).exit_code == 0);
+  const CommandResult resumed = run_ptrain(launch + train_args(config, dir / "resumed", 8) + " --resume auto");
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK_THAT(resumed.output, Catch::Contains("resumed the TR-DPO reference as synced at step 4"));
+  const auto expected = read_run_metrics(dir / "straight");
+  REQUIRE(expected.size() == 8);
+  CHECK(expected[4]["bco/delta"].get<double>() != 0.0);  // the state the resume must restore is not trivial
+  check_same_metrics(read_run_metrics(dir / "resumed"), expected, 0.0);
 }

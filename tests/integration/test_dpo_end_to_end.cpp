@@ -51,7 +51,6 @@ fs::path write_config(const fs::path& dir, const std::string& module_lines) {
   return path;
 }
 
-
 double mean_of(const std::vector<nlohmann::json>& lines, const char* key, size_t begin, size_t end) {
   double sum = 0.0;
   for (size_t i = begin; i < end; ++i) sum += lines[i][key].get<double>();
@@ -64,7 +63,7 @@ TEST_CASE("ptrain trains DPO with a precomputed reference, and margins and accur
   const fs::path dir = fresh_dir("train");
   const fs::path cache = dir / "reference_logps.json";
   const fs::path config = write_config(dir,
-                                       "loss = \"sigmoid, sft\"\nloss_weights = \"1, 0.1\"\nbeta = 0.5\n"
+                                       "loss = [\"sigmoid\", \"sft\"]\nloss_weights = [1, 0.1]\nbeta = 0.5\n"
                                        "precompute_reference = true\nreference_cache = \"" +
                                            cache.string() + "\"\n");
   const CommandResult result = run_ptrain("train -c " + config.string());
@@ -114,19 +113,34 @@ TEST_CASE("ptrain validate refuses bad preference data and lists the dpo plugin"
   INFO(ok.output);
   CHECK(ok.exit_code == 0);
 
-  const fs::path bad_data = dir / "chat.jsonl";
-  std::ofstream(bad_data) << "{\"prompt\": \"1+1=\", \"chosen\": \"2\", \"rejected\": \"3\"}\n"
-                          << "{\"prompt\": \"hi\", \"chosen\": [{\"role\": \"assistant\", \"content\": \"a\"}], "
-                             "\"rejected\": [{\"role\": \"assistant\", \"content\": \"b\"}]}\n";
-  const CommandResult chat =
-      run_ptrain("validate -c " + config.string() + " --set data.train=\"" + bad_data.string() + "\"");
-  CHECK(chat.exit_code == 1);
-  CHECK_THAT(chat.output, Catch::Contains(bad_data.string() + ":2: field 'chosen': messages-style"));
+  // Chat pairs are valid with the byte tokenizer's plain template; a bad role is not.
+  const auto validate_chat = [&](const std::string& name, const std::string& rejected_role) {
+    const fs::path data = dir / name;
+    std::ofstream(data) << "{\"prompt\": \"1+1=\", \"chosen\": \"2\", \"rejected\": \"3\"}\n"
+                        << "{\"prompt\": [{\"role\": \"user\", \"content\": \"hi\"}], "
+                           "\"chosen\": [{\"role\": \"assistant\", \"content\": \"a\"}], "
+                           "\"rejected\": [{\"role\": \""
+                        << rejected_role << "\", \"content\": \"b\"}]}\n";
+    return std::pair{data, run_ptrain("validate -c " + config.string() +
+                                      " --set batch.global_size=2 --set data.train=\"" + data.string() + "\"")};
+  };
+  const auto [chat_data, chat] = validate_chat("chat.jsonl", "assistant");
+  INFO(chat.output);
+  CHECK(chat.exit_code == 0);
+  const auto [bad_data, bad_chat] = validate_chat("bad_chat.jsonl", "bot");
+  CHECK(bad_chat.exit_code == 1);
+  CHECK_THAT(bad_chat.output, Catch::Contains(bad_data.string() + ":2: field 'rejected[0].role': unknown role"));
 
-  const fs::path bad_loss = write_config(dir, "loss = \"sigmoid, dpo\"\n");
+  // module.loss is a TOML array; an unknown element names its index and line.
+  const fs::path bad_loss = write_config(dir, "loss = [\"sigmoid\",\n  \"dpo\"]\n");
   const CommandResult unknown = run_ptrain("validate -c " + bad_loss.string());
   CHECK(unknown.exit_code == 2);
-  CHECK_THAT(unknown.output, Catch::Contains("unknown loss 'dpo'"));
+  CHECK_THAT(unknown.output, Catch::Contains("dpo_small.toml:28: key 'module.loss[1]': expected one of") &&
+                                 Catch::Contains("got \"dpo\""));
+  const fs::path bad_weight = write_config(dir, "loss = [\"sigmoid\", \"sft\"]\nloss_weights = [1, \"x\"]\n");
+  const CommandResult weight = run_ptrain("validate -c " + bad_weight.string());
+  CHECK(weight.exit_code == 2);
+  CHECK_THAT(weight.output, Catch::Contains("dpo_small.toml:28: key 'module.loss_weights[1]': expected a float"));
 
   const CommandResult plugins = run_ptrain("plugins");
   CHECK_THAT(plugins.output, Catch::Contains("dpo 0.1.0"));

@@ -502,3 +502,57 @@ TEST_CASE("config: every core key has a doc and a sane default", "[config]") {
   CHECK(ptrain::config::find_core_section("optim") != nullptr);
   CHECK(ptrain::config::find_core_section("module") == nullptr);
 }
+
+TEST_CASE("config: list keys read TOML arrays, check every element and round-trip", "[config]") {
+  TempDir dir;
+  ConfigSchema schema = module_schema();
+  schema.add_string_list("losses", std::vector<std::string>{"a"}, "losses to combine", {"a", "b", "c"});
+  schema.add_float_list("weights", std::vector<double>{}, "one per loss", 0.0, 10.0);
+  const std::string file = (dir.path() / "x.toml").string();
+  using Strings = std::vector<std::string>;
+  using Numbers = std::vector<double>;
+
+  const RunConfig config = resolve(
+      dir.write("ok.toml", std::string(kMinimal) + "[module]\nlosses = [\"b\", \"c\"]\nweights = [1, 0.5]\n"), {},
+      schema);
+  CHECK(config.module.get_string_list("losses") == Strings{"b", "c"});
+  CHECK(config.module.get_float_list("weights") == Numbers{1.0, 0.5});
+  CHECK_THROWS_WITH(config.module.get_string("losses"), Catch::Contains("holds a list of strings [\"b\", \"c\"]"));
+
+  const RunConfig defaults = resolve(dir.write("defaults.toml", kMinimal), {}, schema);
+  CHECK(defaults.module.get_string_list("losses") == Strings{"a"});
+  CHECK(defaults.module.get_float_list("weights").empty());
+
+  // A single value of the element type is a one-element list; --set takes TOML arrays and bare words.
+  const RunConfig single =
+      resolve(dir.write("single.toml", std::string(kMinimal) + "[module]\nlosses = \"c\"\nweights = 2\n"), {}, schema);
+  CHECK(single.module.get_string_list("losses") == Strings{"c"});
+  CHECK(single.module.get_float_list("weights") == Numbers{2.0});
+  const fs::path minimal = dir.write("minimal.toml", kMinimal);
+  const RunConfig overridden = resolve(minimal, {"module.losses=[\"a\", \"b\"]", "module.weights=[3, 4.5]"}, schema);
+  CHECK(overridden.module.get_string_list("losses") == Strings{"a", "b"});
+  CHECK(overridden.module.get_float_list("weights") == Numbers{3.0, 4.5});
+  CHECK(resolve(minimal, {"module.losses=b"}, schema).module.get_string_list("losses") == Strings{"b"});
+
+  // Errors name the element and the line it is on.
+  CHECK(resolve_error(dir, std::string(kMinimal) + "[module]\nlosses = [\"a\",\n  \"d\"]\n", {}, schema) ==
+        file + ":13: key 'module.losses[1]': expected one of \"a\", \"b\", \"c\", got \"d\" (did you mean \"a\"?)");
+  CHECK(resolve_error(dir, std::string(kMinimal) + "[module]\nweights = [1, \"x\"]\n", {}, schema) ==
+        file + ":12: key 'module.weights[1]': expected a float, got string \"x\"");
+  CHECK_THAT(resolve_error(dir, std::string(kMinimal) + "[module]\nweights = [1, 11]\n", {}, schema),
+             Catch::StartsWith(file + ":12: key 'module.weights[1]': must be <= 10"));
+  CHECK(resolve_error(dir, std::string(kMinimal) + "[module]\nlosses = 3\n", {}, schema) ==
+        file + ":12: key 'module.losses': expected a list of strings (a TOML array like [\"a\", \"b\"]), got integer 3");
+  CHECK(resolve_error(dir, std::string(kMinimal) + "[module]\nlosses = [[\"a\"]]\n", {}, schema) ==
+        file + ":12: key 'module.losses[0]': expected a string, got an array");
+  CHECK_THAT(resolve_error(dir, kMinimal, {"module.weights=[1, -1]"}, schema),
+             Catch::StartsWith("--set module.weights=[1, -1]: key 'module.weights[1]': must be >= 0"));
+
+  // Written back as TOML arrays that load as the same lists.
+  const std::string text = ptrain::config::to_toml(config, schema);
+  CHECK_THAT(text, Catch::Contains("losses = [\"b\", \"c\"]") && Catch::Contains("weights = [1.0, 0.5]"));
+  const RunConfig again = resolve(dir.write("again.toml", text), {}, schema);
+  CHECK(again.module.get_string_list("losses") == Strings{"b", "c"});
+  CHECK(again.module.get_float_list("weights") == Numbers{1.0, 0.5});
+  CHECK(ptrain::sdk::format_config_value(Numbers{}) == "[]");
+}

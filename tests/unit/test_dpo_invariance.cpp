@@ -51,8 +51,8 @@ TEST_CASE("the DPO step gradient equals the full-batch reference for every split
   for (const Case& c : cases) {
     for (const double sft_weight : {0.0, 0.3}) {
       DYNAMIC_SECTION("loss " << c.loss << (sft_weight > 0 ? " + sft" : "")) {
-        const std::string loss = sft_weight > 0 ? std::string(c.loss) + ", sft" : c.loss;
-        const std::string weights = sft_weight > 0 ? "1, 0.3" : "";
+        const auto loss = sft_weight > 0 ? std::vector<std::string>{c.loss, "sft"} : std::vector<std::string>{c.loss};
+        const auto weights = sft_weight > 0 ? std::vector<double>{1.0, 0.3} : std::vector<double>{};
         const sdk::ConfigValues values = dpo_test::dpo_values({{"loss", loss},
                                                                {"loss_weights", weights},
                                                                {"beta", c.beta},
@@ -101,7 +101,7 @@ TEST_CASE("with loss_agg = token, pairs weigh by their tokens and the split stil
   const std::vector<sdk::Example> examples = dpo_test::to_examples(pairs);
   auto communicator = dist::make_single_process_communicator();
   const sdk::ConfigValues values =
-      dpo_test::dpo_values({{"loss", std::string("simpo")}, {"beta", 2.0}, {"loss_agg", std::string("token")}});
+      dpo_test::dpo_values({{"loss", std::vector<std::string>{"simpo"}}, {"beta", 2.0}, {"loss_agg", std::string("token")}});
   plugin::HostContext context(*policy, tokenizer, values, *communicator,
                               sdk::RunInfo{0, dpo_test::kMaxLength, 0, 0, ""});
   dpo::DpoModule module;

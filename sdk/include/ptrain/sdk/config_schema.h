@@ -15,9 +15,11 @@
 
 namespace ptrain::sdk {
 
-enum class ValueType { kBool, kInt, kFloat, kString };
+// kStringList and kFloatList are TOML arrays (`loss = ["sigmoid", "sft"]`); a
+// single value of the element type reads as a one-element list.
+enum class ValueType { kBool, kInt, kFloat, kString, kStringList, kFloatList };
 
-using ConfigValue = std::variant<bool, int64_t, double, std::string>;
+using ConfigValue = std::variant<bool, int64_t, double, std::string, std::vector<std::string>, std::vector<double>>;
 
 const char* value_type_name(ValueType type);
 std::string format_config_value(const ConfigValue& value);  // as it would be written in TOML
@@ -28,9 +30,9 @@ struct ConfigKey {
   std::optional<ConfigValue> default_value;  // nullopt: the key may stay unset (see `required`)
   bool required = false;                     // unset is an error
   std::string doc;                           // one line, shown by `ptrain validate --schema` and docs
-  std::optional<double> min;                 // inclusive bounds for kInt and kFloat
+  std::optional<double> min;                 // inclusive bounds for kInt and kFloat (each element of kFloatList)
   std::optional<double> max;
-  std::vector<std::string> choices;          // allowed values for kString (empty: any)
+  std::vector<std::string> choices;  // allowed values for kString (each element of kStringList; empty: any)
 };
 
 class ConfigSchema {
@@ -42,6 +44,11 @@ class ConfigSchema {
                           std::optional<double> min = std::nullopt, std::optional<double> max = std::nullopt);
   ConfigSchema& add_string(const std::string& name, std::optional<std::string> default_value, const std::string& doc,
                            std::vector<std::string> choices = {});
+  ConfigSchema& add_string_list(const std::string& name, std::optional<std::vector<std::string>> default_value,
+                                const std::string& doc, std::vector<std::string> choices = {});
+  ConfigSchema& add_float_list(const std::string& name, std::optional<std::vector<double>> default_value,
+                               const std::string& doc, std::optional<double> min = std::nullopt,
+                               std::optional<double> max = std::nullopt);
   // Marks the most recently added key as required.
   ConfigSchema& required();
 
@@ -78,6 +85,8 @@ class ConfigValues {
   int64_t get_int(const std::string& key) const;
   double get_float(const std::string& key) const;
   const std::string& get_string(const std::string& key) const;
+  const std::vector<std::string>& get_string_list(const std::string& key) const;
+  const std::vector<double>& get_float_list(const std::string& key) const;
 
   // "file:line: key 'section.key'" — the prefix of an error about this key.
   std::string where(const std::string& key) const;

@@ -7,6 +7,9 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace ptrain::sdk {
 
@@ -33,6 +36,11 @@ class LanguageModel {
   // gradients (TR-DPO's reference sync; alpha = 1 copies). The models must
   // have the same architecture; throws sdk::ModelError otherwise.
   virtual void soft_update_from(const LanguageModel& source, double alpha) = 0;
+
+  // The weights by name (transformers' names), sharing storage with the
+  // model: a plugin saves and restores a model it changes (TR-DPO's synced
+  // reference) through TrainModule::save_state. Empty for models without named weights.
+  virtual std::vector<std::pair<std::string, at::Tensor>> named_parameters() const { return {}; }
 };
 
 }  // namespace ptrain::sdk

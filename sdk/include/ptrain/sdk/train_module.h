@@ -39,7 +39,7 @@ struct PluginState {
 };
 
 struct LossOut {
-  at::Tensor loss_sum;  // differentiable scalar: Σ of the loss over this microbatch's units
+  at::Tensor loss_sum;                      // differentiable scalar: Σ of the loss over this microbatch's units
   std::vector<at::Tensor> extra_loss_sums;  // num_extra_loss_terms() scalars, each a Σ over its own units
   MetricList metrics;
 };
@@ -85,6 +85,12 @@ class TrainModule {
 
   // S[r,k] and metrics.
   virtual LossOut microbatch_loss(Context& ctx, const Microbatch& microbatch) = 0;
+
+  // Called on every rank once a step's update is done (also when the step
+  // was skipped), before a checkpoint of the step may be saved: state that
+  // ranks accumulate during a step is combined here (may use collectives),
+  // so that save_state() on rank 0 sees all of it.
+  virtual void end_step(Context& ctx) {}
 
   // Saved in every checkpoint (rank 0's), and handed back on every rank after
   // setup() and prepare_dataset() when a run resumes.
