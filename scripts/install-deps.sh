@@ -10,6 +10,7 @@ packages=(
   libboost-dev libboost-program-options-dev libboost-filesystem-dev
   libtomlplusplus-dev libspdlog-dev catch2 nlohmann-json3-dev
   zlib1g-dev                   # CRC-32 of checkpoint files
+  libssl-dev                   # SHA-256 of loaded plugins (OpenSSL EVP)
   pkg-config libpcre2-dev libutf8proc-dev   # tokenizer.json: pre-tokenizer regexes, Unicode normalization
   python3
 )

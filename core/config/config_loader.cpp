@@ -245,6 +245,7 @@ std::vector<Binding> build_bindings() {
   b.push_back(bind_field("tokenizer", "chat_trim_content", &R::tokenizer, &TokenizerSection::chat_trim_content));
   b.push_back(bind_field("data", "train", &R::data, &DataSection::train));
   b.push_back(bind_field("data", "max_length", &R::data, &DataSection::max_length));
+  b.push_back(bind_field("data", "on_error", &R::data, &DataSection::on_error));
   b.push_back(bind_field("batch", "global_size", &R::batch, &BatchSection::global_size));
   b.push_back(bind_field("batch", "micro_size", &R::batch, &BatchSection::micro_size));
   b.push_back(bind_field("batch", "micro_tokens", &R::batch, &BatchSection::micro_tokens));
@@ -262,6 +263,8 @@ std::vector<Binding> build_bindings() {
   b.push_back(bind_field("schedule", "min_lr_ratio", &R::schedule, &ScheduleSection::min_lr_ratio));
   b.push_back(bind_field("train", "max_steps", &R::train, &TrainSection::max_steps));
   b.push_back(bind_field("train", "log_every", &R::train, &TrainSection::log_every));
+  b.push_back(bind_field("train", "max_consecutive_skips", &R::train, &TrainSection::max_consecutive_skips));
+  b.push_back(bind_field("train", "loss_spike_factor", &R::train, &TrainSection::loss_spike_factor));
   b.push_back(bind_field("checkpoint", "every_steps", &R::checkpoint, &CheckpointSection::every_steps));
   b.push_back(bind_field("checkpoint", "keep_last", &R::checkpoint, &CheckpointSection::keep_last));
   b.push_back(bind_field("distributed", "timeout_s", &R::distributed, &DistributedSection::timeout_s));
