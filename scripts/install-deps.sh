@@ -13,6 +13,7 @@ packages=(
   libssl-dev                   # SHA-256 of loaded plugins (OpenSSL EVP)
   pkg-config libpcre2-dev libutf8proc-dev   # tokenizer.json: pre-tokenizer regexes, Unicode normalization
   python3
+  clang libclang-rt-14-dev     # libFuzzer targets (scripts/fuzz.sh)
 )
 
 missing=()

@@ -97,7 +97,10 @@ TEST_CASE("bad model directories are rejected naming the tensor or key", "[bad_i
        },
        ": neither model.safetensors nor model.safetensors.index.json exists (pytorch_model.bin is a pickle"},
       {"corrupt weights file",
-       [&](const fs::path& dir, NamedTensors&, nlohmann::json&) { fs::resize_file(dir / "model.safetensors", 100); },
+       [&](const fs::path& dir, NamedTensors& t, nlohmann::json&) {
+         fs::resize_file(dir / "model.safetensors", 100);
+         t.clear();  // keep the cut file
+       },
        "/model.safetensors: invalid safetensors file"},
       {"shard index without weight_map",
        [&](const fs::path& dir, NamedTensors&, nlohmann::json&) {

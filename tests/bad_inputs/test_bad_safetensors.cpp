@@ -39,7 +39,7 @@ TEST_CASE("malformed safetensors files are rejected naming the file and the tens
   const fs::path dir = testing::fresh_test_dir("bad_safetensors");
   const std::vector<SafetensorsCase> cases = {
       {"header length beyond the limit", "{}", "", uint64_t{1} << 40, "header length 1099511627776 exceeds the limit"},
-      {"header length just over 100 MB", "{}", "", 100'000'001, "exceeds the limit"},
+      {"header length just over 100 MB", "{}", "", 100'000'001, "header length 100000001 exceeds the limit"},
       {"header past the end of the file", "{}", "", 1000, "header length 1000 runs past the end"},
       {"header not JSON", "{not json", kEight, kHeaderSize, "header is not valid JSON"},
       {"header cut short", R"({"w":{"dtype":"F32")", "", kHeaderSize, "header is not valid JSON"},
@@ -82,7 +82,7 @@ TEST_CASE("malformed safetensors files are rejected naming the file and the tens
        kEight + bytes_of<float>({3.0f}), kHeaderSize, "tensor 'b': data_offsets [4, 12] overlap tensor 'a'"},
       {"two tensors on the same bytes",
        R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"I32","shape":[2],"data_offsets":[0,8]}})",
-       kEight, kHeaderSize, "overlap tensor 'a'"},
+       kEight, kHeaderSize, "tensor 'b': data_offsets [0, 8] overlap tensor 'a'"},
       {"gap before a tensor", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", kEight, kHeaderSize,
        "tensor 'a': data_offsets [4, 8] leave a gap of 4 bytes"},
       {"gap between tensors",
