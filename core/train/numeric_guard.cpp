@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <sstream>
 
 namespace ptrain::train {
 
@@ -13,20 +11,6 @@ sdk::MetricSpec nonfinite_metric_spec() { return {kNonfiniteMetric, sdk::Reducti
 
 double local_fault(double local_loss, double grad_norm) {
   return std::isfinite(local_loss) && std::isfinite(grad_norm) ? 0.0 : 1.0;
-}
-
-bool test_nan_injected(int64_t step, int rank) {
-  const char* spec = std::getenv("PTRAIN_TEST_NAN_AT");
-  if (spec == nullptr) return false;
-  std::stringstream entries(spec);
-  std::string entry;
-  while (std::getline(entries, entry, ',')) {
-    const size_t colon = entry.find(':');
-    const bool step_matches = std::atoll(entry.substr(0, colon).c_str()) == step;
-    const bool rank_matches = colon == std::string::npos || std::atoi(entry.c_str() + colon + 1) == rank;
-    if (step_matches && rank_matches) return true;
-  }
-  return false;
 }
 
 NumericGuard::NumericGuard(int64_t max_consecutive_skips, double loss_spike_factor)

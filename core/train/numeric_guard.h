@@ -22,11 +22,6 @@ inline constexpr const char* kNonfiniteMetric = "core/nonfinite";
 // 1 when this rank's loss share or the gradient norm it computed is not finite.
 double local_fault(double local_loss, double grad_norm);
 
-// Test hook: PTRAIN_TEST_NAN_AT = "step[:rank][,step[:rank]...]" (1-based
-// steps as logged; no rank: every rank) makes this rank see a NaN at that
-// step, as an overflow in its forward or backward would.
-bool test_nan_injected(int64_t step, int rank);
-
 class NumericGuard {
  public:
   NumericGuard(int64_t max_consecutive_skips, double loss_spike_factor);

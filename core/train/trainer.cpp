@@ -12,6 +12,7 @@
 #include "core/train/optimizer.h"
 #include "core/train/resume.h"
 #include "core/train/run_setup.h"
+#include "core/train/test_hooks.h"
 #include "core/train/update_step.h"
 #include "ptrain/sdk/errors.h"
 
@@ -231,7 +232,7 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
         accumulate_gradients(*module, context, rank_examples, plan, parameters, communicator, grad_sync, reducer);
     double grad_norm = 0.0;
     if (gradient.has_units) {
-      if (test_nan_injected(step + 1, communicator.rank())) {
+      if (test_hook_at("PTRAIN_TEST_NAN_AT", step + 1, communicator.rank())) {
         gradient.local_loss = std::nan("");
         parameters.front().mutable_grad().view({-1})[0] = std::nan("");
       }
@@ -239,6 +240,7 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
     }
     // The stop request and the fault flag travel with the metrics, so every
     // rank stops, or skips the update, at the same step.
+    if (test_hook_at("PTRAIN_TEST_STOP_AT", step + 1, communicator.rank())) g_stop_requested = 1;
     reducer.add("core/stop_requested", g_stop_requested ? 1.0 : 0.0);
     reducer.add(kNonfiniteMetric, local_fault(gradient.local_loss, grad_norm));
     std::map<std::string, double> reduced = reducer.reduce(communicator);
