@@ -878,8 +878,10 @@ std::string to_toml(const RunConfig& config, const ConfigSchema& module_schema) 
     out << "\n";
     if (!section.empty()) out << "[" << section << "]\n";
     for (const auto& spec : schema.keys()) {
+      // Compared through a plain reference: clang 14 cannot capture a structured binding.
+      const std::string& section_name = section;
       const auto binding = std::find_if(bindings().begin(), bindings().end(), [&](const Binding& b) {
-        return b.section == section && b.key == spec.name;
+        return b.section == section_name && b.key == spec.name;
       });
       if (binding == bindings().end()) continue;
       const ConfigValue value = binding->write(config);
