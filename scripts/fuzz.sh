@@ -11,8 +11,9 @@ seconds="${PTRAIN_FUZZ_SECONDS:-20}"
 targets=(safetensors jsonl config tokenizer)
 
 if [ ! -f "$build_dir/CMakeCache.txt" ]; then
+  mkdir -p "$build_dir"
   CC=clang CXX=clang++ cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPTRAIN_FUZZ=ON \
-    -DPTRAIN_BUILD_TESTS=OFF -DPTRAIN_BUILD_BENCH=OFF -DPTRAIN_USE_PCH=OFF > "$build_dir.configure.log"
+    -DPTRAIN_BUILD_TESTS=OFF -DPTRAIN_BUILD_BENCH=OFF -DPTRAIN_USE_PCH=OFF > "$build_dir/configure.log"
 fi
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
 cmake --build "$build_dir" -j "${PTRAIN_JOBS:-$(nproc)}" --target "${targets[@]/#/fuzz_}"

@@ -5,8 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir="${PTRAIN_ASAN_BUILD_DIR:-build-asan}"
 if [ ! -f "$build_dir/CMakeCache.txt" ]; then
+  mkdir -p "$build_dir"
   cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPTRAIN_SANITIZE=ON -DPTRAIN_BUILD_BENCH=OFF \
-    > "$build_dir.configure.log"
+    > "$build_dir/configure.log"
 fi
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
 cmake --build "$build_dir" -j "${PTRAIN_JOBS:-$(nproc)}" --target ptrain_unit_tests ptrain_bad_input_tests
