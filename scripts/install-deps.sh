@@ -10,11 +10,13 @@ packages=(
   libboost-dev libboost-program-options-dev libboost-filesystem-dev
   libtomlplusplus-dev libspdlog-dev catch2 nlohmann-json3-dev
   zlib1g-dev                   # CRC-32 of checkpoint files
+  libssl-dev                   # SHA-256 of loaded plugins (OpenSSL EVP)
   pkg-config libpcre2-dev libutf8proc-dev   # tokenizer.json: pre-tokenizer regexes, Unicode normalization
   python3
   debootstrap                  # scripts/compat-trixie.sh: the LibTorch 2.x build root
   libprotobuf-dev protobuf-compiler   # TensorBoard event files (messages generated at build time)
   chromium                     # the report's browser test (headless, driven by playwright-core)
+  clang libclang-rt-dev        # libFuzzer targets (scripts/fuzz.sh)
 )
 # npm installs the report's charting library (web/package-lock.json). A Node.js
 # from elsewhere (e.g. NodeSource, which bundles npm) is used as it is.

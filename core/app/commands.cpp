@@ -31,6 +31,8 @@ struct LoadedRun {
 LoadedRun load_run(const ConfigOptions& options) {
   const config::ConfigDocument document = config::ConfigDocument::load(options.config_file, options.overrides);
   plugin::LoadedPlugin plugin = plugin::load_plugin(document.plugin(), plugin::plugin_search_dirs(options.plugin_dirs));
+  plugin::log_info("plugin", "loaded " + std::string(plugin.info().name) + " from " + plugin.resolved_path().string() +
+                                 " (sha256 " + plugin.sha256() + ")");
   config::RunConfig config = document.resolve(plugin.config_schema());
   return {std::move(plugin), std::move(config)};
 }

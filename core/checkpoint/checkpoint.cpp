@@ -4,6 +4,7 @@
 #include "core/model/safetensors.h"
 #include "ptrain/sdk/errors.h"
 
+#include <ATen/ATen.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -14,6 +15,14 @@ namespace ptrain::checkpoint {
 namespace fs = std::filesystem;
 
 namespace {
+
+void require_finite(const NamedTensors& tensors, const fs::path& target, const std::string& kind) {
+  for (const auto& [name, tensor] : tensors) {
+    if (tensor.is_floating_point() && !at::isfinite(tensor).all().item<bool>()) {
+      throw sdk::Error(target.string() + ": refusing to write: " + kind + " tensor '" + name + "' holds NaN or Inf");
+    }
+  }
+}
 
 constexpr const char* kFormat = "ptrain-checkpoint-1";
 constexpr const char* kManifest = "manifest.json";
@@ -83,6 +92,10 @@ TrainerState TrainerState::from_json(const nlohmann::json& json, const std::stri
 
 fs::path write_checkpoint(const fs::path& checkpoints_dir, const CheckpointData& data, int64_t keep_last) {
   const fs::path target = checkpoints_dir / ("step_" + std::to_string(data.trainer.completed_steps));
+  // A checkpoint with NaN or Inf would poison every run resumed from it.
+  require_finite(data.model->named_parameters(), target, "weight");
+  require_finite(data.optimizer_state, target, "optimizer state");
+  require_finite(data.plugin_state.tensors, target, "plugin state");
   write_directory_atomically(target, [&](const fs::path& staging) {
     data.model->save_hf_dir(staging);
     kill_point("after_model");
@@ -167,6 +180,7 @@ std::optional<fs::path> find_resume_checkpoint(const std::string& resume, const 
 }
 
 void save_model_atomically(const model::CausalLm& model, const fs::path& target) {
+  require_finite(model.named_parameters(), target, "weight");
   write_directory_atomically(target, [&](const fs::path& staging) { model.save_hf_dir(staging); });
 }
 

@@ -246,6 +246,7 @@ std::vector<Binding> build_bindings() {
   b.push_back(bind_field("tokenizer", "chat_trim_content", &R::tokenizer, &TokenizerSection::chat_trim_content));
   b.push_back(bind_field("data", "train", &R::data, &DataSection::train));
   b.push_back(bind_field("data", "max_length", &R::data, &DataSection::max_length));
+  b.push_back(bind_field("data", "on_error", &R::data, &DataSection::on_error));
   b.push_back(bind_field("batch", "global_size", &R::batch, &BatchSection::global_size));
   b.push_back(bind_field("batch", "micro_size", &R::batch, &BatchSection::micro_size));
   b.push_back(bind_field("batch", "micro_tokens", &R::batch, &BatchSection::micro_tokens));
@@ -263,6 +264,8 @@ std::vector<Binding> build_bindings() {
   b.push_back(bind_field("schedule", "min_lr_ratio", &R::schedule, &ScheduleSection::min_lr_ratio));
   b.push_back(bind_field("train", "max_steps", &R::train, &TrainSection::max_steps));
   b.push_back(bind_field("train", "log_every", &R::train, &TrainSection::log_every));
+  b.push_back(bind_field("train", "max_consecutive_skips", &R::train, &TrainSection::max_consecutive_skips));
+  b.push_back(bind_field("train", "loss_spike_factor", &R::train, &TrainSection::loss_spike_factor));
   b.push_back(bind_field("logging", "tensorboard", &R::logging, &LoggingSection::tensorboard));
   b.push_back(bind_field("checkpoint", "every_steps", &R::checkpoint, &CheckpointSection::every_steps));
   b.push_back(bind_field("checkpoint", "keep_last", &R::checkpoint, &CheckpointSection::keep_last));
@@ -958,8 +961,10 @@ std::string to_toml(const RunConfig& config, const ConfigSchema& module_schema) 
     out << "\n";
     if (!section.empty()) out << "[" << section << "]\n";
     for (const auto& spec : schema.keys()) {
+      // Compared through a plain reference: clang 14 cannot capture a structured binding.
+      const std::string& section_name = section;
       const auto binding = std::find_if(bindings().begin(), bindings().end(), [&](const Binding& b) {
-        return b.section == section && b.key == spec.name;
+        return b.section == section_name && b.key == spec.name;
       });
       if (binding == bindings().end()) continue;
       const ConfigValue value = binding->write(config);

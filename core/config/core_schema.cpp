@@ -66,6 +66,10 @@ std::vector<std::pair<std::string, sdk::ConfigSchema>> build_core_sections() {
   data.add_string("train", std::nullopt, "training set, JSONL, one example a line (relative to the working directory)")
       .required();
   data.add_int("max_length", 512, "tokens per sequence, bos/eos included; longer examples are truncated", 2);
+  data.add_string("on_error", "fail",
+                  "a bad example (unreadable line, missing or mistyped field): \"fail\" names its file:line and "
+                  "stops; \"skip\" leaves it out and reports the count",
+                  {"fail", "skip"});
   sections.emplace_back("data", std::move(data));
 
   sdk::ConfigSchema batch;
@@ -101,6 +105,12 @@ std::vector<std::pair<std::string, sdk::ConfigSchema>> build_core_sections() {
   sdk::ConfigSchema train;
   train.add_int("max_steps", std::nullopt, "optimizer updates to run", 1).required();
   train.add_int("log_every", 1, "log metrics every N updates; <= max_steps", 1);
+  train.add_int("max_consecutive_skips", 5,
+                "abort after this many consecutive updates skipped for a non-finite loss or gradient norm", 1);
+  train.add_float("loss_spike_factor", 5.0,
+                  "warn and count a loss_spike when the loss reaches this factor times the largest earlier loss; "
+                  "0 turns it off",
+                  0.0);
   sections.emplace_back("train", std::move(train));
 
   sdk::ConfigSchema logging;

@@ -47,6 +47,7 @@ struct TokenizerSection {
 struct DataSection {
   std::string train;       // JSONL path; relative paths are taken from the working directory
   int64_t max_length = 0;  // tokens per sequence, bos/eos included
+  std::string on_error;    // "fail" | "skip": what a bad example does
 };
 
 struct BatchSection {
@@ -76,6 +77,8 @@ struct ScheduleSection {
 struct TrainSection {
   int64_t max_steps = 0;
   int64_t log_every = 0;
+  int64_t max_consecutive_skips = 0;  // non-finite steps in a row that abort the run
+  double loss_spike_factor = 0.0;     // 0: no spike detection
 };
 
 struct LoggingSection {

@@ -6,7 +6,7 @@
 
 namespace ptrain::data {
 
-std::vector<sdk::Example> read_jsonl(const std::filesystem::path& path) {
+std::vector<sdk::Example> read_jsonl(const std::filesystem::path& path, std::vector<std::string>* skipped) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw sdk::DataError(path.string() + ": cannot open dataset file");
 
@@ -18,18 +18,29 @@ std::vector<sdk::Example> read_jsonl(const std::filesystem::path& path) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     const std::string location = path.string() + ":" + std::to_string(line_number);
+    std::string problem;
     nlohmann::json fields;
     try {
       fields = nlohmann::json::parse(line);
+      if (!fields.is_object()) problem = "expected a JSON object, got " + std::string(fields.type_name());
     } catch (const nlohmann::json::parse_error& error) {
-      throw sdk::DataError(location + ": invalid JSON: " + error.what());
+      problem = std::string("invalid JSON: ") + error.what();
     }
-    if (!fields.is_object()) {
-      throw sdk::DataError(location + ": expected a JSON object, got " + std::string(fields.type_name()));
+    if (problem.empty()) {
+      examples.push_back({static_cast<int64_t>(examples.size()), location, std::move(fields)});
+    } else if (skipped != nullptr) {
+      skipped->push_back(location + ": " + problem);
+    } else {
+      throw sdk::DataError(location + ": " + problem);
     }
-    examples.push_back({static_cast<int64_t>(examples.size()), location, std::move(fields)});
   }
-  if (examples.empty()) throw sdk::DataError(path.string() + ": dataset has no examples");
+  if (examples.empty()) {
+    const size_t bad = skipped ? skipped->size() : 0;
+    throw sdk::DataError(path.string() + ": dataset has no examples" +
+                         (bad ? " (all " + std::to_string(bad) + " non-blank lines are unreadable; first: " +
+                                    skipped->front() + ")"
+                              : ""));
+  }
   return examples;
 }
 

@@ -4,6 +4,7 @@
 #include "ptrain/sdk/batch.h"
 
 #include <filesystem>
+#include <string>
 #include <vector>
 
 namespace ptrain::data {
@@ -11,6 +12,8 @@ namespace ptrain::data {
 // One example per non-blank line, each a JSON object. Throws sdk::DataError
 // naming file:line for invalid JSON (including invalid UTF-8) or a line that
 // is not an object, and naming the file when it is missing or has no example.
-std::vector<sdk::Example> read_jsonl(const std::filesystem::path& path);
+// With `skipped` given, a bad line is not thrown but its message appended
+// there (data.on_error = "skip"); a file with no usable line still throws.
+std::vector<sdk::Example> read_jsonl(const std::filesystem::path& path, std::vector<std::string>* skipped = nullptr);
 
 }  // namespace ptrain::data

@@ -47,7 +47,13 @@ NamedTensors read_model_tensors(const fs::path& dir) {
 
   const fs::path index_path = dir / "model.safetensors.index.json";
   if (!fs::exists(index_path)) {
-    throw sdk::ModelError(dir.string() + ": neither model.safetensors nor model.safetensors.index.json exists");
+    // Pickle (pytorch_model.bin) and TorchScript files can run code when
+    // loaded; only safetensors, which is plain data, is ever read.
+    const bool pickle = fs::exists(dir / "pytorch_model.bin") || fs::exists(dir / "pytorch_model.bin.index.json");
+    throw sdk::ModelError(dir.string() + ": neither model.safetensors nor model.safetensors.index.json exists" +
+                          (pickle ? " (pytorch_model.bin is a pickle, which ptrain never loads because unpickling "
+                                    "can run code: convert it to safetensors)"
+                                  : ""));
   }
   const nlohmann::json index = read_json_file(index_path);
   if (!index.contains("weight_map") || !index["weight_map"].is_object()) {
@@ -57,6 +63,10 @@ NamedTensors read_model_tensors(const fs::path& dir) {
   for (const auto& [name, file] : index["weight_map"].items()) {
     if (!file.is_string()) throw sdk::ModelError(index_path.string() + ": weight_map['" + name + "'] is not a string");
     const std::string shard = file.get<std::string>();
+    if (shard.empty() || shard.find('/') != std::string::npos || shard == "." || shard == "..") {
+      throw sdk::ModelError(index_path.string() + ": weight_map['" + name + "'] = \"" + shard +
+                            "\" is not a file name in the model directory");
+    }
     if (std::find(shards.begin(), shards.end(), shard) == shards.end()) shards.push_back(shard);
   }
   NamedTensors all;

@@ -3,9 +3,12 @@
 #include "ptrain/sdk/errors.h"
 
 #include <boost/dll/shared_library.hpp>
+#include <openssl/evp.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -15,6 +18,46 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string quoted(const fs::path& path) { return "'" + path.string() + "'"; }
+
+bool world_writable(const fs::path& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0 && (info.st_mode & S_IWOTH) != 0;
+}
+
+// A library anyone can replace is code anyone can run in this process, so the
+// file and the directory holding it must not be world-writable. Checked on
+// the resolved path, before the library is opened.
+void check_not_world_writable(const fs::path& given, const fs::path& resolved) {
+  if (world_writable(resolved)) {
+    throw sdk::PluginError(given.string() + ": refusing to load a world-writable plugin file (" + resolved.string() +
+                           "); chmod o-w it");
+  }
+  if (world_writable(resolved.parent_path())) {
+    throw sdk::PluginError(given.string() + ": refusing to load a plugin from the world-writable directory " +
+                           quoted(resolved.parent_path()) + "; move it to a directory only its owner can write");
+  }
+}
+
+std::string sha256_of_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw sdk::PluginError(path.string() + ": cannot read plugin file");
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> context(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr);
+  std::vector<char> buffer(1 << 16);
+  while (in.read(buffer.data(), static_cast<std::streamsize>(buffer.size())) || in.gcount() > 0) {
+    EVP_DigestUpdate(context.get(), buffer.data(), static_cast<size_t>(in.gcount()));
+  }
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_DigestFinal_ex(context.get(), digest, &length);
+  static const char* kHex = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < length; ++i) {
+    hex += kHex[digest[i] >> 4];
+    hex += kHex[digest[i] & 15];
+  }
+  return hex;
+}
 
 fs::path executable_dir() {
   std::error_code error;
@@ -75,10 +118,13 @@ LoadedPlugin load_plugin_file(const fs::path& path) {
   if (!fs::is_regular_file(path, exists_error)) {
     throw sdk::PluginError(path.string() + ": plugin file does not exist");
   }
+  // The resolved file is what gets checked, hashed and opened.
+  const fs::path resolved = fs::canonical(path);
+  check_not_world_writable(path, resolved);
   auto library = std::make_shared<boost::dll::shared_library>();
   boost::dll::fs::error_code load_error;
   // rtld_local keeps one plugin's symbols from resolving another's.
-  library->load(path, boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local, load_error);
+  library->load(resolved, boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local, load_error);
   if (load_error) {
     throw sdk::PluginError(path.string() + ": cannot load library: " + load_error.message());
   }
@@ -108,6 +154,8 @@ LoadedPlugin load_plugin_file(const fs::path& path) {
   plugin.library_ = std::move(library);
   plugin.info_ = info;
   plugin.path_ = path;
+  plugin.resolved_path_ = resolved;
+  plugin.sha256_ = sha256_of_file(resolved);
   return plugin;
 }
 
@@ -121,6 +169,14 @@ LoadedPlugin load_plugin(const std::string& name_or_path, const std::vector<fs::
   for (const fs::path& dir : search_dirs) {
     const fs::path candidate = dir / file_name;
     if (fs::exists(candidate)) {
+      // A symlink may point elsewhere only within the directory searched.
+      const fs::path real_dir = fs::canonical(dir);
+      const fs::path target = fs::canonical(candidate);
+      const fs::path inside = target.lexically_relative(real_dir);
+      if (inside.empty() || *inside.begin() == "..") {
+        throw sdk::PluginError(candidate.string() + ": refusing to load: it resolves to " + target.string() +
+                               ", outside the plugin directory " + quoted(real_dir));
+      }
       LoadedPlugin plugin = load_plugin_file(candidate);
       if (plugin.info().name != name_or_path) {
         throw sdk::PluginError(candidate.string() + ": file is named for plugin '" + name_or_path +

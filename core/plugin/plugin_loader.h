@@ -32,6 +32,9 @@ class ModuleHandle {
 class LoadedPlugin {
  public:
   const std::filesystem::path& path() const { return path_; }
+  // The file actually opened (symlinks resolved) and its SHA-256, in hex.
+  const std::filesystem::path& resolved_path() const { return resolved_path_; }
+  const std::string& sha256() const { return sha256_; }
   const sdk::PluginInfo& info() const { return *info_; }
   sdk::ConfigSchema config_schema() const;
   ModuleHandle create_module() const;
@@ -41,6 +44,8 @@ class LoadedPlugin {
   std::shared_ptr<void> library_;  // the boost::dll::shared_library, kept loaded
   const sdk::PluginInfo* info_ = nullptr;
   std::filesystem::path path_;
+  std::filesystem::path resolved_path_;
+  std::string sha256_;
 };
 
 // The directories searched for a plugin given by name, in order: extra_dirs,
@@ -53,13 +58,15 @@ std::vector<std::filesystem::path> plugin_search_dirs(const std::vector<std::fil
 std::string plugin_file_name(const std::string& name);
 
 // Loads a library and checks its entry. Throws sdk::PluginError naming the
-// path: missing file, unloadable library, no ptrain entry point, or an SDK ABI
+// path: missing file, a world-writable file or directory (refused before the
+// library is opened), unloadable library, no ptrain entry point, or an SDK ABI
 // or LibTorch version that differs from the host's (naming both, and the SDK
 // version and prefix to rebuild against).
 LoadedPlugin load_plugin_file(const std::filesystem::path& path);
 
 // `name_or_path` is a path if it contains '/' or ends in ".so", else a plugin
-// name looked up in `search_dirs`.
+// name looked up in `search_dirs`; there, a symlink resolving outside its
+// directory is refused.
 LoadedPlugin load_plugin(const std::string& name_or_path, const std::vector<std::filesystem::path>& search_dirs);
 
 struct PluginListing {

@@ -1,9 +1,12 @@
 #include "core/train/run_setup.h"
 
 #include "core/data/jsonl_reader.h"
+#include "core/plugin/host_logger.h"
 #include "core/tokenizer/byte_tokenizer.h"
 #include "core/tokenizer/hf_tokenizer.h"
 #include "ptrain/sdk/errors.h"
+
+#include <algorithm>
 
 namespace ptrain::train {
 
@@ -85,9 +88,38 @@ std::unique_ptr<model::CausalLm> make_policy(const config::RunConfig& config, co
   return policy;
 }
 
-std::vector<sdk::Example> load_examples(const config::RunConfig& config, const sdk::TrainModule& module) {
-  std::vector<sdk::Example> examples = data::read_jsonl(config.data.train);
-  for (const sdk::Example& example : examples) module.check_example(example);
+std::vector<sdk::Example> load_examples(const config::RunConfig& config, const sdk::TrainModule& module,
+                                        std::vector<std::string>* skipped_out) {
+  const bool skip = config.data.on_error == "skip";
+  std::vector<std::string> local_skipped;
+  std::vector<std::string>& skipped = skipped_out ? *skipped_out : local_skipped;
+  std::vector<sdk::Example> read = data::read_jsonl(config.data.train, skip ? &skipped : nullptr);
+  std::vector<sdk::Example> examples;
+  examples.reserve(read.size());
+  for (sdk::Example& example : read) {
+    try {
+      module.check_example(example);
+    } catch (const sdk::DataError& error) {
+      if (!skip) throw;
+      skipped.push_back(error.what());
+      continue;
+    }
+    example.index = static_cast<int64_t>(examples.size());
+    examples.push_back(std::move(example));
+  }
+  if (examples.empty()) {
+    throw sdk::DataError(config.data.train + ": no usable example (" + std::to_string(skipped.size()) +
+                         " skipped by data.on_error = \"skip\"; first: " + skipped.front() + ")");
+  }
+  // Every rank reads the whole file, so every rank skips the same lines and
+  // reports the same counts; the data order depends on the kept count only.
+  if (!skipped.empty()) {
+    plugin::log_warn("data", "skipped " + std::to_string(skipped.size()) + " bad examples of " +
+                                 std::to_string(skipped.size() + examples.size()) + " in " + config.data.train +
+                                 " (data.on_error = \"skip\")");
+    constexpr size_t kListed = 5;
+    for (size_t i = 0; i < std::min(kListed, skipped.size()); ++i) plugin::log_warn("data", "skipped " + skipped[i]);
+  }
   return examples;
 }
 

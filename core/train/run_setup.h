@@ -31,8 +31,11 @@ model::ModelConfig model_config_from(const config::ModelSection& section);
 // the vocabulary covers the tokenizer's and that max_length fits the positions.
 std::unique_ptr<model::CausalLm> make_policy(const config::RunConfig& config, const sdk::Tokenizer& tokenizer);
 
-// Reads data.train and checks every example with the plugin (DataError names file:line).
-std::vector<sdk::Example> load_examples(const config::RunConfig& config, const sdk::TrainModule& module);
+// Reads data.train and checks every example with the plugin. A bad example
+// is an sdk::DataError naming file:line, or with data.on_error = "skip" is
+// left out, logged, and its message appended to `skipped` (when given).
+std::vector<sdk::Example> load_examples(const config::RunConfig& config, const sdk::TrainModule& module,
+                                        std::vector<std::string>* skipped = nullptr);
 
 sdk::MicrobatchPlan microbatch_plan(const config::BatchSection& batch);
 

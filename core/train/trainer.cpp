@@ -8,9 +8,11 @@
 #include "core/plugin/host_context.h"
 #include "core/plugin/host_logger.h"
 #include "core/train/lr_schedule.h"
+#include "core/train/numeric_guard.h"
 #include "core/train/optimizer.h"
 #include "core/train/resume.h"
 #include "core/train/run_setup.h"
+#include "core/train/test_hooks.h"
 #include "core/train/update_step.h"
 #include "ptrain/sdk/errors.h"
 
@@ -38,20 +40,23 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Refuses to mix a new run into an old one unless asked to replace or resume it.
-void prepare_output_dir(const fs::path& dir, bool overwrite, bool resuming) {
+bool holds_a_run(const fs::path& dir) {
   std::error_code error;
-  const bool non_empty = fs::is_directory(dir, error) && !fs::is_empty(dir, error);
-  if (resuming) {
-    fs::create_directories(dir);
-    return;
-  }
-  if (non_empty && !overwrite) {
+  return fs::exists(dir, error) && !(fs::is_directory(dir, error) && fs::is_empty(dir, error));
+}
+
+// Refuses to mix a new run into an old one unless asked to replace or resume
+// it. Checked before anything is loaded, acted on only once all of it loaded.
+void check_output_dir(const fs::path& dir, bool overwrite, bool resuming) {
+  if (holds_a_run(dir) && !overwrite && !resuming) {
     throw sdk::ConfigError("output_dir '" + dir.string() +
                            "' already holds a run; pass --resume auto to continue it, --overwrite to replace it, "
                            "or choose another output_dir");
   }
-  if (non_empty) fs::remove_all(dir);
+}
+
+void prepare_output_dir(const fs::path& dir, bool overwrite, bool resuming) {
+  if (!resuming && overwrite && holds_a_run(dir)) fs::remove_all(dir);
   fs::create_directories(dir);
 }
 
@@ -117,6 +122,7 @@ void broadcast_parameters(const std::vector<at::Tensor>& parameters, dist::Commu
 std::vector<sdk::MetricSpec> trainer_metric_specs(const sdk::TrainModule& module) {
   std::vector<sdk::MetricSpec> specs = step_metric_specs(module);
   specs.push_back({"core/stop_requested", sdk::Reduction::kMax});
+  specs.push_back(nonfinite_metric_spec());
   return specs;
 }
 
@@ -129,10 +135,7 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
   const fs::path checkpoints_dir = output_dir / "checkpoints";
   const std::optional<fs::path> resume_from =
       options.resume.empty() ? std::nullopt : checkpoint::find_resume_checkpoint(options.resume, output_dir);
-  if (is_main) prepare_output_dir(output_dir, options.overwrite, !options.resume.empty());
-  communicator.barrier();
-  plugin::add_log_file(output_dir, communicator.rank());
-  if (is_main) write_text_file(output_dir / "config.toml", options.resolved_config_toml);
+  check_output_dir(output_dir, options.overwrite, !options.resume.empty());
 
   const int threads = config.runtime.threads > 0 ? static_cast<int>(config.runtime.threads)
                                                  : default_thread_count(communicator.local_world_size());
@@ -146,6 +149,13 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
   module->setup(context);
 
   const std::vector<sdk::Example> examples = load_examples(config, *module);
+
+  // Everything the run needs has loaded: only now is the run directory
+  // created or replaced, so a failed validation leaves it as it was.
+  if (is_main) prepare_output_dir(output_dir, options.overwrite, !options.resume.empty());
+  communicator.barrier();
+  plugin::add_log_file(output_dir, communicator.rank());
+  if (is_main) write_text_file(output_dir / "config.toml", options.resolved_config_toml);
   module->prepare_dataset(context, examples);
   const data::GlobalBatchSampler sampler(static_cast<int64_t>(examples.size()), config.batch.global_size, config.seed);
   const sdk::MicrobatchPlan plan = microbatch_plan(config.batch);
@@ -201,6 +211,7 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
     communicator.barrier();
   };
 
+  NumericGuard numeric_guard(config.train.max_consecutive_skips, config.train.loss_spike_factor);
   const StopSignals stop_signals;
   TrainSummary summary;
   summary.skipped_steps = trainer_state.skipped_steps;
@@ -220,13 +231,25 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
       rank_examples.push_back(&examples[index]);
     }
 
-    const GradientResult gradient =
+    GradientResult gradient =
         accumulate_gradients(*module, context, rank_examples, plan, parameters, communicator, grad_sync, reducer);
-    // The stop request travels with the metrics, so every rank stops at the same step.
+    double grad_norm = 0.0;
+    if (gradient.has_units) {
+      if (test_hook_at("PTRAIN_TEST_NAN_AT", step + 1, communicator.rank())) {
+        gradient.local_loss = std::nan("");
+        parameters.front().mutable_grad().view({-1})[0] = std::nan("");
+      }
+      grad_norm = clip_grad_norm(parameters, config.optim.clip_grad_norm);
+    }
+    // The stop request and the fault flag travel with the metrics, so every
+    // rank stops, or skips the update, at the same step.
+    if (test_hook_at("PTRAIN_TEST_STOP_AT", step + 1, communicator.rank())) g_stop_requested = 1;
     reducer.add("core/stop_requested", g_stop_requested ? 1.0 : 0.0);
+    reducer.add(kNonfiniteMetric, local_fault(gradient.local_loss, grad_norm));
     std::map<std::string, double> reduced = reducer.reduce(communicator);
 
-    const double lr = learning_rate_at(config.schedule, config.optim.lr, step, max_steps);
+    // Skipped steps do not advance the schedule: it counts applied updates.
+    const double lr = learning_rate_at(config.schedule, config.optim.lr, step - summary.skipped_steps, max_steps);
     std::map<std::string, double> values;
     bool stepped = false;
     if (!gradient.has_units) {
@@ -234,16 +257,19 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
                                     ": no loss unit in the global batch (nothing to learn from); step skipped");
     } else {
       const double loss = reduced["core/loss"];
-      // Gradients are identical on every rank after the all-reduce, so every
-      // rank computes the same norm and takes the same branch.
-      const double grad_norm = clip_grad_norm(parameters, config.optim.clip_grad_norm);
       values["loss"] = loss;
       values["grad_norm"] = grad_norm;
-      if (std::isfinite(loss) && std::isfinite(grad_norm)) {
+      const NumericGuard::Verdict verdict = numeric_guard.on_step(step + 1, reduced[kNonfiniteMetric] > 0.0, loss);
+      if (!verdict.skip) {
         optimizer.step(lr);
         stepped = true;
       } else {
-        plugin::log_warn("train", "step " + std::to_string(step + 1) + ": non-finite loss or gradient norm; step skipped");
+        plugin::log_warn("train", "step " + std::to_string(step + 1) +
+                                      ": non-finite loss or gradient norm on some rank; update skipped on every rank");
+      }
+      if (verdict.spike) {
+        plugin::log_warn("train", "step " + std::to_string(step + 1) + ": loss spike: " + std::to_string(loss) +
+                                      " is at least train.loss_spike_factor times every earlier loss");
       }
     }
     module->end_step(context);
@@ -264,6 +290,8 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
     values["mfu"] = metrics::training_flops(num_parameters, tokens) / step_s /
                     (peak_flops_per_s * communicator.world_size());
     values["skipped_steps"] = static_cast<double>(summary.skipped_steps);
+    values["nonfinite_steps"] = static_cast<double>(numeric_guard.faults());
+    values["loss_spikes"] = static_cast<double>(numeric_guard.spikes());
     values["epoch"] = static_cast<double>(position.epoch);
     for (const auto& [name, value] : reduced) {
       if (name.rfind("core/", 0) != 0) values[name] = value;

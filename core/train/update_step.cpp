@@ -29,7 +29,8 @@ std::vector<sdk::MetricSpec> step_metric_specs(const sdk::TrainModule& module) {
                                      {"core/tokens", sdk::Reduction::kSum},
                                      {"core/padded_tokens", sdk::Reduction::kSum}};
   static const std::set<std::string> reserved{"loss",   "grad_norm", "lr",  "units",         "tokens", "tokens_per_s",
-                                              "step_s", "comm_s",    "mfu", "skipped_steps", "epoch",  "step"};
+                                              "step_s", "comm_s",    "mfu", "skipped_steps", "epoch",  "step",
+                                              "nonfinite_steps", "loss_spikes"};
   for (const sdk::MetricSpec& spec : module.metric_specs()) {
     if (reserved.count(spec.name) != 0 || spec.name.rfind("core/", 0) == 0) {
       throw sdk::PluginError("plugin metric '" + spec.name + "' clashes with a core metric name");
@@ -95,7 +96,9 @@ GradientResult accumulate_gradients(sdk::TrainModule& module, sdk::Context& cont
       for (size_t j = 0; j < num_extra; ++j) scaled_loss = scaled_loss + out.extra_loss_sums[j] * term_scale[1 + j];
       if (k + 1 == microbatches.size()) grad_sync.arm_for_last_backward();
       if (scaled_loss.requires_grad()) scaled_loss.backward();
-      reducer.add("core/loss", scaled_loss.item<double>());
+      const double loss_share = scaled_loss.item<double>();
+      result.local_loss += loss_share;
+      reducer.add("core/loss", loss_share);
       reducer.add(out.metrics);
     }
     // Every rank takes the same branch (has_units is global), so the

@@ -26,6 +26,7 @@ struct GradientResult {
   int64_t global_units = 0;    // N
   std::vector<int64_t> global_extra_units;  // N_j of the plugin's extra loss terms
   int64_t num_microbatches = 0;  // on this rank
+  double local_loss = 0.0;       // this rank's share of L (what it adds to core/loss)
 };
 
 // The metrics a step reduces: those accumulate_gradients() adds — core/loss

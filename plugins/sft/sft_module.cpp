@@ -8,6 +8,29 @@
 #include <cstdio>
 
 namespace ptrain::sft {
+namespace {
+
+// [system] user assistant (user assistant)*: anything else trains the model on
+// a conversation shape it will never be prompted with.
+void check_turn_order(const std::vector<sdk::ChatMessage>& messages, const std::string& location) {
+  if (messages.empty()) throw sdk::DataError(location + ": field 'messages': empty conversation");
+  const size_t first = messages.front().role == "system" ? 1 : 0;
+  for (size_t i = first; i < messages.size(); ++i) {
+    const char* expected = (i - first) % 2 == 0 ? "user" : "assistant";
+    if (messages[i].role != expected) {
+      throw sdk::DataError(location + ": field 'messages[" + std::to_string(i) + "].role': expected \"" + expected +
+                           "\", got \"" + messages[i].role +
+                           "\" (turns go [system,] user, assistant, user, assistant, ...)");
+    }
+  }
+  if (messages.back().role != "assistant") {
+    throw sdk::DataError(location + ": field 'messages': the last message must be the assistant's (nothing to "
+                                    "train on after message " +
+                         std::to_string(messages.size() - 1) + ")");
+  }
+}
+
+}  // namespace
 
 void SftModule::setup(sdk::Context& ctx) {
   config_ = read_sft_config(ctx.module_config(), ctx.run_info().max_length);
@@ -38,10 +61,13 @@ void SftModule::check_example(const sdk::Example& example) const {
                            "tokenizer.chat_template (chatml, llama3, plain or custom)");
     }
     chat_template_->render(messages, false, example.location);  // unknown roles fail here, before training
+    check_turn_order(messages, example.location);
     return;
   }
   sdk::require_string(example, "prompt");
-  sdk::require_string(example, "completion");
+  if (sdk::require_string(example, "completion").empty()) {
+    throw sdk::DataError(example.location + ": field 'completion': empty (nothing to train on)");
+  }
 }
 
 TokenizedExample SftModule::tokenize(const sdk::Tokenizer& tokenizer, const sdk::Example& example,

@@ -5,7 +5,7 @@
 //   dist_worker env [FAIL_RANK FAIL_CODE]
 //   dist_worker metrics
 //   dist_worker data DATASET_SIZE GLOBAL_SIZE SEED STEPS
-//   dist_worker die|hang TIMEOUT_S PID_DIR
+//   dist_worker die|hang|mismatch TIMEOUT_S PID_DIR
 #include "core/data/global_batch_sampler.h"
 #include "core/dist/c10d_communicator.h"
 #include "core/dist/launch_env.h"
@@ -74,8 +74,9 @@ int run_data(const dist::LaunchEnv& launch, char** argv) {
   return 0;
 }
 
-// Rank 1 dies (or hangs) after the first collective; the others must fail
-// with an error naming the operation instead of waiting forever.
+// Rank 1 dies, hangs, or all-reduces a tensor of another size after the
+// first collective; the others must fail with an error naming the operation
+// instead of waiting forever.
 int run_fault(const dist::LaunchEnv& launch, const std::string& mode, char** argv) {
   const std::string pid_dir = argv[3];
   std::ofstream(pid_dir + "/rank" + std::to_string(launch.rank) + ".pid") << ::getpid() << "\n";
@@ -84,7 +85,8 @@ int run_fault(const dist::LaunchEnv& launch, const std::string& mode, char** arg
   communicator->all_reduce_sum(value);
   if (launch.rank == 1) {
     if (mode == "die") std::_Exit(3);
-    std::this_thread::sleep_for(std::chrono::seconds(600));
+    if (mode == "mismatch") value = {at::ones({8})};
+    else std::this_thread::sleep_for(std::chrono::seconds(600));
   }
   communicator->all_reduce_sum(value);
   std::cout << "RESULT unexpectedly finished" << std::endl;
@@ -95,7 +97,7 @@ int run_fault(const dist::LaunchEnv& launch, const std::string& mode, char** arg
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: dist_worker env|metrics|data|die|hang ...\n";
+    std::cerr << "usage: dist_worker env|metrics|data|die|hang|mismatch ...\n";
     return 2;
   }
   const std::string mode = argv[1];
@@ -104,7 +106,7 @@ int main(int argc, char** argv) {
     if (mode == "env") return run_env(launch, argc, argv);
     if (mode == "metrics") return run_metrics(launch);
     if (mode == "data" && argc == 6) return run_data(launch, argv);
-    if ((mode == "die" || mode == "hang") && argc == 4) return run_fault(launch, mode, argv);
+    if ((mode == "die" || mode == "hang" || mode == "mismatch") && argc == 4) return run_fault(launch, mode, argv);
     std::cerr << "dist_worker: bad arguments for mode '" << mode << "'\n";
     return 2;
   } catch (const std::exception& error) {

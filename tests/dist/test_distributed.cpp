@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include <signal.h>
+#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -135,7 +136,7 @@ TEST_CASE("the ranks of a step together take exactly the world-size-1 global bat
 }
 
 TEST_CASE("a rank that dies or hangs ends the job with an error naming it, within the timeout", "[dist]") {
-  for (const std::string mode : {"die", "hang"}) {
+  for (const std::string mode : {"die", "hang", "mismatch"}) {
     DYNAMIC_SECTION("worker " << mode) {
       const fs::path pid_dir = testing::fresh_test_dir("fault_" + mode);
       constexpr int kTimeoutS = 4;
@@ -146,6 +147,13 @@ TEST_CASE("a rank that dies or hangs ends the job with an error naming it, withi
       CHECK(result.seconds < kTimeoutS + 10);
       if (mode == "die") {
         CHECK_THAT(result.output, Catch::Contains("ptrain launch: rank 1 failed (exit code 3)"));
+      } else if (mode == "mismatch") {
+        // Gloo does not compare shapes across ranks: a rank receiving more bytes
+        // than it posted aborts in Gloo's I/O thread (uncatchable), which the
+        // launcher reports; otherwise the wait times out. Either way no hang.
+        CHECK_THAT(result.output, Catch::Contains("op.preamble.length <= op.nbytes") ||
+                                      Catch::Contains("all_reduce(sum) failed"));
+        CHECK_THAT(result.output, Catch::Contains("ptrain launch: rank"));
       } else {
         // Rank 0 or 2 times out first and names the operation it waited in.
         CHECK_THAT(result.output, Catch::Contains("all_reduce(sum) failed"));
@@ -322,4 +330,82 @@ TEST_CASE("DPO: one step gives the full-batch gradient on world sizes 1 and 2", 
       CHECK(error <= 1e-5);
     }
   }
+}
+
+namespace {
+
+// 16 good examples with two bad lines (5: invalid JSON, 12: empty completion)
+// skipped by data.on_error = "skip"; checkpoints every step.
+fs::path write_fault_config(const fs::path& dir, int max_steps) {
+  std::ofstream data(dir / "train.jsonl");
+  for (int i = 0; i < 16; ++i) {
+    data << nlohmann::json{{"prompt", std::to_string(i) + "*2="}, {"completion", std::to_string(2 * i)}}.dump() << "\n";
+    if (i == 3) data << "{\"prompt\": \"truncated\n";
+    if (i == 9) data << "{\"prompt\": \"x\", \"completion\": \"\"}\n";
+  }
+  const fs::path config = dir / "faults.toml";
+  std::ofstream(config) << "plugin = \"sft\"\nseed = 2\noutput_dir = \"" << (dir / "run").string() << "\"\n"
+                        << "[model]\nvocab_size = 259\nhidden_size = 32\nintermediate_size = 48\nnum_layers = 1\n"
+                        << "num_heads = 4\nnum_kv_heads = 2\nmax_position_embeddings = 32\n"
+                        << "[data]\ntrain = \"" << (dir / "train.jsonl").string() << "\"\nmax_length = 16\n"
+                        << "on_error = \"skip\"\n"
+                        << "[batch]\nglobal_size = 8\n"
+                        << "[train]\nmax_steps = " << max_steps << "\n"
+                        << "[checkpoint]\nevery_steps = 1\nkeep_last = 5\n";
+  return config;
+}
+
+// `ptrain launch --nproc 2 -- train` with one test hook set (test_hooks.h).
+CommandResult train_two_ranks_with(const char* hook, const char* value, const fs::path& config) {
+  ::setenv(hook, value, 1);
+  const CommandResult result = run_ptrain("launch --nproc 2 -- train -c " + config.string() + " 2>&1");
+  ::unsetenv(hook);
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE("a NaN on rank 1 only skips the update on both ranks; both skip the same bad lines", "[dist][reliability]") {
+  const fs::path dir = testing::fresh_test_dir("dist_nan");
+  const CommandResult result = train_two_ranks_with("PTRAIN_TEST_NAN_AT", "2:1", write_fault_config(dir, 3));
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  // Each rank reads the whole file and reports the same skipped lines.
+  for (const std::string rank : {"[rank 0] ", "[rank 1] "}) {
+    std::set<std::string> reported;
+    std::istringstream lines(result.output);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind(rank, 0) != 0) continue;
+      for (const char* part : {"skipped 2 bad examples of 18", "train.jsonl:5: invalid JSON",
+                               "train.jsonl:12: field 'completion': empty"}) {
+        if (line.find(part) != std::string::npos) reported.insert(part);
+      }
+    }
+    INFO(rank);
+    CHECK(reported.size() == 3);
+  }
+  const auto metrics = testing::read_metrics_jsonl(dir / "run" / "metrics.jsonl");
+  REQUIRE(metrics.size() == 3);
+  CHECK(metrics[1]["nonfinite_steps"] == 1);
+  // Rank 0 saw finite numbers at step 2, yet did not step: its checkpoint is unchanged.
+  const fs::path checkpoints = dir / "run" / "checkpoints";
+  CHECK(testing::same_safetensors(checkpoints / "step_1" / "model.safetensors",
+                                  checkpoints / "step_2" / "model.safetensors"));
+  CHECK_FALSE(testing::same_safetensors(checkpoints / "step_2" / "model.safetensors",
+                                        checkpoints / "step_3" / "model.safetensors"));
+}
+
+TEST_CASE("a stop requested on rank 1 only stops both ranks after the same step, with a checkpoint",
+          "[dist][reliability]") {
+  const fs::path dir = testing::fresh_test_dir("dist_stop");
+  const CommandResult result = train_two_ranks_with("PTRAIN_TEST_STOP_AT", "2:1", write_fault_config(dir, 6));
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.output, Catch::Contains("stopped on request after step 2"));
+  CHECK(testing::read_metrics_jsonl(dir / "run" / "metrics.jsonl").size() == 2);
+  std::ifstream latest(dir / "run" / "checkpoints" / "latest");
+  std::string name;
+  latest >> name;
+  CHECK(name == "step_2");
+  CHECK_FALSE(fs::exists(dir / "run" / "final"));
 }

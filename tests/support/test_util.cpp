@@ -1,6 +1,9 @@
 #include "support/test_util.h"
 
+#include "core/model/safetensors.h"
 #include "ptrain/sdk/errors.h"
+
+#include <ATen/ATen.h>
 
 #include <fstream>
 
@@ -21,6 +24,23 @@ std::filesystem::path write_text_file(const std::filesystem::path& dir, const st
   const std::filesystem::path path = dir / name;
   std::ofstream(path, std::ios::binary) << text;
   return path;
+}
+
+void write_raw_safetensors(const std::filesystem::path& path, const std::string& header, const std::string& data,
+                           uint64_t header_length) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(&header_length), 8);
+  out << header << data;
+}
+
+bool same_safetensors(const std::filesystem::path& a, const std::filesystem::path& b) {
+  const auto left = model::read_safetensors(a);
+  const auto right = model::read_safetensors(b);
+  if (left.size() != right.size()) return false;
+  for (size_t i = 0; i < left.size(); ++i) {
+    if (left[i].first != right[i].first || !at::equal(left[i].second, right[i].second)) return false;
+  }
+  return true;
 }
 
 std::vector<nlohmann::json> read_metrics_jsonl(const std::filesystem::path& path) {

@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,25 @@ std::string error_of(const std::function<void()>& action);
 // Writes `text` (bytes as given) to dir/name and returns the path.
 std::filesystem::path write_text_file(const std::filesystem::path& dir, const std::string& name,
                                       const std::string& text);
+
+// Writes a safetensors file byte by byte: [u64 header_length][header][data].
+void write_raw_safetensors(const std::filesystem::path& path, const std::string& header, const std::string& data,
+                           uint64_t header_length);
+inline void write_raw_safetensors(const std::filesystem::path& path, const std::string& header,
+                                  const std::string& data) {
+  write_raw_safetensors(path, header, data, header.size());
+}
+
+// The native (little-endian) bytes of `values`.
+template <class T>
+std::string bytes_of(std::initializer_list<T> values) {
+  std::string out;
+  for (T v : values) out.append(reinterpret_cast<const char*>(&v), sizeof(T));
+  return out;
+}
+
+// True when two safetensors files hold the same names with bit-identical tensors.
+bool same_safetensors(const std::filesystem::path& a, const std::filesystem::path& b);
 
 // The lines of a metrics.jsonl file.
 std::vector<nlohmann::json> read_metrics_jsonl(const std::filesystem::path& path);

@@ -1,5 +1,6 @@
-// safetensors I/O: round trips, a hand-assembled file read byte for byte, the
-// writer's layout parsed independently, and every rejection the reader makes.
+// safetensors I/O: round trips, a hand-assembled file read byte for byte and
+// the writer's layout parsed independently. The reader's rejections are in
+// tests/bad_inputs/test_bad_safetensors.cpp.
 
 #include "catch.h"
 
@@ -7,6 +8,7 @@
 
 #include "core/model/safetensors.h"
 #include "ptrain/sdk/errors.h"
+#include "support/test_util.h"
 
 #include <nlohmann/json.hpp>
 #include <unistd.h>
@@ -19,6 +21,8 @@
 namespace fs = std::filesystem;
 using ptrain::model::read_safetensors;
 using ptrain::model::write_safetensors;
+using ptrain::testing::bytes_of;
+using ptrain::testing::write_raw_safetensors;
 
 namespace {
 
@@ -35,32 +39,6 @@ struct TempDir {
     fs::remove_all(path, ec);
   }
 };
-
-// Writes [u64 header_length][header][data] as the format specifies.
-void write_raw(const fs::path& path, const std::string& header, const std::string& data, uint64_t header_length) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(&header_length), 8);
-  out << header << data;
-}
-void write_raw(const fs::path& path, const std::string& header, const std::string& data) {
-  write_raw(path, header, data, header.size());
-}
-
-template <class T>
-std::string bytes_of(std::initializer_list<T> values) {
-  std::string out;
-  for (T v : values) out.append(reinterpret_cast<const char*>(&v), sizeof(T));
-  return out;
-}
-
-std::string read_error(const fs::path& path) {
-  try {
-    read_safetensors(path);
-  } catch (const ptrain::sdk::ModelError& e) {
-    return e.what();
-  }
-  return "<no ModelError thrown>";
-}
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
@@ -134,7 +112,7 @@ TEST_CASE("safetensors reader decodes a hand-assembled file in offset order", "[
                              R"("__metadata__":{"format":"pt"}})";
   const std::string data = bytes_of<float>({1.5f, -2.0f}) + bytes_of<int32_t>({7, -9}) + bytes_of<uint16_t>({0x3C00}) +
                            bytes_of<uint16_t>({0x3F80});
-  write_raw(file, header, data);
+  write_raw_safetensors(file, header, data);
 
   const auto loaded = read_safetensors(file);
   REQUIRE(loaded.size() == 5);
@@ -151,108 +129,6 @@ TEST_CASE("safetensors reader decodes a hand-assembled file in offset order", "[
   CHECK(loaded[4].second.scalar_type() == at::kBFloat16);
   CHECK(loaded[4].second.dim() == 0);
   CHECK(loaded[4].second.item<float>() == 1.0f);
-}
-
-TEST_CASE("safetensors reader rejects malformed files with a precise message", "[safetensors]") {
-  TempDir dir;
-  const fs::path file = dir.path / "bad.safetensors";
-  const std::string eight = bytes_of<float>({1.0f, 2.0f});
-
-  SECTION("truncated header length") {
-    std::ofstream(file, std::ios::binary) << "abcde";
-    const std::string msg = read_error(file);
-    INFO(msg);
-    CHECK(contains(msg, "truncated header"));
-    CHECK(contains(msg, file.string()));
-  }
-  SECTION("header length past the end of the file") {
-    write_raw(file, "{}", "", 1000);
-    const std::string msg = read_error(file);
-    INFO(msg);
-    CHECK(contains(msg, "header length 1000 runs past the end"));
-  }
-  SECTION("absurd header length") {
-    write_raw(file, "{}", "", uint64_t{1} << 40);
-    const std::string msg = read_error(file);
-    INFO(msg);
-    CHECK(contains(msg, "exceeds the limit"));
-  }
-  SECTION("header is not JSON") {
-    write_raw(file, "{not json", eight);
-    const std::string msg = read_error(file);
-    INFO(msg);
-    CHECK(contains(msg, "not valid JSON"));
-  }
-  SECTION("header is not an object") {
-    write_raw(file, "[1,2]", "");
-    const std::string msg = read_error(file);
-    INFO(msg);
-    CHECK(contains(msg, "not a JSON object"));
-  }
-  SECTION("unknown dtype") {
-    write_raw(file, R"({"w":{"dtype":"F8_E4M3","shape":[8],"data_offsets":[0,8]}})", eight);
-    const std::string msg = read_error(file);
-    INFO(msg);
-    CHECK(contains(msg, "tensor 'w'"));
-    CHECK(contains(msg, "unsupported dtype \"F8_E4M3\""));
-  }
-  SECTION("overlapping offsets") {
-    write_raw(file,
-              R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-              R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
-              eight + bytes_of<float>({3.0f}));
-    const std::string msg = read_error(file);
-    INFO(msg);
-    CHECK(contains(msg, "tensor 'b'"));
-    CHECK(contains(msg, "overlap tensor 'a'"));
-  }
-  SECTION("gap between tensors") {
-    write_raw(file, R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", eight);
-    const std::string msg = read_error(file);
-    INFO(msg);
-    CHECK(contains(msg, "tensor 'a'"));
-    CHECK(contains(msg, "gap of 4 bytes"));
-  }
-  SECTION("shape does not match the byte range") {
-    write_raw(file, R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", eight);
-    const std::string msg = read_error(file);
-    INFO(msg);
-    CHECK(contains(msg, "tensor 'w'"));
-    CHECK(contains(msg, "size mismatch"));
-    CHECK(contains(msg, "needs 12 bytes"));
-  }
-  SECTION("trailing bytes after the last tensor") {
-    write_raw(file, R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", eight);
-    const std::string msg = read_error(file);
-    INFO(msg);
-    CHECK(contains(msg, "4 trailing bytes"));
-  }
-  SECTION("data ends before the last tensor") {
-    write_raw(file, R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", eight);
-    const std::string msg = read_error(file);
-    INFO(msg);
-    CHECK(contains(msg, "tensor 'w'"));
-    CHECK(contains(msg, "truncated"));
-  }
-  SECTION("negative shape") {
-    write_raw(file, R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", eight);
-    const std::string msg = read_error(file);
-    INFO(msg);
-    CHECK(contains(msg, "tensor 'w'"));
-    CHECK(contains(msg, "not a non-negative integer"));
-  }
-  SECTION("bool bytes other than 0/1") {
-    write_raw(file, R"({"m":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}})", std::string("\x01\x07", 2));
-    const std::string msg = read_error(file);
-    INFO(msg);
-    CHECK(contains(msg, "tensor 'm'"));
-    CHECK(contains(msg, "not 0 or 1"));
-  }
-  SECTION("missing file") {
-    const std::string msg = read_error(dir.path / "absent.safetensors");
-    INFO(msg);
-    CHECK(contains(msg, "absent.safetensors"));
-  }
 }
 
 TEST_CASE("safetensors writer rejects duplicate names and unsupported dtypes", "[safetensors]") {

@@ -1,0 +1,51 @@
+// Numeric faults of an update step: a non-finite loss or gradient norm skips
+// the optimizer step on every rank, too many in a row abort the run, and a
+// loss far above every earlier one is flagged.
+//
+// Agreement needs no collective of its own: each rank adds its local verdict
+// (local_fault) to the step's metric reduction as "core/nonfinite" with MAX,
+// so every rank decides from the same reduced value at the same step.
+#pragma once
+
+#include "ptrain/sdk/metrics.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ptrain::train {
+
+// The metric a step reduces to agree on a fault (MAX over ranks).
+sdk::MetricSpec nonfinite_metric_spec();
+inline constexpr const char* kNonfiniteMetric = "core/nonfinite";
+
+// 1 when this rank's loss share or the gradient norm it computed is not finite.
+double local_fault(double local_loss, double grad_norm);
+
+class NumericGuard {
+ public:
+  NumericGuard(int64_t max_consecutive_skips, double loss_spike_factor);
+
+  struct Verdict {
+    bool skip = false;   // do not apply the optimizer step
+    bool spike = false;  // loss >= factor × the largest earlier loss
+  };
+
+  // Called once per step on every rank with the reduced fault flag and loss.
+  // Throws sdk::Error when the step makes max_consecutive_skips faults in a row.
+  Verdict on_step(int64_t step, bool fault, double loss);
+
+  int64_t faults() const { return faults_; }
+  int64_t spikes() const { return spikes_; }
+
+ private:
+  int64_t max_consecutive_skips_;
+  double loss_spike_factor_;
+  int64_t consecutive_ = 0;
+  int64_t faults_ = 0;
+  int64_t spikes_ = 0;
+  double running_max_loss_ = 0.0;
+  bool seen_loss_ = false;
+};
+
+}  // namespace ptrain::train

@@ -1,0 +1,177 @@
+// Bad TOML configs and --set overrides: each is a ConfigError (UsageError for
+// a malformed --set) naming file:line and the key.
+#include "catch.h"
+
+#include "bad_inputs/rejection.h"
+#include "support/run_command.h"
+#include "support/test_util.h"
+
+#include "core/config/config_loader.h"
+#include "ptrain/sdk/config_schema.h"
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+using namespace ptrain;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The smallest valid config; line numbers below count from its first line.
+const std::string kMinimal =
+    "plugin = \"sft\"\n"         // 1
+    "[data]\n"                   // 2
+    "train = \"train.jsonl\"\n"  // 3
+    "[batch]\n"                  // 4
+    "global_size = 8\n"          // 5
+    "[train]\n"                  // 6
+    "max_steps = 10\n";          // 7 (appended text starts at line 8)
+
+// A plugin schema with a required key, as a plugin may declare.
+sdk::ConfigSchema module_schema() {
+  sdk::ConfigSchema schema;
+  schema.add_string("reward", std::nullopt, "reward function").required();
+  schema.add_float("beta", 0.1, "KL coefficient", 0.0);
+  return schema;
+}
+const std::string kModule = "[module]\nreward = \"exact\"\n";
+
+struct ConfigCase {
+  const char* name;
+  std::string toml;
+  std::vector<std::string> overrides;
+  const char* kind;
+  std::string location;  // appended to the file path unless it starts with "--set"
+};
+
+}  // namespace
+
+TEST_CASE("bad configs are rejected naming file:line and key", "[bad_inputs][config]") {
+  const fs::path dir = testing::fresh_test_dir("bad_config");
+  const std::vector<ConfigCase> cases = {
+      {"unknown key",
+       kMinimal + kModule + "micro_szie = 2\n",
+       {},
+       "ConfigError",
+       ":10: unknown key 'module.micro_szie'"},
+      {"unknown key in a core section",
+       kMinimal + "lr = 1e-5\n" + kModule,
+       {},
+       "ConfigError",
+       ":8: unknown key 'train.lr'"},
+      {"unknown section",
+       kMinimal + kModule + "[optimizer]\nlr = 1\n",
+       {},
+       "ConfigError",
+       ":10: unknown section [optimizer]"},
+      {"duplicate key", kMinimal + "max_steps = 5\n" + kModule, {}, "ConfigError", ":8:"},
+      {"duplicate table", kMinimal + kModule + "[batch]\nmicro_size = 2\n", {}, "ConfigError", ":10:"},
+      {"string for a float",
+       kMinimal + kModule + "[optim]\nlr = \"abc\"\n",
+       {},
+       "ConfigError",
+       ":11: key 'optim.lr': expected a float"},
+      {"float for an integer",
+       kMinimal + kModule + "[model]\nnum_layers = 2.5\n",
+       {},
+       "ConfigError",
+       ":11: key 'model.num_layers': expected an integer"},
+      {"integer for a bool",
+       kMinimal + kModule + "[model]\nattention_bias = 1\n",
+       {},
+       "ConfigError",
+       ":11: key 'model.attention_bias': expected a bool"},
+      {"array for a string",
+       kMinimal + kModule + "[optim]\nname = [\"sgd\"]\n",
+       {},
+       "ConfigError",
+       ":11: key 'optim.name'"},
+      {"section written as a value", "model = 3\n" + kMinimal + kModule, {}, "ConfigError", ":1: 'model' is a section"},
+      {"below the minimum",
+       kMinimal + kModule + "[checkpoint]\nkeep_last = 0\n",
+       {},
+       "ConfigError",
+       ":11: key 'checkpoint.keep_last': must be >= 1"},
+      {"above the maximum",
+       kMinimal + kModule + "[schedule]\nmin_lr_ratio = 1.5\n",
+       {},
+       "ConfigError",
+       ":11: key 'schedule.min_lr_ratio': must be <= 1"},
+      {"exclusive bound",
+       kMinimal + kModule + "[optim]\nlr = 0\n",
+       {},
+       "ConfigError",
+       ":11: key 'optim.lr': must be > 0"},
+      {"nan", kMinimal + kModule + "[optim]\nlr = nan\n", {}, "ConfigError", ":11: key 'optim.lr': must be a finite"},
+      {"inf", kMinimal + kModule + "[optim]\nlr = inf\n", {}, "ConfigError", ":11: key 'optim.lr'"},
+      {"negative skip limit",
+       kMinimal + "max_consecutive_skips = 0\n" + kModule,
+       {},
+       "ConfigError",
+       ":8: key 'train.max_consecutive_skips'"},
+      {"negative spike factor",
+       kMinimal + "loss_spike_factor = -1.0\n" + kModule,
+       {},
+       "ConfigError",
+       ":8: key 'train.loss_spike_factor'"},
+      {"integer beyond int64",
+       kMinimal + kModule + "[runtime]\nthreads = 99999999999999999999\n",
+       {},
+       "ConfigError",
+       ":11:"},
+      {"bad enum",
+       kMinimal + kModule + "[optim]\nname = \"adam\"\n",
+       {},
+       "ConfigError",
+       ":11: key 'optim.name': expected one of"},
+      {"bad on_error",
+       "plugin = \"sft\"\n[data]\ntrain = \"t\"\non_error = \"ignore\"\n[batch]\nglobal_size = 8\n"
+       "[train]\nmax_steps = 1\n" +
+           kModule,
+       {},
+       "ConfigError",
+       ":4: key 'data.on_error': expected one of \"fail\", \"skip\""},
+      {"missing plugin key",
+       kMinimal.substr(kMinimal.find('\n') + 1) + kModule,
+       {},
+       "ConfigError",
+       ": missing required key 'plugin'"},
+      {"missing [module] section of the plugin", kMinimal, {}, "ConfigError", ": missing required key 'module.reward'"},
+      {"missing required core key",
+       "plugin = \"sft\"\n[batch]\nglobal_size = 8\n[train]\nmax_steps = 1\n" + kModule,
+       {},
+       "ConfigError",
+       ": missing required key 'data.train'"},
+      {"conflicting keys",
+       "plugin = \"sft\"\n[data]\ntrain = \"t\"\n[batch]\nglobal_size = 8\nmicro_size = 2\nmicro_tokens = 1024\n"
+       "[train]\nmax_steps = 1\n" +
+           kModule,
+       {},
+       "ConfigError",
+       ":7: keys 'batch.micro_size' = 2"},
+      {"TOML syntax error", "plugin = \"sft\"\n[data]\ntrain = \n", {}, "ConfigError", ":3:"},
+      {"non-UTF-8 bytes", kMinimal + kModule + "[optim]\nname = \"\xff\xfe\"\n", {}, "ConfigError", ":11:"},
+      {"bad --set value", kMinimal + kModule, {"optim.lr=abc"}, "ConfigError", "--set optim.lr=abc: key 'optim.lr'"},
+      {"--set of an unknown key",
+       kMinimal + kModule,
+       {"optim.lrr=1"},
+       "ConfigError",
+       "--set optim.lrr=1: unknown key 'optim.lrr'"},
+      {"--set without '='", kMinimal + kModule, {"novalue"}, "UsageError", "--set 'novalue'"},
+  };
+  for (const ConfigCase& c : cases) {
+    DYNAMIC_SECTION(c.name) {
+      const fs::path file = testing::write_text_file(dir, "x.toml", c.toml);
+      const std::string location =
+          std::string(c.location).rfind("--set", 0) == 0 ? c.location : file.string() + c.location;
+      testing::check_rejected([&] { config::load_run_config(file, c.overrides, module_schema()); }, c.kind, location);
+    }
+  }
+}
+
+TEST_CASE("an unreadable config names the file", "[bad_inputs][config]") {
+  const fs::path missing = testing::fresh_test_dir("bad_config") / "missing.toml";
+  testing::check_rejected([&] { config::ConfigDocument::load(missing, {}); }, "ConfigError",
+                          missing.string() + ": cannot read config file");
+}

@@ -1,0 +1,147 @@
+// Bad Hugging Face model directories: each a ModelError naming the directory
+// or file and the tensor or config.json key.
+#include "catch.h"
+
+#include "bad_inputs/rejection.h"
+#include "support/run_command.h"
+#include "support/test_util.h"
+
+#include "core/model/causal_lm.h"
+#include "core/model/safetensors.h"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+using namespace ptrain;
+namespace fs = std::filesystem;
+
+namespace {
+
+using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+
+struct ModelDirCase {
+  const char* name;
+  // Spoils a freshly saved model directory, given its tensors and config.json.
+  std::function<void(const fs::path& dir, NamedTensors& tensors, nlohmann::json& config)> spoil;
+  std::string location;  // appended to the directory path
+};
+
+void write_json(const fs::path& path, const nlohmann::json& value) { std::ofstream(path) << value.dump(); }
+
+}  // namespace
+
+TEST_CASE("bad model directories are rejected naming the tensor or key", "[bad_inputs][model]") {
+  const auto model = model::CausalLm::init_random(testing::tiny_model_config(), 3);
+  const NamedTensors good = model->named_parameters();
+  const std::string embed = "model.embed_tokens.weight";
+  const std::string q_proj = "model.layers.0.self_attn.q_proj.weight";
+
+  const std::vector<ModelDirCase> cases = {
+      {"missing tensor", [&](const fs::path&, NamedTensors& t, nlohmann::json&) { t.erase(t.begin() + 1); },
+       ": tensor '" + good[1].first + "' is missing"},
+      {"wrong shape",
+       [&](const fs::path&, NamedTensors& t, nlohmann::json&) {
+         for (auto& [name, tensor] : t) {
+           if (name == q_proj) tensor = at::zeros({32, 31});
+         }
+       },
+       ": tensor '" + q_proj + "' has shape [32, 31], expected [32, 32]"},
+      {"integer dtype",
+       [&](const fs::path&, NamedTensors& t, nlohmann::json&) { t[0].second = t[0].second.to(at::kLong); },
+       ": tensor '" + embed + "' has dtype Long"},
+      {"unexpected tensor",
+       [&](const fs::path&, NamedTensors& t, nlohmann::json&) {
+         t.emplace_back("model.layers.9.mlp.weight", at::zeros({2}));
+       },
+       ": unexpected tensors"},
+      {"config.json larger than the weights",
+       [&](const fs::path&, NamedTensors&, nlohmann::json& c) { c["num_hidden_layers"] = 3; },
+       ": tensor 'model.layers.2."},
+      {"config.json vocabulary differs from the weights",
+       [&](const fs::path&, NamedTensors&, nlohmann::json& c) { c["vocab_size"] = 300; },
+       ": tensor '" + embed + "' has shape [272, 32], expected [300, 32]"},
+      {"config.json not JSON",
+       [&](const fs::path& dir, NamedTensors&, nlohmann::json&) { std::ofstream(dir / "config.json") << "{\"a\": "; },
+       "/config.json: not valid JSON"},
+      {"config.json missing a key", [&](const fs::path&, NamedTensors&, nlohmann::json& c) { c.erase("hidden_size"); },
+       "/config.json: key 'hidden_size'"},
+      {"config.json mistyped key",
+       [&](const fs::path&, NamedTensors&, nlohmann::json& c) { c["num_attention_heads"] = "four"; },
+       "/config.json: key 'num_attention_heads'"},
+      {"config.json unsupported model type",
+       [&](const fs::path&, NamedTensors&, nlohmann::json& c) { c["model_type"] = "gpt2"; },
+       "/config.json: key 'model_type'"},
+      {"config.json heads that do not divide",
+       [&](const fs::path&, NamedTensors&, nlohmann::json& c) { c["num_key_value_heads"] = 3; },
+       "/config.json: model config: num_heads (4) must be divisible by num_kv_heads (3)"},
+      {"config.json rope scaling",
+       [&](const fs::path&, NamedTensors&, nlohmann::json& c) {
+         c["rope_scaling"] = {{"type", "dynamic"}};
+       },
+       "/config.json: key 'rope_scaling'"},
+      {"no config.json", [&](const fs::path& dir, NamedTensors&, nlohmann::json&) { fs::remove(dir / "config.json"); },
+       "/config.json: cannot open"},
+      {"no weights",
+       [&](const fs::path& dir, NamedTensors&, nlohmann::json&) { fs::remove(dir / "model.safetensors"); },
+       ": neither model.safetensors nor model.safetensors.index.json exists"},
+      {"pickle weights only",
+       [&](const fs::path& dir, NamedTensors&, nlohmann::json&) {
+         fs::remove(dir / "model.safetensors");
+         std::ofstream(dir / "pytorch_model.bin") << "\x80\x02}q\x00.";
+       },
+       ": neither model.safetensors nor model.safetensors.index.json exists (pytorch_model.bin is a pickle"},
+      {"corrupt weights file",
+       [&](const fs::path& dir, NamedTensors& t, nlohmann::json&) {
+         fs::resize_file(dir / "model.safetensors", 100);
+         t.clear();  // keep the cut file
+       },
+       "/model.safetensors: invalid safetensors file"},
+      {"shard index without weight_map",
+       [&](const fs::path& dir, NamedTensors&, nlohmann::json&) {
+         fs::remove(dir / "model.safetensors");
+         write_json(dir / "model.safetensors.index.json", {{"metadata", nlohmann::json::object()}});
+       },
+       "/model.safetensors.index.json: key 'weight_map'"},
+      {"shard outside the model directory",
+       [&](const fs::path& dir, NamedTensors&, nlohmann::json&) {
+         fs::remove(dir / "model.safetensors");
+         write_json(dir / "model.safetensors.index.json", {{"weight_map", {{embed, "../other/model.safetensors"}}}});
+       },
+       "/model.safetensors.index.json: weight_map['" + embed +
+           "'] = \"../other/model.safetensors\" is not a file name"},
+      {"tensor in two shards",
+       [&](const fs::path& dir, NamedTensors& t, nlohmann::json&) {
+         fs::remove(dir / "model.safetensors");
+         model::write_safetensors(dir / "a.safetensors", t);
+         model::write_safetensors(dir / "b.safetensors", {t[0]});
+         write_json(dir / "model.safetensors.index.json",
+                    {{"weight_map", {{embed, "a.safetensors"}, {t[1].first, "b.safetensors"}}}});
+         t.clear();  // nothing more to write
+       },
+       ": tensor '" + embed + "' appears in more than one file"},
+  };
+  for (const ModelDirCase& c : cases) {
+    DYNAMIC_SECTION(c.name) {
+      const fs::path dir = testing::fresh_test_dir("bad_model_dir") / "model";
+      model->save_hf_dir(dir);
+      NamedTensors tensors = good;
+      nlohmann::json config = model->config().to_hf_json();
+      c.spoil(dir, tensors, config);
+      if (!tensors.empty() && fs::exists(dir / "model.safetensors")) {
+        model::write_safetensors(dir / "model.safetensors", tensors);
+      }
+      if (fs::exists(dir / "config.json") && config != model->config().to_hf_json())
+        write_json(dir / "config.json", config);
+      testing::check_rejected([&] { model::CausalLm::load_hf_dir(dir); }, "ModelError", dir.string() + c.location);
+    }
+  }
+  const fs::path missing = testing::fresh_test_dir("bad_model_dir") / "nope";
+  testing::check_rejected([&] { model::CausalLm::load_hf_dir(missing); }, "ModelError",
+                          missing.string() + ": model directory does not exist");
+}
