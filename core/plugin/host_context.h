@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/dist/communicator.h"
+#include "core/generation/rollout_engine.h"
 #include "core/model/causal_lm.h"
 #include "core/plugin/host_logger.h"
 #include "ptrain/sdk/context.h"
@@ -31,6 +32,7 @@ class HostContext final : public sdk::Context {
   const sdk::Tokenizer& tokenizer() const override { return tokenizer_; }
   const sdk::ConfigValues& module_config() const override { return module_config_; }
   sdk::Logger& logger() override { return logger_; }
+  sdk::RolloutEngine& rollout_engine() override { return rollout_engine_; }
 
   // The trainer moves the context to the step it is about to run.
   void set_step(int64_t step, int64_t epoch) {
@@ -45,6 +47,7 @@ class HostContext final : public sdk::Context {
   dist::Communicator& communicator_;
   sdk::RunInfo run_info_;
   HostLogger logger_;
+  generation::CausalLmRolloutEngine rollout_engine_{policy_, tokenizer_};
 };
 
 }  // namespace ptrain::plugin

@@ -3,6 +3,8 @@
 #pragma once
 
 #include "ptrain/sdk/config_schema.h"
+#include "ptrain/sdk/errors.h"
+#include "ptrain/sdk/generation.h"
 #include "ptrain/sdk/model.h"
 #include "ptrain/sdk/tokenizer.h"
 
@@ -56,6 +58,9 @@ class Context {
   virtual const Tokenizer& tokenizer() const = 0;
   virtual const ConfigValues& module_config() const = 0;  // [module], validated against the plugin's schema
   virtual Logger& logger() = 0;
+  // Samples completions from the current policy (sdk/generation.h). The
+  // default is for contexts without a model to sample from.
+  virtual RolloutEngine& rollout_engine() { throw PluginError("this context offers no rollout engine"); }
 };
 
 }  // namespace ptrain::sdk

@@ -18,7 +18,9 @@
 namespace ptrain::sdk {
 
 // Raise whenever a header under ptrain/sdk changes a class layout or a virtual function.
-inline constexpr uint32_t kAbiVersion = 2;  // 2: Tokenizer gained encode_pieces, token_id, fingerprint, chat_template
+// 2: Tokenizer gained encode_pieces, token_id, fingerprint, chat_template
+// 3: Context::rollout_engine, LanguageModel::target_log_probs_and_entropy, TargetLogProbs::entropy
+inline constexpr uint32_t kAbiVersion = 3;
 
 #define PTRAIN_STRINGIFY_DETAIL(x) #x
 #define PTRAIN_STRINGIFY(x) PTRAIN_STRINGIFY_DETAIL(x)
