@@ -11,6 +11,7 @@
 #include "core/generation/sampling.h"
 #include "core/model/causal_lm.h"
 #include "core/tokenizer/byte_tokenizer.h"
+#include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
