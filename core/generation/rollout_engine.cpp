@@ -57,9 +57,9 @@ std::vector<sdk::Rollout> CausalLmRolloutEngine::generate(const std::vector<sdk:
   for (size_t begin = 0; begin < requests.size(); begin += chunk) {
     const size_t end = std::min(requests.size(), begin + chunk);
     std::vector<sdk::Rollout> part;
-    generate_batch({requests.begin() + static_cast<std::ptrdiff_t>(begin),
-                    requests.begin() + static_cast<std::ptrdiff_t>(end)},
-                   params, part);
+    generate_batch(
+        {requests.begin() + static_cast<std::ptrdiff_t>(begin), requests.begin() + static_cast<std::ptrdiff_t>(end)},
+        params, part);
     std::move(part.begin(), part.end(), rollouts.begin() + static_cast<std::ptrdiff_t>(begin));
   }
   return rollouts;

@@ -32,14 +32,13 @@ void declare_grpo_config(sdk::ConfigSchema& schema) {
   schema.add_int("top_k", 0, "sample among the k most likely tokens; 0: off", 0);
   schema.add_float("top_p", 1.0, "nucleus sampling: the smallest set of tokens with probability ≥ top_p", 1e-9, 1.0);
   schema.add_float("min_p", 0.0, "drop tokens less likely than min_p × the most likely one", 0.0, 1.0);
-  schema.add_float("repetition_penalty", 1.0, "CTRL's penalty on tokens already in prompt or completion; 1: off",
-                   1e-9);
+  schema.add_float("repetition_penalty", 1.0, "CTRL's penalty on tokens already in prompt or completion; 1: off", 1e-9);
   schema.add_string("stop_strings", "", "comma-separated texts that end a completion (kept in it); empty: none");
   schema.add_int("generation_batch_size", 0, "sequences decoded together; 0: all of a rank's step at once", 0);
   schema.add_int("num_iterations", 1, "μ: optimizer updates per generated batch (the same rollouts reused)", 1);
   schema.add_string("reward_funcs", "accuracy, format",
                     "comma-separated reward functions: accuracy (answer exact match), format (format_pattern), "
-                    "length (DAPO's soft overlong penalty)");
+                    "length (DAPO's soft overlong penalty), closeness (numeric partial credit)");
   schema.add_string("reward_weights", "", "comma-separated weights, one per reward function; empty: all 1");
   schema.add_string("reward_aggregation", "sum_then_normalize",
                     "sum_then_normalize: advantages of the weighted reward sum; normalize_then_sum: weighted sum of "
@@ -57,10 +56,10 @@ void declare_grpo_config(sdk::ConfigSchema& schema) {
                  "quarter of max_completion_length",
                  0);
   schema.add_float("epsilon_low", 0.2, "ε_low: the ratio is clipped below at 1 − ε_low", 0.0, 1.0);
-  schema.add_float("epsilon_high", std::nullopt, "ε_high: clipped above at 1 + ε_high (DAPO's clip-higher); unset: ε_low",
-                   0.0);
-  schema.add_float("delta", std::nullopt, "dual-clip: for negative advantages the loss is at most −A·δ (δ > 1); unset: off",
-                   1.0);
+  schema.add_float("epsilon_high", std::nullopt,
+                   "ε_high: clipped above at 1 + ε_high (DAPO's clip-higher); unset: ε_low", 0.0);
+  schema.add_float("delta", std::nullopt,
+                   "dual-clip: for negative advantages the loss is at most −A·δ (δ > 1); unset: off", 1.0);
   schema.add_string("importance_sampling_level", "token",
                     "token: a ratio per token (GRPO); sequence: one length-normalised ratio per completion (GSPO)",
                     {"token", "sequence"});
@@ -131,8 +130,9 @@ GrpoConfig read_grpo_config(const sdk::ConfigValues& values) {
                                   ? RewardAggregation::kNormalizeThenSum
                                   : RewardAggregation::kSumThenNormalize;
   const std::string& scale = values.get_string("scale_rewards");
-  config.scale_rewards = scale == "group" ? ScaleRewards::kGroup : scale == "batch" ? ScaleRewards::kBatch
-                                                                                     : ScaleRewards::kNone;
+  config.scale_rewards = scale == "group"   ? ScaleRewards::kGroup
+                         : scale == "batch" ? ScaleRewards::kBatch
+                                            : ScaleRewards::kNone;
   config.answer_field = values.get_string("answer_field");
   config.format_pattern = values.get_string("format_pattern");
   try {
@@ -143,8 +143,8 @@ GrpoConfig read_grpo_config(const sdk::ConfigValues& values) {
   const int64_t cache = values.get_int("overlong_cache");
   config.overlong_cache = cache > 0 ? cache : std::max<int64_t>(1, config.max_completion_length / 4);
   if (config.overlong_cache > config.max_completion_length) {
-    throw sdk::ConfigError(values.where("overlong_cache") + ": must be <= max_completion_length = " +
-                           std::to_string(config.max_completion_length));
+    throw sdk::ConfigError(values.where("overlong_cache") +
+                           ": must be <= max_completion_length = " + std::to_string(config.max_completion_length));
   }
 
   config.epsilon_low = values.get_float("epsilon_low");
@@ -156,9 +156,9 @@ GrpoConfig read_grpo_config(const sdk::ConfigValues& values) {
                              std::to_string(*config.delta));
     }
   }
-  config.importance_sampling =
-      values.get_string("importance_sampling_level") == "sequence" ? ImportanceSampling::kSequence
-                                                                   : ImportanceSampling::kToken;
+  config.importance_sampling = values.get_string("importance_sampling_level") == "sequence"
+                                   ? ImportanceSampling::kSequence
+                                   : ImportanceSampling::kToken;
   config.beta = values.get_float("beta");
   const std::string& estimator = values.get_string("kl_estimator");
   config.kl_estimator = estimator == "k1" ? KlEstimator::kK1 : estimator == "k2" ? KlEstimator::kK2 : KlEstimator::kK3;

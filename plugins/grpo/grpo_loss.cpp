@@ -6,8 +6,8 @@ namespace ptrain::grpo {
 
 TokenLoss grpo_token_loss(const TokenLossInputs& inputs, const GrpoConfig& config) {
   const at::Tensor& mask = inputs.mask;
-  TORCH_CHECK(inputs.log_probs.sizes() == mask.sizes() && inputs.old_log_probs.sizes() == mask.sizes(),
-              "log-probs ", inputs.log_probs.sizes(), " and old log-probs ", inputs.old_log_probs.sizes(),
+  TORCH_CHECK(inputs.log_probs.sizes() == mask.sizes() && inputs.old_log_probs.sizes() == mask.sizes(), "log-probs ",
+              inputs.log_probs.sizes(), " and old log-probs ", inputs.old_log_probs.sizes(),
               " must have the mask's shape ", mask.sizes());
   TORCH_CHECK(inputs.advantages.dim() == 1 && inputs.advantages.size(0) == mask.size(0), "advantages must be [",
               mask.size(0), "], got ", inputs.advantages.sizes());

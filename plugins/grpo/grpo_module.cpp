@@ -6,6 +6,7 @@
 
 #include "ptrain/sdk/chat.h"
 #include "ptrain/sdk/errors.h"
+#include "ptrain/sdk/reference_model.h"
 
 #include <ATen/ATen.h>
 
@@ -67,15 +68,8 @@ void GrpoModule::setup(sdk::Context& ctx) {
   }
   summary << ", num_iterations " << config_.num_iterations << ", beta " << config_.beta;
   if (config_.beta > 0.0) {
-    reference_ =
-        config_.reference_model.empty() ? ctx.frozen_policy_copy() : ctx.load_frozen_model(config_.reference_model);
-    if (reference_->vocab_size() != ctx.policy().vocab_size()) {
-      throw sdk::ModelError(ctx.module_config().where("reference_model") + ": the reference model's vocab_size " +
-                            std::to_string(reference_->vocab_size()) + " differs from the policy's " +
-                            std::to_string(ctx.policy().vocab_size()));
-    }
-    summary << " (reference: " << (config_.reference_model.empty() ? "initial policy" : config_.reference_model)
-            << ")";
+    reference_ = sdk::load_reference_model(ctx, config_.reference_model, ctx.module_config().where("reference_model"));
+    summary << " (reference: " << (config_.reference_model.empty() ? "initial policy" : config_.reference_model) << ")";
   } else {
     summary << " (no reference model)";
   }
@@ -217,7 +211,8 @@ void GrpoModule::generate_and_score(sdk::Context& ctx, const std::vector<const s
     completion.truncated = rollouts[i].truncated();
     completion.advantage = advantages[prompt][k].item<double>();
     completion.reward = total[prompt][k].item<double>();
-    for (int64_t f = 0; f < num_functions; ++f) completion.function_rewards.push_back(rewards[prompt][k][f].item<double>());
+    for (int64_t f = 0; f < num_functions; ++f)
+      completion.function_rewards.push_back(rewards[prompt][k][f].item<double>());
     completion.group_std = stds[prompt].item<double>();
     completion.trained = !completion.completion_ids.empty() &&
                          !(config_.mask_truncated_completions && completion.truncated) &&

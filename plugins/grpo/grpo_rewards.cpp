@@ -2,6 +2,9 @@
 
 #include "ptrain/sdk/errors.h"
 
+#include <algorithm>
+#include <cmath>
+#include <optional>
 #include <regex>
 
 namespace ptrain::grpo {
@@ -65,15 +68,44 @@ class LengthReward final : public sdk::RewardFunction {
   int64_t cache_;
 };
 
+// Partial credit for numeric answers: max(0, 1 − |y − a| / 10), 0 when
+// either text is not a number, so a model that is close learns from it.
+class ClosenessReward final : public sdk::RewardFunction {
+ public:
+  explicit ClosenessReward(std::string field) : field_(std::move(field)) {}
+  std::string name() const override { return "closeness"; }
+  std::vector<double> score(const std::vector<sdk::RewardInput>& inputs) override {
+    std::vector<double> scores;
+    for (const sdk::RewardInput& input : inputs) {
+      const std::optional<double> answer = number_in(sdk::require_string(*input.example, field_.c_str()));
+      const std::optional<double> guess = number_in(input.completion);
+      scores.push_back(answer && guess ? std::max(0.0, 1.0 - std::abs(*guess - *answer) / 10.0) : 0.0);
+    }
+    return scores;
+  }
+
+ private:
+  static std::optional<double> number_in(const std::string& text) {
+    static const std::regex number(R"(-?[0-9]{1,15}(\.[0-9]+)?)");
+    const std::string trimmed = trim_blanks(text);
+    if (!std::regex_match(trimmed, number)) return std::nullopt;
+    return std::stod(trimmed);
+  }
+  std::string field_;
+};
+
 }  // namespace
 
-bool is_builtin_reward(const std::string& name) { return name == "accuracy" || name == "format" || name == "length"; }
+bool is_builtin_reward(const std::string& name) {
+  return name == "accuracy" || name == "format" || name == "length" || name == "closeness";
+}
 
-std::string builtin_reward_names() { return "accuracy, format, length"; }
+std::string builtin_reward_names() { return "accuracy, format, length, closeness"; }
 
 std::unique_ptr<sdk::RewardFunction> make_builtin_reward(const std::string& name, const GrpoConfig& config) {
   if (name == "accuracy") return std::make_unique<AccuracyReward>(config.answer_field);
   if (name == "format") return std::make_unique<FormatReward>(config.format_pattern);
+  if (name == "closeness") return std::make_unique<ClosenessReward>(config.answer_field);
   if (name == "length") return std::make_unique<LengthReward>(config.max_completion_length, config.overlong_cache);
   throw sdk::ConfigError("unknown reward function '" + name + "' (expected " + builtin_reward_names() + ")");
 }

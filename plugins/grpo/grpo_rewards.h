@@ -7,6 +7,9 @@
 //   length    DAPO's soft overlong punishment (Yu et al. 2025, eq. 13), with
 //             L_max = max_completion_length, cache L_c, completion length |y|:
 //               0 if |y| ≤ L_max − L_c;  (L_max − L_c − |y|) / L_c if |y| ≤ L_max;  −1 beyond
+//   closeness max(0, 1 − |y − a| / 10) for a numeric completion y and answer
+//             a, else 0: partial credit, so a group of near misses still
+//             has reward variance to learn from
 #pragma once
 
 #include "grpo_config.h"
@@ -20,7 +23,7 @@
 namespace ptrain::grpo {
 
 bool is_builtin_reward(const std::string& name);
-std::string builtin_reward_names();  // "accuracy, format, length"
+std::string builtin_reward_names();  // "accuracy, format, length, closeness"
 
 // Throws sdk::ConfigError for an unknown name.
 std::unique_ptr<sdk::RewardFunction> make_builtin_reward(const std::string& name, const GrpoConfig& config);

@@ -1,22 +1,26 @@
 #include "ptrain/sdk/generation.h"
 
+#include <random>
+
 namespace ptrain::sdk {
-namespace {
 
-// SplitMix64's finaliser (Steele, Lea & Flood 2014): nearby inputs give unrelated outputs.
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
-
+// std::seed_seq's mixing is fixed by the C++ standard, so the seed is the same
+// on every platform and library.
 uint64_t rollout_seed(uint64_t seed, int64_t step, int64_t prompt_index, int64_t generation_index) {
-  uint64_t state = mix(seed);
-  for (const int64_t value : {step, prompt_index, generation_index}) state = mix(state ^ static_cast<uint64_t>(value));
-  return state;
+  const auto low = [](uint64_t value) { return static_cast<uint32_t>(value & 0xffffffffULL); };
+  const auto high = [](uint64_t value) { return static_cast<uint32_t>(value >> 32); };
+  const auto u = [](int64_t value) { return static_cast<uint64_t>(value); };
+  std::seed_seq sequence{low(seed),
+                         high(seed),
+                         low(u(step)),
+                         high(u(step)),
+                         low(u(prompt_index)),
+                         high(u(prompt_index)),
+                         low(u(generation_index)),
+                         high(u(generation_index))};
+  uint32_t words[2];
+  sequence.generate(words, words + 2);
+  return (static_cast<uint64_t>(words[0]) << 32) | words[1];
 }
 
 }  // namespace ptrain::sdk

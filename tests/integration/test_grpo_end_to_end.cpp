@@ -44,7 +44,8 @@ TEST_CASE("ptrain trains GRPO end to end and logs TRL's metrics", "[e2e][grpo]")
   std::ofstream data(dir / "prompts.jsonl");
   std::string line;
   for (int count = 0; count < 12 && std::getline(bundled, line); ++count) data << line << "\n";
-  data << R"({"messages": [{"role": "user", "content": "2+2="}], "answer": "4"})" << "\n";
+  data << R"({"messages": [{"role": "user", "content": "2+2="}], "answer": "4"})"
+       << "\n";
   data.close();
   const fs::path config = write_config(dir, dir / "prompts.jsonl", "beta = 0.05\nnum_iterations = 2\n");
   const CommandResult result = run_ptrain("train -c " + config.string());
@@ -73,8 +74,10 @@ TEST_CASE("ptrain trains GRPO end to end and logs TRL's metrics", "[e2e][grpo]")
 
 TEST_CASE("GRPO refuses prompts without the answer its accuracy reward needs", "[e2e][grpo]") {
   const fs::path dir = ptrain::testing::fresh_test_dir("grpo_e2e_bad");
-  std::ofstream(dir / "prompts.jsonl") << R"({"prompt": "1+1=", "answer": "2"})" << "\n"
-                                       << R"({"prompt": "2+2="})" << "\n";
+  std::ofstream(dir / "prompts.jsonl") << R"({"prompt": "1+1=", "answer": "2"})"
+                                       << "\n"
+                                       << R"({"prompt": "2+2="})"
+                                       << "\n";
   const fs::path config = write_config(dir, dir / "prompts.jsonl", "");
   const CommandResult result = run_ptrain("train -c " + config.string());
   CHECK(result.exit_code == 1);

@@ -146,8 +146,8 @@ inline at::Tensor reference_token_log_probs(model::CausalLm& model, const std::s
 struct ReferenceSpec {
   std::string loss_type = "dapo";
   std::string scale_rewards = "group";
-  double beta = 0.0;          // k3 KL to `reference`
-  double epsilon = 0.2;       // clip range (both sides)
+  double beta = 0.0;     // k3 KL to `reference`
+  double epsilon = 0.2;  // clip range (both sides)
   bool mask_truncated = false;
   bool sequence_level = false;  // GSPO
 };
@@ -185,9 +185,8 @@ inline std::vector<std::vector<double>> reference_advantages(const std::vector<s
 
 // The step loss of the whole global batch from the formulas. `old_policy`
 // null: π_old is the policy itself (detached), so the ratio is 1.
-inline at::Tensor reference_step_loss(model::CausalLm& policy, model::CausalLm* old_policy,
-                                      model::CausalLm* reference, const std::vector<Prompt>& prompts,
-                                      const ReferenceSpec& spec) {
+inline at::Tensor reference_step_loss(model::CausalLm& policy, model::CausalLm* old_policy, model::CausalLm* reference,
+                                      const std::vector<Prompt>& prompts, const ReferenceSpec& spec) {
   std::vector<std::vector<double>> rewards;
   for (const Prompt& prompt : prompts) {
     std::vector<double> group;
@@ -195,7 +194,7 @@ inline at::Tensor reference_step_loss(model::CausalLm& policy, model::CausalLm* 
     rewards.push_back(group);
   }
   const auto advantages = reference_advantages(rewards, spec.scale_rewards);
-  at::Tensor token_sum = at::zeros({}, at::kDouble);  // Σ over all tokens
+  at::Tensor token_sum = at::zeros({}, at::kDouble);     // Σ over all tokens
   at::Tensor seq_mean_sum = at::zeros({}, at::kDouble);  // Σ over sequences of their token mean
   int64_t tokens = 0;
   int64_t sequences = 0;

@@ -109,7 +109,8 @@ TEST_CASE("rollouts do not depend on the batch they are generated in", "[generat
       const std::vector<sdk::RolloutRequest> all = requests_for(kPrompts, 3);
       const std::vector<sdk::Rollout> together = engine.generate(all, params);
       std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> by_key;
-      for (size_t i = 0; i < all.size(); ++i) by_key[{all[i].prompt_index, all[i].generation_index}] = together[i].completion_ids;
+      for (size_t i = 0; i < all.size(); ++i)
+        by_key[{all[i].prompt_index, all[i].generation_index}] = together[i].completion_ids;
 
       for (const int64_t max_batch : {1, 2, 4}) {
         const std::vector<sdk::Rollout> split = engine.generate(all, params, max_batch);

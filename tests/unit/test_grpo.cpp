@@ -14,6 +14,7 @@
 #include "grpo_advantages.h"
 #include "grpo_loss.h"
 #include "grpo_module.h"
+#include "grpo_rewards.h"
 
 #include <ATen/ATen.h>
 
@@ -25,6 +26,15 @@ namespace {
 
 using namespace ptrain;
 namespace fs = std::filesystem;
+
+// The injected global batch of grpo_test_support.h for one process.
+struct Batch {
+  tokenizer::ByteTokenizer tokenizer;
+  std::vector<grpo_test::Prompt> prompts = grpo_test::global_batch_prompts();
+  std::vector<sdk::Example> examples = grpo_test::to_examples(prompts);
+  std::vector<const sdk::Example*> pointers = dpo_test::pointers_to(examples);
+  std::unique_ptr<dist::Communicator> communicator = dist::make_single_process_communicator();
+};
 
 }  // namespace
 
@@ -69,8 +79,8 @@ TEST_CASE("the GRPO token loss: clipping, dual-clip and the KL estimators on han
   inputs.old_log_probs = at::tensor({-3.0, -3.0}, at::kDouble).view({2, 1});
   config.delta = 3.0;
   out = grpo::grpo_token_loss(inputs, config);
-  CHECK(out.loss[1][0].item<double>() == Approx(3.0));               // min(e³, 3)
-  CHECK(out.loss[0][0].item<double>() == Approx(-1.28));             // positive advantage: unchanged
+  CHECK(out.loss[1][0].item<double>() == Approx(3.0));    // min(e³, 3)
+  CHECK(out.loss[0][0].item<double>() == Approx(-1.28));  // positive advantage: unchanged
   // KL with x = log π_ref − log π = −1: k1 = 1, k2 = 0.5, k3 = e⁻¹ + 1 − 1.
   config.delta.reset();
   config.beta = 1.0;
@@ -86,18 +96,16 @@ TEST_CASE("the GRPO token loss: clipping, dual-clip and the KL estimators on han
   }
 }
 
-TEST_CASE("the GRPO step gradient equals the full-batch reference for every loss_type and split", "[grpo][invariance]") {
+TEST_CASE("the GRPO step gradient equals the full-batch reference for every loss_type and split",
+          "[grpo][invariance]") {
   const auto policy = model::CausalLm::init_random(testing::tiny_model_config(), 21);
   // A KL reference that differs from the policy, so the KL term has a gradient.
   const fs::path reference_dir = fs::temp_directory_path() / ("ptrain_grpo_reference_" + std::to_string(::getpid()));
   model::CausalLm::init_random(testing::tiny_model_config(), 23)->save_hf_dir(reference_dir);
   const auto reference = model::CausalLm::load_hf_dir(reference_dir);
   const std::vector<at::Tensor> parameters = dpo_test::parameters_of(*policy);
-  const tokenizer::ByteTokenizer tokenizer;
-  const std::vector<grpo_test::Prompt> prompts = grpo_test::global_batch_prompts();
-  const std::vector<sdk::Example> examples = grpo_test::to_examples(prompts);
-  const std::vector<const sdk::Example*> pointers = dpo_test::pointers_to(examples);
-  auto communicator = dist::make_single_process_communicator();
+  Batch batch;
+  const auto& [tokenizer, prompts, examples, pointers, communicator] = batch;
 
   struct Case {
     std::string loss_type;
@@ -109,13 +117,13 @@ TEST_CASE("the GRPO step gradient equals the full-batch reference for every loss
                         Case{"grpo", "group", false, true}, Case{"dr_grpo", "none", true, false}}) {
     for (const double beta : {0.0, 0.1}) {
       DYNAMIC_SECTION("loss_type " << c.loss_type << ", scale_rewards " << c.scale_rewards << ", beta " << beta) {
-        const sdk::ConfigValues values = grpo_test::grpo_values(
-            {{"loss_type", c.loss_type},
-             {"scale_rewards", c.scale_rewards},
-             {"mask_truncated_completions", c.mask_truncated},
-             {"importance_sampling_level", std::string(c.sequence_level ? "sequence" : "token")},
-             {"beta", beta},
-             {"reference_model", std::string(beta > 0 ? reference_dir.string() : "")}});
+        const sdk::ConfigValues values =
+            grpo_test::grpo_values({{"loss_type", c.loss_type},
+                                    {"scale_rewards", c.scale_rewards},
+                                    {"mask_truncated_completions", c.mask_truncated},
+                                    {"importance_sampling_level", std::string(c.sequence_level ? "sequence" : "token")},
+                                    {"beta", beta},
+                                    {"reference_model", std::string(beta > 0 ? reference_dir.string() : "")}});
         plugin::HostContext host(*policy, tokenizer, values, *communicator,
                                  sdk::RunInfo{0, grpo_test::kMaxLength, 0, 0, ""});
         grpo_test::FixedRolloutEngine engine(prompts);
@@ -130,7 +138,8 @@ TEST_CASE("the GRPO step gradient equals the full-batch reference for every loss
         spec.sequence_level = c.sequence_level;
         spec.beta = beta;
         dpo_test::clear_gradients(parameters);
-        const at::Tensor expected_loss = grpo_test::reference_step_loss(*policy, nullptr, reference.get(), prompts, spec);
+        const at::Tensor expected_loss =
+            grpo_test::reference_step_loss(*policy, nullptr, reference.get(), prompts, spec);
         expected_loss.backward();
         const std::vector<at::Tensor> expected = dpo_test::gradients_of(parameters);
 
@@ -163,11 +172,8 @@ TEST_CASE("num_iterations = 2: the second update reuses the rollouts and their s
   auto policy = model::CausalLm::init_random(testing::tiny_model_config(), 22);
   const auto initial = policy->frozen_copy();
   const std::vector<at::Tensor> parameters = dpo_test::parameters_of(*policy);
-  const tokenizer::ByteTokenizer tokenizer;
-  const std::vector<grpo_test::Prompt> prompts = grpo_test::global_batch_prompts();
-  const std::vector<sdk::Example> examples = grpo_test::to_examples(prompts);
-  const std::vector<const sdk::Example*> pointers = dpo_test::pointers_to(examples);
-  auto communicator = dist::make_single_process_communicator();
+  Batch batch;
+  const auto& [tokenizer, prompts, examples, pointers, communicator] = batch;
   const sdk::ConfigValues values = grpo_test::grpo_values({{"num_iterations", int64_t{2}}, {"epsilon_low", 0.02}});
   plugin::HostContext host(*policy, tokenizer, values, *communicator, sdk::RunInfo{0, grpo_test::kMaxLength, 0, 0, ""});
   grpo_test::FixedRolloutEngine engine(prompts);
@@ -200,4 +206,30 @@ TEST_CASE("num_iterations = 2: the second update reuses the rollouts and their s
   host.set_step(2, 0);
   dpo_test::run_step(module, context, pointers, {4, 0}, parameters, *communicator);
   CHECK(engine.calls == 2);  // a new cycle generates again
+}
+
+TEST_CASE("the built-in rewards score what their definitions say", "[grpo]") {
+  grpo::GrpoConfig config;
+  config.max_completion_length = 8;
+  config.overlong_cache = 4;
+  config.format_pattern = "^-?[0-9]+$";
+  const sdk::Example example{0, "prompts.jsonl:1", nlohmann::json{{"prompt", "40+2="}, {"answer", "42"}}};
+  auto input = [&](const std::string& completion, int64_t tokens, bool truncated) {
+    return sdk::RewardInput{&example, "40+2=", completion, tokens, truncated};
+  };
+  const std::vector<sdk::RewardInput> inputs{input("42", 3, false), input(" 42\n", 5, false), input("45", 7, false),
+                                             input("4x", 8, true), input("1234567890", 10, true)};
+  auto scores = [&](const char* name) { return grpo::make_builtin_reward(name, config)->score(inputs); };
+  CHECK(scores("accuracy") == std::vector<double>{1, 1, 0, 0, 0});
+  CHECK(scores("format") == std::vector<double>{1, 1, 1, 0, 0});
+  // Free up to 8 − 4 = 4 tokens, then (4 − |y|) / 4, −1 beyond 8.
+  CHECK(scores("length") == std::vector<double>{0, -0.25, -0.75, -1, -1});
+  const std::vector<double> closeness = scores("closeness");
+  CHECK(closeness[0] == 1.0);
+  CHECK(closeness[2] == Approx(0.7));
+  CHECK(closeness[3] == 0.0);
+  CHECK(closeness[4] == 0.0);
+  const sdk::Example no_answer{1, "prompts.jsonl:2", nlohmann::json{{"prompt", "1+1="}}};
+  CHECK_THROWS_WITH(grpo::make_builtin_reward("accuracy", config)->score({{&no_answer, "", "2", 2, false}}),
+                    Catch::Contains("prompts.jsonl:2") && Catch::Contains("answer"));
 }

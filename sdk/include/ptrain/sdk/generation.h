@@ -55,7 +55,7 @@ class RolloutEngine {
                                         int64_t max_batch = 0) = 0;
 };
 
-// The 64-bit seed of one sequence's generator (a SplitMix64 mix of the four values).
+// The 64-bit seed of one sequence's generator: std::seed_seq over the four values.
 uint64_t rollout_seed(uint64_t seed, int64_t step, int64_t prompt_index, int64_t generation_index);
 
 }  // namespace ptrain::sdk
