@@ -336,7 +336,7 @@ TEST_CASE("GRPO: one step on fixed rollouts gives the full-batch gradient on wor
     std::vector<at::Tensor> expected;
     for (const auto& [name, parameter] : initial->named_parameters()) expected.push_back(parameter.grad().clone());
 
-    for (const auto& [world, micro_size] : std::vector<std::pair<int, int>>{{1, 12}, {2, 6}, {2, 2}, {2, 1}}) {
+    for (const auto& [world, micro_size] : std::vector<std::pair<int, int>>{{1, 12}, {2, 6}, {2, 1}}) {
       const fs::path gradient_file =
           dir / (loss_type + "_w" + std::to_string(world) + "_m" + std::to_string(micro_size) + ".safetensors");
       const CommandResult result = run_ptrain(
