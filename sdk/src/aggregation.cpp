@@ -13,8 +13,8 @@ bool counts_sequences(LossAggregation mode) {
 }
 
 void check_mask(const at::Tensor& loss_mask) {
-  TORCH_CHECK(loss_mask.dim() == 2 && loss_mask.scalar_type() == at::kBool, "loss_mask must be [B, T] bool, got ",
-              loss_mask.sizes(), " ", loss_mask.scalar_type());
+  TORCH_CHECK(loss_mask.dim() == 2 && loss_mask.scalar_type() == at::kBool,
+              "loss_mask must be [B, T] bool, got ", loss_mask.sizes(), " ", loss_mask.scalar_type());
 }
 
 }  // namespace
@@ -45,10 +45,11 @@ int64_t count_loss_units(const at::Tensor& loss_mask, const AggregationSpec& spe
   return loss_mask.sum().item<int64_t>();
 }
 
-at::Tensor aggregate_loss_sum(const at::Tensor& token_loss, const at::Tensor& loss_mask, const AggregationSpec& spec) {
+at::Tensor aggregate_loss_sum(const at::Tensor& token_loss, const at::Tensor& loss_mask,
+                              const AggregationSpec& spec) {
   check_mask(loss_mask);
-  TORCH_CHECK(token_loss.sizes() == loss_mask.sizes(), "token_loss ", token_loss.sizes(), " and loss_mask ",
-              loss_mask.sizes(), " must have the same shape");
+  TORCH_CHECK(token_loss.sizes() == loss_mask.sizes(), "token_loss ", token_loss.sizes(),
+              " and loss_mask ", loss_mask.sizes(), " must have the same shape");
   // where() rather than a product so that a non-finite loss at a masked-out
   // position cannot leak into the sum as NaN.
   const at::Tensor masked_loss = at::where(loss_mask, token_loss, at::zeros_like(token_loss));

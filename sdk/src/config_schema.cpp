@@ -20,14 +20,10 @@ namespace {
 // The name a value's alternative has in error messages; matches value_type_name.
 const char* held_type_name(const ConfigValue& value) {
   switch (value.index()) {
-    case 0:
-      return value_type_name(ValueType::kBool);
-    case 1:
-      return value_type_name(ValueType::kInt);
-    case 2:
-      return value_type_name(ValueType::kFloat);
-    default:
-      return value_type_name(ValueType::kString);
+    case 0: return value_type_name(ValueType::kBool);
+    case 1: return value_type_name(ValueType::kInt);
+    case 2: return value_type_name(ValueType::kFloat);
+    default: return value_type_name(ValueType::kString);
   }
 }
 
@@ -39,27 +35,13 @@ std::string quote_toml_string(std::string_view text) {
   for (char c : text) {
     const auto byte = static_cast<unsigned char>(c);
     switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\t': out += "\\t"; break;
+      case '\n': out += "\\n"; break;
+      case '\f': out += "\\f"; break;
+      case '\r': out += "\\r"; break;
       default:
         // TOML forbids raw control characters (U+0000–U+001F, U+007F) in basic strings.
         if (byte < 0x20 || byte == 0x7f) {
@@ -102,14 +84,10 @@ std::string format_toml_float(double value) {
 
 const char* value_type_name(ValueType type) {
   switch (type) {
-    case ValueType::kBool:
-      return "bool";
-    case ValueType::kInt:
-      return "integer";
-    case ValueType::kFloat:
-      return "float";
-    case ValueType::kString:
-      return "string";
+    case ValueType::kBool: return "bool";
+    case ValueType::kInt: return "integer";
+    case ValueType::kFloat: return "float";
+    case ValueType::kString: return "string";
   }
   return "unknown";
 }
@@ -211,8 +189,7 @@ const ConfigValues::Entry& ConfigValues::entry(const std::string& key) const {
     // Reading a key the schema did not declare (or an optional key without
     // checking has()) is a programming error; throw rather than crash.
     const std::string name = section_.empty() ? key : section_ + "." + key;
-    throw ConfigError("config key '" + name +
-                      "' has no value (is it declared in the schema? check has() for optional keys)");
+    throw ConfigError("config key '" + name + "' has no value (is it declared in the schema? check has() for optional keys)");
   }
   return it->second;
 }
