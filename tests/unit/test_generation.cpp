@@ -71,16 +71,22 @@ class EosAs final : public sdk::Tokenizer {
 
 const std::vector<std::string> kPrompts{"1+1=", "a longer prompt here=", "q", "93-27=", "héllo"};
 
+// Greedy decoding of exactly `new_tokens` tokens (<eos> does not stop it).
+sdk::SamplingParams greedy_without_eos(int64_t new_tokens) {
+  sdk::SamplingParams params;
+  params.temperature = 0.0;
+  params.max_new_tokens = new_tokens;
+  params.stop_at_eos = false;
+  return params;
+}
+
 }  // namespace
 
 TEST_CASE("greedy decoding with the KV cache equals greedy recomputation of each sequence alone", "[generation]") {
   const auto model = model::CausalLm::init_random(testing::tiny_model_config(), 3);
   const tokenizer::ByteTokenizer tokenizer;
   generation::CausalLmRolloutEngine engine(*model, tokenizer);
-  sdk::SamplingParams params;
-  params.temperature = 0.0;
-  params.max_new_tokens = 12;
-  params.stop_at_eos = false;
+  sdk::SamplingParams params = greedy_without_eos(12);
   const std::vector<sdk::RolloutRequest> requests = requests_for(kPrompts, 1);
   for (const bool use_cache : {true, false}) {
     params.use_kv_cache = use_cache;
@@ -190,10 +196,7 @@ TEST_CASE("generation stops at <eos>, at a stop string, or at its token limit", 
   const auto model = model::CausalLm::init_random(testing::tiny_model_config(), 5);
   const tokenizer::ByteTokenizer tokenizer;
   generation::CausalLmRolloutEngine engine(*model, tokenizer);
-  sdk::SamplingParams params;
-  params.temperature = 0.0;
-  params.max_new_tokens = 8;
-  params.stop_at_eos = false;
+  sdk::SamplingParams params = greedy_without_eos(8);
   std::vector<sdk::RolloutRequest> requests = requests_for({"1+1=", "q"}, 1);
   requests[1].max_new_tokens = 3;
   const std::vector<sdk::Rollout> free_run = engine.generate(requests, params);
