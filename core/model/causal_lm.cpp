@@ -346,7 +346,13 @@ at::Tensor CausalLm::logits(const at::Tensor& input_ids) {
   return at::linear(hidden_states(input_ids), lm_head_weight());  // [B, T, V]
 }
 
-sdk::TargetLogProbs CausalLm::target_log_probs(const sdk::TokenBatch& batch) {
+sdk::TargetLogProbs CausalLm::target_log_probs(const sdk::TokenBatch& batch) { return score_targets(batch, false); }
+
+sdk::TargetLogProbs CausalLm::target_log_probs_and_entropy(const sdk::TokenBatch& batch) {
+  return score_targets(batch, true);
+}
+
+sdk::TargetLogProbs CausalLm::score_targets(const sdk::TokenBatch& batch, bool with_entropy) {
   const at::Tensor& input_ids = batch.input_ids;
   const at::Tensor& target_ids = batch.target_ids;
   const at::Tensor& loss_mask = batch.loss_mask;
@@ -383,6 +389,13 @@ sdk::TargetLogProbs CausalLm::target_log_probs(const sdk::TokenBatch& batch) {
   sdk::TargetLogProbs out;
   out.log_probs = at::zeros({b, t}, hidden.options()).masked_scatter(loss_mask, log_probs);
   out.is_argmax = at::zeros({b, t}, at::kBool).masked_scatter(loss_mask, is_argmax);
+  if (with_entropy) {
+    // H = logsumexp(z) − Σ softmax(z)·z, from the same M rows, without gradient.
+    const at::NoGradGuard no_grad;
+    const at::Tensor z = logits.detach();
+    const at::Tensor entropy = at::logsumexp(z, {1}) - (at::softmax(z, 1) * z).sum(1);  // [M]
+    out.entropy = at::zeros({b, t}, hidden.options().requires_grad(false)).masked_scatter(loss_mask, entropy);
+  }
   return out;
 }
 

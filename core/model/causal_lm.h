@@ -70,6 +70,25 @@ class CausalLm : public sdk::LanguageModel {
   int64_t vocab_size() const override { return config_.vocab_size; }
   int64_t num_parameters() const override;
   void soft_update_from(const sdk::LanguageModel& source, double alpha) override;
+  sdk::TargetLogProbs target_log_probs_and_entropy(const sdk::TokenBatch& batch) override;
+
+  // Incremental decoding for generation (causal_lm_kv_cache.cpp). Rows may
+  // be left-padded: a slot attends to earlier valid slots of its row, and a
+  // padding slot only to itself, so padding never changes a real token.
+  struct KvCache {
+    std::vector<at::Tensor> keys;    // per layer [B, num_kv_heads, capacity, head_dim]
+    std::vector<at::Tensor> values;  // per layer, as keys
+    at::Tensor valid;                // [B, capacity] bool: the slot holds a real token
+    int64_t length = 0;              // slots filled
+  };
+  KvCache new_kv_cache(int64_t batch, int64_t capacity) const;
+  // Appends t slots to every row and returns the next-token logits at the
+  // last of them. input_ids, positions (rotary position of each token): [B, t]
+  // int64; valid: [B, t] bool → [B, V] float32. No gradients are recorded.
+  at::Tensor decode_step(const at::Tensor& input_ids, const at::Tensor& positions, const at::Tensor& valid,
+                         KvCache& cache);
+  // Keeps only the given rows ([A] int64) of a cache, in that order.
+  static void keep_cache_rows(KvCache& cache, const at::Tensor& rows);
 
  private:
   struct Layer {
@@ -98,6 +117,12 @@ class CausalLm : public sdk::LanguageModel {
   at::Tensor attention(const Layer& layer, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
                        const at::Tensor& causal_mask) const;
   at::Tensor mlp(const Layer& layer, const at::Tensor& x) const;
+  sdk::TargetLogProbs score_targets(const sdk::TokenBatch& batch, bool with_entropy);
+  // decode_step's attention: writes this step's keys and values into the
+  // cache at slot `start` and attends over slots [0, start + t).
+  at::Tensor cached_attention(const Layer& layer, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                              const at::Tensor& blocked, at::Tensor& key_cache, at::Tensor& value_cache,
+                              int64_t start) const;
   const at::Tensor& lm_head_weight() const { return config_.tie_word_embeddings ? embed_tokens_ : lm_head_; }
   void ensure_rope_cache(int64_t length);
 

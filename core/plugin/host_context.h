@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/dist/communicator.h"
+#include "core/generation/rollout_engine.h"
 #include "core/model/causal_lm.h"
 #include "core/plugin/host_logger.h"
 #include "ptrain/sdk/context.h"
@@ -32,6 +33,7 @@ class HostContext final : public sdk::Context {
   const sdk::ConfigValues& module_config() const override { return module_config_; }
   sdk::Logger& logger() override { return logger_; }
   std::unique_ptr<sdk::Progress> start_progress(std::string_view label, int64_t total) override;
+  sdk::RolloutEngine& rollout_engine() override { return rollout_engine_; }
 
   // The trainer moves the context to the step it is about to run.
   void set_step(int64_t step, int64_t epoch) {
@@ -46,6 +48,7 @@ class HostContext final : public sdk::Context {
   dist::Communicator& communicator_;
   sdk::RunInfo run_info_;
   HostLogger logger_;
+  generation::CausalLmRolloutEngine rollout_engine_{policy_, tokenizer_};
 };
 
 }  // namespace ptrain::plugin

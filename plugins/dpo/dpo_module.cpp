@@ -4,6 +4,7 @@
 #include "dpo_reference_cache.h"
 
 #include "ptrain/sdk/errors.h"
+#include "ptrain/sdk/reference_model.h"
 #include "ptrain/sdk/token_cache.h"
 
 #include <ATen/ATen.h>
@@ -94,12 +95,7 @@ void DpoModule::setup(sdk::Context& ctx) {
   // A precomputed reference is loaded only for the precomputation (prepare_dataset).
   if (config_.needs_reference() && !config_.precompute_reference) {
     reference_ =
-        config_.reference_model.empty() ? ctx.frozen_policy_copy() : ctx.load_frozen_model(config_.reference_model);
-    if (reference_->vocab_size() != ctx.policy().vocab_size()) {
-      throw sdk::ModelError(ctx.module_config().where("reference_model") + ": the reference model's vocab_size " +
-                            std::to_string(reference_->vocab_size()) + " differs from the policy's " +
-                            std::to_string(ctx.policy().vocab_size()));
-    }
+        sdk::load_reference_model(ctx, config_.reference_model, ctx.module_config().where("reference_model"));
   }
 }
 

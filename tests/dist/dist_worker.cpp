@@ -6,10 +6,17 @@
 //   dist_worker metrics
 //   dist_worker data DATASET_SIZE GLOBAL_SIZE SEED STEPS
 //   dist_worker die|hang|mismatch TIMEOUT_S PID_DIR
+//   dist_worker grpo LOSS_TYPE MICRO_SIZE GRADIENT_FILE
+#include "grpo_test_support.h"
+
 #include "core/data/global_batch_sampler.h"
 #include "core/dist/c10d_communicator.h"
 #include "core/dist/launch_env.h"
 #include "core/metrics/metric_reducer.h"
+#include "core/model/safetensors.h"
+#include "core/plugin/host_context.h"
+#include "core/train/update_step.h"
+#include "grpo_module.h"
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
@@ -93,6 +100,44 @@ int run_fault(const dist::LaunchEnv& launch, const std::string& mode, char** arg
   return 0;
 }
 
+// One GRPO step on the injected rollouts of grpo_test_support.h; rank 0
+// writes the summed gradient (the model of seed 31) to GRADIENT_FILE.
+int run_grpo(const dist::LaunchEnv& launch, char** argv) {
+  auto communicator = dist::make_communicator(launch, std::chrono::seconds(60));
+  const auto policy = model::CausalLm::init_random(testing::tiny_model_config(), 31);
+  const tokenizer::ByteTokenizer tokenizer;
+  const sdk::ConfigValues values = grpo_test::grpo_values({{"loss_type", std::string(argv[2])}});
+  plugin::HostContext host(*policy, tokenizer, values, *communicator, sdk::RunInfo{0, grpo_test::kMaxLength, 0, 0, ""});
+  const std::vector<grpo_test::Prompt> prompts = grpo_test::global_batch_prompts();
+  grpo_test::FixedRolloutEngine engine(prompts);
+  grpo_test::InjectedContext context(host, engine);
+  grpo::GrpoModule module;
+  module.setup(context);
+
+  const std::vector<sdk::Example> examples = grpo_test::to_examples(prompts);
+  const auto size = static_cast<int64_t>(examples.size());
+  const data::GlobalBatchSampler sampler(size, size, 0);
+  std::vector<const sdk::Example*> rank_examples;
+  for (const int64_t index : data::rank_example_indices(sampler, 0, launch.rank, launch.world_size)) {
+    rank_examples.push_back(&examples[index]);
+  }
+  std::vector<at::Tensor> parameters;
+  for (const auto& [name, parameter] : policy->named_parameters()) parameters.push_back(parameter);
+  metrics::MetricReducer reducer(train::step_metric_specs(module));
+  dist::GradientSynchronizer grad_sync(parameters, *communicator, 1 << 20);
+  const sdk::MicrobatchPlan plan{std::atoll(argv[3]), 0};
+  train::accumulate_gradients(module, context, rank_examples, plan, parameters, *communicator, grad_sync, reducer);
+  const auto reduced = reducer.reduce(*communicator);
+  if (launch.rank == 0) {
+    std::vector<std::pair<std::string, at::Tensor>> grads;
+    for (const auto& [name, parameter] : policy->named_parameters()) grads.emplace_back(name, parameter.grad().clone());
+    model::write_safetensors(argv[4], grads);
+  }
+  std::cout << "RESULT " << nlohmann::json{{"rank", launch.rank}, {"loss", reduced.at("core/loss")}}.dump()
+            << std::endl;
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -107,6 +152,7 @@ int main(int argc, char** argv) {
     if (mode == "metrics") return run_metrics(launch);
     if (mode == "data" && argc == 6) return run_data(launch, argv);
     if ((mode == "die" || mode == "hang" || mode == "mismatch") && argc == 4) return run_fault(launch, mode, argv);
+    if (mode == "grpo" && argc == 5) return run_grpo(launch, argv);
     std::cerr << "dist_worker: bad arguments for mode '" << mode << "'\n";
     return 2;
   } catch (const std::exception& error) {

@@ -3,10 +3,12 @@
 #include "catch.h"
 
 #include "dpo_test_support.h"
+#include "grpo_test_support.h"
 #include "support/test_util.h"
 
 #include "core/data/global_batch_sampler.h"
 #include "core/model/causal_lm.h"
+#include "core/model/safetensors.h"
 #include "core/train/run_setup.h"
 #include "support/run_command.h"
 #include "support/sft_reference.h"
@@ -408,4 +410,32 @@ TEST_CASE("a stop requested on rank 1 only stops both ranks after the same step,
   latest >> name;
   CHECK(name == "step_2");
   CHECK_FALSE(fs::exists(dir / "run" / "final"));
+}
+
+TEST_CASE("GRPO: one step on fixed rollouts gives the full-batch gradient on world sizes 1 and 2", "[dist][grpo]") {
+  const fs::path dir = testing::fresh_test_dir("grpo_world_invariance");
+  for (const std::string loss_type : {"dapo", "grpo", "dr_grpo"}) {
+    const auto initial = model::CausalLm::init_random(testing::tiny_model_config(), 31);
+    grpo_test::ReferenceSpec spec;
+    spec.loss_type = loss_type;
+    grpo_test::reference_step_loss(*initial, nullptr, nullptr, grpo_test::global_batch_prompts(), spec).backward();
+    std::vector<at::Tensor> expected;
+    for (const auto& [name, parameter] : initial->named_parameters()) expected.push_back(parameter.grad().clone());
+
+    for (const auto& [world, micro_size] : std::vector<std::pair<int, int>>{{1, 12}, {2, 6}, {2, 1}}) {
+      const fs::path gradient_file =
+          dir / (loss_type + "_w" + std::to_string(world) + "_m" + std::to_string(micro_size) + ".safetensors");
+      const CommandResult result = run_ptrain(
+          launch_worker(world, "grpo " + loss_type + " " + std::to_string(micro_size) + " " + gradient_file.string()));
+      INFO("loss_type " << loss_type << ", world " << world << ", micro_size " << micro_size << "\n" << result.output);
+      REQUIRE(result.exit_code == 0);
+      std::map<std::string, at::Tensor> by_name;
+      for (const auto& [name, tensor] : model::read_safetensors(gradient_file)) by_name[name] = tensor;
+      std::vector<at::Tensor> gradient;
+      for (const auto& [name, parameter] : initial->named_parameters()) gradient.push_back(by_name.at(name));
+      const double error = testing::relative_error(gradient, expected);
+      INFO("relative gradient error " << error);
+      CHECK(error <= 1e-5);
+    }
+  }
 }

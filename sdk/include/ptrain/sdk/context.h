@@ -3,6 +3,8 @@
 #pragma once
 
 #include "ptrain/sdk/config_schema.h"
+#include "ptrain/sdk/errors.h"
+#include "ptrain/sdk/generation.h"
 #include "ptrain/sdk/model.h"
 #include "ptrain/sdk/progress.h"
 #include "ptrain/sdk/tokenizer.h"
@@ -63,6 +65,9 @@ class Context {
   virtual std::unique_ptr<Progress> start_progress(std::string_view label, int64_t total) {
     return std::make_unique<NoProgress>();
   }
+  // Samples completions from the current policy (sdk/generation.h). The
+  // default is for contexts without a model to sample from.
+  virtual RolloutEngine& rollout_engine() { throw PluginError("this context offers no rollout engine"); }
 };
 
 }  // namespace ptrain::sdk

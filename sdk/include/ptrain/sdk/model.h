@@ -16,6 +16,8 @@ namespace ptrain::sdk {
 struct TargetLogProbs {
   at::Tensor log_probs;  // [B, T] float32: log p(target | prefix) where loss_mask, 0 elsewhere; differentiable
   at::Tensor is_argmax;  // [B, T] bool: target is the model's most likely token (false outside loss_mask)
+  at::Tensor entropy;    // [B, T] float32, no gradient: entropy of the next-token distribution where loss_mask
+                         // (0 elsewhere); undefined unless target_log_probs_and_entropy computed it
 };
 
 class LanguageModel {
@@ -25,6 +27,11 @@ class LanguageModel {
   // Log-probabilities of batch.target_ids, computed only at positions of
   // batch.loss_mask and without materialising a full-vocabulary log-softmax.
   virtual TargetLogProbs target_log_probs(const TokenBatch& batch) = 0;
+
+  // target_log_probs plus the entropy of each trained position's
+  // next-token distribution (GRPO's entropy metric and high-entropy token
+  // selection), from the same rows. The default leaves entropy undefined.
+  virtual TargetLogProbs target_log_probs_and_entropy(const TokenBatch& batch) { return target_log_probs(batch); }
 
   // Full next-token logits. input_ids: [B, T] int64 → [B, T, V] float32.
   virtual at::Tensor logits(const at::Tensor& input_ids) = 0;

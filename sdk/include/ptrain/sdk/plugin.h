@@ -23,7 +23,8 @@ namespace ptrain::sdk {
 // CMake reads this line (cmake/ptrain_sdk_version.cmake); keep its shape.
 inline constexpr uint32_t kAbiVersion = 3;  // 2: Tokenizer gained encode_pieces, token_id, fingerprint, chat_template;
                                             // 3: Context gained start_progress, TrainModule end_step,
-                                            //    LanguageModel named_parameters, ConfigValue lists
+                                            //    LanguageModel named_parameters and target_log_probs_and_entropy,
+                                            //    TargetLogProbs::entropy, Context::rollout_engine, ConfigValue lists
 
 #define PTRAIN_STRINGIFY_DETAIL(x) #x
 #define PTRAIN_STRINGIFY(x) PTRAIN_STRINGIFY_DETAIL(x)

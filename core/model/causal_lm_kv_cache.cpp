@@ -1,0 +1,122 @@
+// Incremental decoding of CausalLm with a key/value cache. Kept apart from
+// the training forward (causal_lm.cpp) so that either can change alone; the
+// math is the same: RMSNorm, rotary embeddings at each token's own position,
+// grouped-query attention, SwiGLU.
+#include "core/model/causal_lm.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <limits>
+
+namespace ptrain::model {
+namespace {
+
+at::Tensor rotate_half_of(const at::Tensor& x) {
+  const int64_t half = x.size(-1) / 2;
+  return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+}
+
+}  // namespace
+
+CausalLm::KvCache CausalLm::new_kv_cache(int64_t batch, int64_t capacity) const {
+  const int64_t d = config_.resolved_head_dim();
+  KvCache cache;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    cache.keys.push_back(at::zeros({batch, config_.num_kv_heads, capacity, d}, at::kFloat));
+    cache.values.push_back(at::zeros({batch, config_.num_kv_heads, capacity, d}, at::kFloat));
+  }
+  cache.valid = at::zeros({batch, capacity}, at::kBool);
+  return cache;
+}
+
+void CausalLm::keep_cache_rows(KvCache& cache, const at::Tensor& rows) {
+  for (at::Tensor& keys : cache.keys) keys = keys.index_select(0, rows);
+  for (at::Tensor& values : cache.values) values = values.index_select(0, rows);
+  cache.valid = cache.valid.index_select(0, rows);
+}
+
+// x: [B, t, H]; cos/sin: [B, 1, t, d]; blocked: [B, 1, 1, t, L] bool, true
+// where a query may not read a key; caches: [B, kv_heads, capacity, d].
+at::Tensor CausalLm::cached_attention(const Layer& layer, const at::Tensor& x, const at::Tensor& cos,
+                                      const at::Tensor& sin, const at::Tensor& blocked, at::Tensor& key_cache,
+                                      at::Tensor& value_cache, int64_t start) const {
+  const int64_t b = x.size(0);
+  const int64_t t = x.size(1);
+  const int64_t d = config_.resolved_head_dim();
+  const int64_t heads = config_.num_heads;
+  const int64_t kv_heads = config_.num_kv_heads;
+  const int64_t length = start + t;
+
+  auto project = [&](const at::Tensor& w, const at::Tensor& bias, int64_t n) {
+    return at::linear(x, w, bias).view({b, t, n, d}).transpose(1, 2);  // [B, n, t, d]
+  };
+  at::Tensor q = project(layer.q_weight, layer.q_bias, heads);
+  at::Tensor k = project(layer.k_weight, layer.k_bias, kv_heads);
+  const at::Tensor v = project(layer.v_weight, layer.v_bias, kv_heads);
+  q = q * cos + rotate_half_of(q) * sin;
+  k = k * cos + rotate_half_of(k) * sin;
+  key_cache.narrow(2, start, t).copy_(k);
+  value_cache.narrow(2, start, t).copy_(v);
+
+  // Query head j reads kv head j / (heads / kv_heads): group the query heads
+  // by kv head and let matmul broadcast instead of copying keys.
+  const int64_t group = heads / kv_heads;
+  const at::Tensor grouped_q = q.view({b, kv_heads, group, t, d});
+  const at::Tensor keys = key_cache.narrow(2, 0, length).unsqueeze(2);      // [B, kv, 1, L, d]
+  const at::Tensor values = value_cache.narrow(2, 0, length).unsqueeze(2);  // [B, kv, 1, L, d]
+  const at::Tensor scores =
+      at::matmul(grouped_q, keys.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(d)));  // [B, kv, g, t, L]
+  const at::Tensor probs = at::softmax(scores.masked_fill(blocked, -std::numeric_limits<float>::infinity()), -1);
+  const at::Tensor out = at::matmul(probs, values).view({b, heads, t, d}).transpose(1, 2).reshape({b, t, heads * d});
+  return at::linear(out, layer.o_weight, layer.o_bias);
+}
+
+at::Tensor CausalLm::decode_step(const at::Tensor& input_ids, const at::Tensor& positions, const at::Tensor& valid,
+                                 KvCache& cache) {
+  TORCH_CHECK(input_ids.dim() == 2 && input_ids.scalar_type() == at::kLong, "input_ids must be [B, t] int64, got ",
+              input_ids.sizes());
+  TORCH_CHECK(positions.sizes() == input_ids.sizes() && valid.sizes() == input_ids.sizes(),
+              "positions and valid must have the shape of input_ids ", input_ids.sizes());
+  const int64_t b = input_ids.size(0);
+  const int64_t t = input_ids.size(1);
+  const int64_t start = cache.length;
+  const int64_t length = start + t;
+  TORCH_CHECK(!cache.keys.empty() && cache.valid.size(0) == b, "the cache holds ", cache.valid.size(0),
+              " rows, the step ", b);
+  TORCH_CHECK(length <= cache.valid.size(1), "the cache holds ", cache.valid.size(1), " slots, the step needs ",
+              length);
+  const int64_t max_position = positions.max().item<int64_t>();
+  TORCH_CHECK(positions.min().item<int64_t>() >= 0 && max_position < config_.max_position_embeddings,
+              "positions must be in [0, ", config_.max_position_embeddings, "), got up to ", max_position);
+  const at::NoGradGuard no_grad;
+
+  ensure_rope_cache(max_position + 1);
+  const int64_t d = config_.resolved_head_dim();
+  const at::Tensor flat_positions = positions.reshape({-1});
+  const at::Tensor cos = rope_cos_.index_select(0, flat_positions).view({b, 1, t, d});
+  const at::Tensor sin = rope_sin_.index_select(0, flat_positions).view({b, 1, t, d});
+
+  cache.valid.narrow(1, start, t).copy_(valid);
+  // Query slot s reads key slot j ≤ s when j holds a real token; a padding
+  // query reads only itself, so no row of the softmax is empty.
+  const at::Tensor query_slots = at::arange(start, length, at::kLong).view({t, 1});
+  const at::Tensor key_slots = at::arange(0, length, at::kLong).view({1, length});
+  const at::Tensor causal = key_slots <= query_slots;                                  // [t, L]
+  const at::Tensor key_valid = cache.valid.narrow(1, 0, length).view({b, 1, length});  // [B, 1, L]
+  const at::Tensor allowed = (causal.unsqueeze(0) & key_valid) | (key_slots == query_slots).unsqueeze(0);
+  const at::Tensor blocked = allowed.logical_not().view({b, 1, 1, t, length});
+
+  at::Tensor x = at::embedding(embed_tokens_, input_ids);  // [B, t, H]
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& layer = layers_[i];
+    x = x + cached_attention(layer, rms_norm(x, layer.input_norm), cos, sin, blocked, cache.keys[i], cache.values[i],
+                             start);
+    x = x + mlp(layer, rms_norm(x, layer.post_norm));
+  }
+  cache.length = length;
+  const at::Tensor last = rms_norm(x.select(1, t - 1), final_norm_);  // [B, H]
+  return at::linear(last, lm_head_weight());                          // [B, V]
+}
+
+}  // namespace ptrain::model

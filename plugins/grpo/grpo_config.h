@@ -1,0 +1,55 @@
+// [module] settings of the GRPO plugin, read once into a typed struct.
+// docs/grpo.md gives each option's formula and paper.
+#pragma once
+
+#include "ptrain/sdk/aggregation.h"
+#include "ptrain/sdk/config_schema.h"
+#include "ptrain/sdk/generation.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ptrain::grpo {
+
+enum class ScaleRewards { kGroup, kBatch, kNone };
+enum class RewardAggregation { kSumThenNormalize, kNormalizeThenSum };
+enum class ImportanceSampling { kToken, kSequence };
+enum class KlEstimator { kK1, kK2, kK3 };
+
+struct GrpoConfig {
+  int64_t num_generations = 8;  // G completions per prompt
+  int64_t max_completion_length = 32;
+  sdk::SamplingParams sampling;       // temperature, top_k/p, min_p, repetition penalty, stop strings
+  int64_t generation_batch_size = 0;  // sequences decoded together; 0: all of the rank's step
+  int64_t num_iterations = 1;         // μ: updates per generated batch
+
+  std::vector<std::string> reward_funcs{"accuracy", "format"};
+  std::vector<double> reward_weights{1.0, 1.0};
+  RewardAggregation reward_aggregation = RewardAggregation::kSumThenNormalize;
+  ScaleRewards scale_rewards = ScaleRewards::kGroup;
+  std::string answer_field = "answer";
+  std::string format_pattern;
+  int64_t overlong_cache = 0;  // DAPO's soft overlong zone, in tokens (resolved: never 0)
+
+  double epsilon_low = 0.2;
+  double epsilon_high = 0.2;
+  std::optional<double> delta;  // dual-clip bound for negative advantages
+  ImportanceSampling importance_sampling = ImportanceSampling::kToken;
+  double beta = 0.0;
+  KlEstimator kl_estimator = KlEstimator::kK3;
+  std::string reference_model;
+  bool mask_truncated_completions = false;
+  double top_entropy_quantile = 1.0;
+  bool filter_zero_std_groups = false;
+  std::string loss_type = "dapo";
+  sdk::AggregationSpec aggregation;  // loss_type mapped onto the SDK's modes
+};
+
+void declare_grpo_config(sdk::ConfigSchema& schema);
+
+// Throws sdk::ConfigError naming file:line and key of a bad value or combination.
+GrpoConfig read_grpo_config(const sdk::ConfigValues& values);
+
+}  // namespace ptrain::grpo

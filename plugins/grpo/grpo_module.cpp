@@ -1,0 +1,415 @@
+#include "grpo_module.h"
+
+#include "grpo_advantages.h"
+#include "grpo_loss.h"
+#include "grpo_rewards.h"
+
+#include "ptrain/sdk/chat.h"
+#include "ptrain/sdk/errors.h"
+#include "ptrain/sdk/reference_model.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <sstream>
+
+namespace ptrain::grpo {
+namespace {
+
+constexpr const char* kComponent = "grpo";
+
+// Per-token values of each row's completion, laid at its target positions. [B, T].
+at::Tensor scatter_completion_values(const std::vector<const ScoredCompletion*>& rows,
+                                     at::Tensor ScoredCompletion::*field, int64_t length, at::ScalarType type) {
+  at::Tensor out = at::zeros({static_cast<int64_t>(rows.size()), length}, type);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const at::Tensor& values = rows[i]->*field;
+    const auto start = static_cast<int64_t>(rows[i]->prompt_ids.size()) - 1;
+    out[static_cast<int64_t>(i)].narrow(0, start, values.size(0)).copy_(values);
+  }
+  return out;
+}
+
+// Reads per-token values of each row back out of a [B, T] tensor.
+void gather_completion_values(const at::Tensor& values, std::vector<ScoredCompletion*>& rows,
+                              at::Tensor ScoredCompletion::*field) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto start = static_cast<int64_t>(rows[i]->prompt_ids.size()) - 1;
+    const auto n = static_cast<int64_t>(rows[i]->completion_ids.size());
+    rows[i]->*field = values[static_cast<int64_t>(i)].narrow(0, start, n).clone();
+  }
+}
+
+// A weighted-mean metric over the rows of a microbatch (exact over splits, DESIGN.md §4).
+void add_row_mean(sdk::MetricList& metrics, const std::string& name, const at::Tensor& per_row) {
+  const auto rows = static_cast<double>(per_row.size(0));
+  if (rows > 0) metrics.add(name, per_row.to(at::kDouble).sum().item<double>() / rows, rows);
+}
+
+// A weighted-mean metric over the trained tokens of a microbatch.
+void add_token_mean(sdk::MetricList& metrics, const std::string& name, const at::Tensor& per_token,
+                    const at::Tensor& mask) {
+  const auto tokens = static_cast<double>(mask.sum().item<int64_t>());
+  if (tokens > 0) {
+    metrics.add(name, (per_token.to(at::kDouble) * mask).sum().item<double>() / tokens, tokens);
+  }
+}
+
+}  // namespace
+
+void GrpoModule::setup(sdk::Context& ctx) {
+  config_ = read_grpo_config(ctx.module_config());
+  reward_functions_.clear();
+  for (const std::string& name : config_.reward_funcs) reward_functions_.push_back(make_builtin_reward(name, config_));
+  std::ostringstream summary;
+  summary << "G = " << config_.num_generations << ", loss_type " << config_.loss_type << ", rewards";
+  for (size_t f = 0; f < config_.reward_funcs.size(); ++f) {
+    summary << (f == 0 ? " " : " + ") << config_.reward_weights[f] << "·" << config_.reward_funcs[f];
+  }
+  summary << ", num_iterations " << config_.num_iterations << ", beta " << config_.beta;
+  if (config_.beta > 0.0) {
+    reference_ = sdk::load_reference_model(ctx, config_.reference_model, ctx.module_config().where("reference_model"));
+    summary << " (reference: " << (config_.reference_model.empty() ? "initial policy" : config_.reference_model) << ")";
+  } else {
+    summary << " (no reference model)";
+  }
+  ctx.logger().info(kComponent, summary.str());
+}
+
+std::vector<sdk::MetricSpec> GrpoModule::metric_specs() const {
+  using sdk::Reduction;
+  std::vector<sdk::MetricSpec> specs{{"reward", Reduction::kWeightedMean},
+                                     {"reward_std", Reduction::kWeightedMean},
+                                     {"frac_reward_zero_std", Reduction::kWeightedMean},
+                                     {"completions/mean_length", Reduction::kWeightedMean},
+                                     {"completions/min_length", Reduction::kMin},
+                                     {"completions/max_length", Reduction::kMax},
+                                     {"completions/clipped_ratio", Reduction::kWeightedMean},
+                                     {"entropy", Reduction::kWeightedMean},
+                                     {"clip_ratio/low_mean", Reduction::kWeightedMean},
+                                     {"clip_ratio/high_mean", Reduction::kWeightedMean},
+                                     {"clip_ratio/region_mean", Reduction::kWeightedMean}};
+  for (const std::string& name : config_.reward_funcs) {
+    specs.push_back({"rewards/" + name + "/mean", Reduction::kWeightedMean});
+    specs.push_back({"rewards/" + name + "/std", Reduction::kMax});  // the same global value on every rank
+  }
+  if (config_.beta > 0.0) specs.push_back({"kl", Reduction::kWeightedMean});
+  return specs;
+}
+
+void GrpoModule::check_example(const sdk::Example& example) const {
+  if (sdk::has_field(example, "messages")) {
+    sdk::read_messages(example);
+  } else {
+    sdk::require_string(example, "prompt");
+  }
+  if (std::find(config_.reward_funcs.begin(), config_.reward_funcs.end(), "accuracy") != config_.reward_funcs.end()) {
+    sdk::require_string(example, config_.answer_field.c_str());
+  }
+}
+
+std::vector<int64_t> GrpoModule::prompt_ids(const sdk::Context& ctx, const sdk::Example& example,
+                                            std::string& text) const {
+  const sdk::Tokenizer& tokenizer = ctx.tokenizer();
+  std::vector<int64_t> ids;
+  if (sdk::has_field(example, "messages")) {
+    const sdk::ChatTemplate* chat = tokenizer.chat_template();
+    if (chat == nullptr) {
+      throw sdk::DataError(example.location + ": field 'messages': the run's tokenizer has no chat template");
+    }
+    const std::vector<sdk::ChatSegment> segments = chat->render(sdk::read_messages(example), true, example.location);
+    ids = sdk::tokenize_chat(tokenizer, segments).ids;
+    text = sdk::segments_to_text(segments, "", "");
+  } else {
+    text = sdk::require_string(example, "prompt");
+    if (tokenizer.bos_id() >= 0) ids.push_back(tokenizer.bos_id());
+    const std::vector<int64_t> encoded = tokenizer.encode(text);
+    ids.insert(ids.end(), encoded.begin(), encoded.end());
+  }
+  if (ids.empty()) {
+    throw sdk::DataError(example.location + ": the prompt is empty and the tokenizer has no <bos>");
+  }
+  // A prompt keeps its end (as TRL's left truncation) and leaves room for one completion token.
+  const int64_t max_prompt = ctx.run_info().max_length - 1;
+  if (static_cast<int64_t>(ids.size()) > max_prompt) ids.erase(ids.begin(), ids.end() - max_prompt);
+  return ids;
+}
+
+void GrpoModule::generate_and_score(sdk::Context& ctx, const std::vector<const sdk::Example*>& examples) {
+  const int64_t g = config_.num_generations;
+  const auto num_functions = static_cast<int64_t>(reward_functions_.size());
+  const int64_t max_length = ctx.run_info().max_length;
+  sdk::SamplingParams sampling = config_.sampling;
+  sampling.seed = ctx.run_info().seed;
+  sampling.step = ctx.run_info().step;
+
+  std::vector<sdk::RolloutRequest> requests;
+  std::vector<std::string> prompt_texts;
+  for (const sdk::Example* example : examples) {
+    std::string text;
+    std::vector<int64_t> ids = prompt_ids(ctx, *example, text);
+    const int64_t room = std::min(config_.max_completion_length, max_length - static_cast<int64_t>(ids.size()));
+    for (int64_t k = 0; k < g; ++k) requests.push_back({ids, example->index, k, room});
+    prompt_texts.push_back(std::move(text));
+  }
+  const std::vector<sdk::Rollout> rollouts =
+      requests.empty() ? std::vector<sdk::Rollout>{}
+                       : ctx.rollout_engine().generate(requests, sampling, config_.generation_batch_size);
+
+  std::vector<sdk::RewardInput> inputs;
+  for (size_t i = 0; i < rollouts.size(); ++i) {
+    const size_t prompt = i / static_cast<size_t>(g);
+    inputs.push_back({examples[prompt], prompt_texts[prompt], ctx.tokenizer().decode(rollouts[i].completion_ids),
+                      static_cast<int64_t>(rollouts[i].completion_ids.size()), rollouts[i].truncated()});
+  }
+  const auto num_prompts = static_cast<int64_t>(examples.size());
+  at::Tensor rewards = at::zeros({num_prompts, g, num_functions}, at::kDouble);  // [P, G, F]
+  for (int64_t f = 0; f < num_functions; ++f) {
+    const std::vector<double> scores = inputs.empty() ? std::vector<double>{} : reward_functions_[f]->score(inputs);
+    TORCH_CHECK(scores.size() == inputs.size(), "reward function '", reward_functions_[f]->name(), "' returned ",
+                scores.size(), " scores for ", inputs.size(), " completions");
+    if (!scores.empty()) rewards.select(2, f).copy_(at::tensor(scores, at::kDouble).view({num_prompts, g}));
+  }
+  const at::Tensor weights = at::tensor(config_.reward_weights, at::kDouble);
+  const at::Tensor total = (rewards * weights).sum(2);  // [P, G]
+
+  // Global sums for batch-level std (scale_rewards = batch, rewards/<fn>/std): one collective on every rank.
+  at::Tensor sums = at::zeros({3 + 2 * num_functions}, at::kDouble);
+  sums[0] = static_cast<double>(num_prompts * g);
+  sums[1] = total.sum();
+  sums[2] = total.pow(2).sum();
+  for (int64_t f = 0; f < num_functions; ++f) {
+    sums[3 + 2 * f] = rewards.select(2, f).sum();
+    sums[4 + 2 * f] = rewards.select(2, f).pow(2).sum();
+  }
+  ctx.all_reduce_sum(sums);
+  const auto s = [&](int64_t i) { return sums[i].item<double>(); };
+  function_batch_stds_.clear();
+  for (int64_t f = 0; f < num_functions; ++f) {
+    function_batch_stds_.push_back(std_from_sums(s(0), s(3 + 2 * f), s(4 + 2 * f)));
+  }
+
+  at::Tensor advantages;
+  if (config_.reward_aggregation == RewardAggregation::kSumThenNormalize) {
+    advantages = group_advantages(total, config_.scale_rewards, std_from_sums(s(0), s(1), s(2)));
+  } else {
+    advantages = at::zeros({num_prompts, g}, at::kDouble);
+    for (int64_t f = 0; f < num_functions; ++f) {
+      advantages += config_.reward_weights[f] *
+                    group_advantages(rewards.select(2, f), config_.scale_rewards, function_batch_stds_[f]);
+    }
+  }
+  const at::Tensor stds = group_std(total);  // [P]
+
+  completions_.clear();
+  for (size_t i = 0; i < rollouts.size(); ++i) {
+    const auto prompt = static_cast<int64_t>(i / static_cast<size_t>(g));
+    const auto k = static_cast<int64_t>(i % static_cast<size_t>(g));
+    ScoredCompletion completion;
+    completion.prompt_ids = requests[i].prompt_ids;
+    completion.completion_ids = rollouts[i].completion_ids;
+    completion.truncated = rollouts[i].truncated();
+    completion.advantage = advantages[prompt][k].item<double>();
+    completion.reward = total[prompt][k].item<double>();
+    for (int64_t f = 0; f < num_functions; ++f)
+      completion.function_rewards.push_back(rewards[prompt][k][f].item<double>());
+    completion.group_std = stds[prompt].item<double>();
+    completion.trained = !completion.completion_ids.empty() &&
+                         !(config_.mask_truncated_completions && completion.truncated) &&
+                         !(config_.filter_zero_std_groups && completion.group_std == 0.0);
+    completions_.push_back(std::move(completion));
+  }
+}
+
+void GrpoModule::score_without_gradients(sdk::Context& ctx, const std::vector<std::vector<int64_t>>& groups) {
+  const bool needs_old = config_.num_iterations > 1 || config_.top_entropy_quantile < 1.0;
+  if (!needs_old && !reference_) return;
+  const at::NoGradGuard no_grad;
+  for (const std::vector<int64_t>& members : groups) {
+    std::unique_ptr<GrpoMicrobatch> batch = collate(members);
+    // Every completion token, trained or not: the values are stored per completion.
+    sdk::TokenBatch all_tokens = batch->tokens;
+    std::vector<const ScoredCompletion*> const_rows;
+    std::vector<ScoredCompletion*> rows;
+    for (const int64_t member : members) {
+      rows.push_back(&completions_[member]);
+      const_rows.push_back(&completions_[member]);
+    }
+    at::Tensor completion_mask = at::zeros_like(all_tokens.loss_mask);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const auto start = static_cast<int64_t>(rows[i]->prompt_ids.size()) - 1;
+      completion_mask[static_cast<int64_t>(i)]
+          .narrow(0, start, static_cast<int64_t>(rows[i]->completion_ids.size()))
+          .fill_(true);
+    }
+    all_tokens.loss_mask = completion_mask;
+    if (needs_old) {
+      const sdk::TargetLogProbs scored = ctx.policy().target_log_probs_and_entropy(all_tokens);
+      gather_completion_values(scored.log_probs.to(at::kDouble), rows, &ScoredCompletion::old_log_probs);
+      if (scored.entropy.defined()) gather_completion_values(scored.entropy, rows, &ScoredCompletion::entropies);
+    }
+    if (reference_) {
+      gather_completion_values(reference_->target_log_probs(all_tokens).log_probs.to(at::kDouble), rows,
+                               &ScoredCompletion::ref_log_probs);
+    }
+  }
+  if (config_.top_entropy_quantile < 1.0) select_high_entropy_tokens(ctx);
+}
+
+// The threshold is the (1 − ρ) quantile of the entropies of every trained
+// token of the global batch, gathered from all ranks with two sums, so the
+// selection does not depend on the split.
+void GrpoModule::select_high_entropy_tokens(sdk::Context& ctx) {
+  const sdk::RankInfo rank = ctx.rank_info();
+  std::vector<at::Tensor> local;
+  for (const ScoredCompletion& completion : completions_) {
+    if (completion.trained) {
+      if (!completion.entropies.defined()) {
+        throw sdk::PluginError("grpo: top_entropy_quantile needs per-token entropies the policy model does not give");
+      }
+      local.push_back(completion.entropies.to(at::kDouble));
+    }
+  }
+  const at::Tensor mine = local.empty() ? at::zeros({0}, at::kDouble) : at::cat(local);
+  at::Tensor counts = at::zeros({rank.world_size}, at::kDouble);
+  counts[rank.rank] = static_cast<double>(mine.size(0));
+  ctx.all_reduce_sum(counts);
+  const auto offset = counts.narrow(0, 0, rank.rank).sum().item<double>();
+  at::Tensor all = at::zeros({static_cast<int64_t>(counts.sum().item<double>())}, at::kDouble);
+  if (all.size(0) == 0) return;
+  all.narrow(0, static_cast<int64_t>(offset), mine.size(0)).copy_(mine);
+  ctx.all_reduce_sum(all);
+  const double threshold = at::quantile(all, 1.0 - config_.top_entropy_quantile).item<double>();
+  for (ScoredCompletion& completion : completions_) {
+    if (completion.entropies.defined()) completion.entropy_keep = completion.entropies.to(at::kDouble) >= threshold;
+  }
+}
+
+std::unique_ptr<GrpoMicrobatch> GrpoModule::collate(const std::vector<int64_t>& members) const {
+  auto batch = std::make_unique<GrpoMicrobatch>();
+  std::vector<const ScoredCompletion*> rows;
+  std::vector<std::vector<int64_t>> inputs;
+  std::vector<std::vector<int64_t>> targets;
+  int64_t length = 1;
+  for (const int64_t member : members) {
+    const ScoredCompletion& completion = completions_[member];
+    rows.push_back(&completion);
+    std::vector<int64_t> sequence = completion.prompt_ids;
+    sequence.insert(sequence.end(), completion.completion_ids.begin(), completion.completion_ids.end());
+    if (sequence.size() < 2) sequence.push_back(sequence.back());  // a prompt with no room left: nothing is trained
+    inputs.emplace_back(sequence.begin(), sequence.end() - 1);
+    targets.emplace_back(sequence.begin() + 1, sequence.end());
+    length = std::max(length, static_cast<int64_t>(inputs.back().size()));
+    batch->num_tokens += static_cast<int64_t>(sequence.size());
+  }
+  const auto b = static_cast<int64_t>(members.size());
+  const int64_t pad = 0;  // never a target: padded positions are outside loss_mask
+  batch->tokens.input_ids = sdk::pad_sequences(inputs, pad);
+  batch->tokens.target_ids = sdk::pad_sequences(targets, pad);
+  batch->tokens.loss_mask = at::zeros({b, length}, at::kBool);
+  batch->advantages = at::zeros({b}, at::kDouble);
+  batch->rewards = at::zeros({b}, at::kDouble);
+  batch->function_rewards = at::zeros({b, static_cast<int64_t>(config_.reward_funcs.size())}, at::kDouble);
+  batch->group_stds = at::zeros({b}, at::kDouble);
+  batch->lengths = at::zeros({b}, at::kDouble);
+  batch->truncated = at::zeros({b}, at::kBool);
+  for (int64_t i = 0; i < b; ++i) {
+    const ScoredCompletion& completion = *rows[i];
+    const auto n = static_cast<int64_t>(completion.completion_ids.size());
+    if (completion.trained) {
+      batch->tokens.loss_mask[i].narrow(0, static_cast<int64_t>(completion.prompt_ids.size()) - 1, n).fill_(true);
+    }
+    batch->advantages[i] = completion.advantage;
+    batch->rewards[i] = completion.reward;
+    batch->function_rewards[i].copy_(at::tensor(completion.function_rewards, at::kDouble));
+    batch->group_stds[i] = completion.group_std;
+    batch->lengths[i] = static_cast<double>(n);
+    batch->truncated[i] = completion.truncated;
+  }
+  const bool scored = !rows.empty() && rows.front()->old_log_probs.defined();
+  if (scored && config_.num_iterations > 1) {
+    batch->old_log_probs = scatter_completion_values(rows, &ScoredCompletion::old_log_probs, length, at::kDouble);
+  }
+  if (!rows.empty() && rows.front()->ref_log_probs.defined()) {
+    batch->ref_log_probs = scatter_completion_values(rows, &ScoredCompletion::ref_log_probs, length, at::kDouble);
+  }
+  if (!rows.empty() && rows.front()->entropy_keep.defined()) {
+    batch->entropy_mask = scatter_completion_values(rows, &ScoredCompletion::entropy_keep, length, at::kBool);
+  }
+  batch->num_examples = b;
+  batch->padded_tokens = b * length;
+  return batch;
+}
+
+std::vector<std::unique_ptr<sdk::Microbatch>> GrpoModule::prepare(sdk::Context& ctx,
+                                                                  const std::vector<const sdk::Example*>& examples,
+                                                                  const sdk::MicrobatchPlan& plan) {
+  const int64_t step = ctx.run_info().step;
+  const int64_t cycle_start = step - step % config_.num_iterations;
+  // The same decision on every rank: it depends on the step and on the
+  // generation step all ranks share (a resumed run regenerates).
+  const bool reuse = generated_step_ == cycle_start && step != cycle_start;
+  if (!reuse) {
+    generate_and_score(ctx, examples);
+    generated_step_ = step;
+  }
+  std::vector<int64_t> lengths;
+  for (const ScoredCompletion& completion : completions_) {
+    lengths.push_back(static_cast<int64_t>(completion.prompt_ids.size() + completion.completion_ids.size()) - 1);
+  }
+  const std::vector<std::vector<int64_t>> groups =
+      completions_.empty() ? std::vector<std::vector<int64_t>>{} : sdk::split_into_microbatches(lengths, plan);
+  if (!reuse) score_without_gradients(ctx, groups);
+
+  std::vector<std::unique_ptr<sdk::Microbatch>> microbatches;
+  for (const std::vector<int64_t>& members : groups) microbatches.push_back(collate(members));
+  return microbatches;
+}
+
+int64_t GrpoModule::count_units(const sdk::Microbatch& microbatch) const {
+  return sdk::count_loss_units(static_cast<const GrpoMicrobatch&>(microbatch).tokens.loss_mask, config_.aggregation);
+}
+
+double GrpoModule::loss_divisor(int64_t global_units) const {
+  return sdk::loss_divisor(config_.aggregation, global_units);
+}
+
+sdk::LossOut GrpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatch& microbatch) {
+  const auto& batch = static_cast<const GrpoMicrobatch&>(microbatch);
+  const at::Tensor& mask = batch.tokens.loss_mask;
+  const sdk::TargetLogProbs scored = ctx.policy().target_log_probs_and_entropy(batch.tokens);
+  TokenLossInputs inputs;
+  inputs.log_probs = scored.log_probs.to(at::kDouble);
+  inputs.old_log_probs = batch.old_log_probs.defined() ? batch.old_log_probs : inputs.log_probs.detach();
+  inputs.ref_log_probs = batch.ref_log_probs;
+  inputs.advantages = batch.advantages;
+  inputs.mask = mask;
+  const TokenLoss token_loss = grpo_token_loss(inputs, config_);
+  // Tokens outside the entropy selection add no loss but still count as units (as in TRL).
+  const at::Tensor loss =
+      batch.entropy_mask.defined() ? token_loss.loss * batch.entropy_mask.to(at::kDouble) : token_loss.loss;
+
+  sdk::LossOut out;
+  out.loss_sum = sdk::aggregate_loss_sum(loss, mask, config_.aggregation);
+  sdk::MetricList& metrics = out.metrics;
+  add_row_mean(metrics, "reward", batch.rewards);
+  add_row_mean(metrics, "reward_std", batch.group_stds);
+  add_row_mean(metrics, "frac_reward_zero_std", batch.group_stds == 0.0);
+  for (size_t f = 0; f < config_.reward_funcs.size(); ++f) {
+    add_row_mean(metrics, "rewards/" + config_.reward_funcs[f] + "/mean",
+                 batch.function_rewards.select(1, static_cast<int64_t>(f)));
+    metrics.add("rewards/" + config_.reward_funcs[f] + "/std", function_batch_stds_[f]);
+  }
+  add_row_mean(metrics, "completions/mean_length", batch.lengths);
+  metrics.add("completions/min_length", batch.lengths.min().item<double>());
+  metrics.add("completions/max_length", batch.lengths.max().item<double>());
+  add_row_mean(metrics, "completions/clipped_ratio", batch.truncated);
+  if (scored.entropy.defined()) add_token_mean(metrics, "entropy", scored.entropy, mask);
+  add_token_mean(metrics, "clip_ratio/low_mean", token_loss.low_clipped, mask);
+  add_token_mean(metrics, "clip_ratio/high_mean", token_loss.high_clipped, mask);
+  add_token_mean(metrics, "clip_ratio/region_mean", token_loss.low_clipped | token_loss.high_clipped, mask);
+  if (token_loss.kl.defined()) add_token_mean(metrics, "kl", token_loss.kl, mask);
+  return out;
+}
+
+}  // namespace ptrain::grpo

@@ -1,0 +1,93 @@
+// The GRPO TrainModule (Shao et al. 2024), with the options of TRL's
+// GRPOTrainer and verl (docs/grpo.md).
+//
+// prepare() of a generation step samples G completions for each of the
+// rank's prompts at once ("generate once per effective batch"), scores them,
+// computes group advantages (a prompt's group never leaves its rank), then,
+// microbatch by microbatch and without gradients, the old-policy log-probs
+// (num_iterations > 1 or top_entropy_quantile < 1) and the reference
+// log-probs (beta > 0) through target_log_probs, never a full log-softmax.
+// The next num_iterations − 1 steps reuse those rollouts and their stored
+// old log-probs instead of the prompts the sampler gives them.
+//
+// A microbatch holds completions (batch.micro_size counts sequences, not
+// prompts). Its units follow loss_type through the SDK's aggregation modes:
+//   grpo → seq_mean_token_mean, bnpo / dapo → token_mean,
+//   dr_grpo → seq_mean_token_sum_norm with C = max_completion_length,
+// so the step loss is exact under any split (DESIGN.md §2). Completions
+// dropped by mask_truncated_completions or filter_zero_std_groups have no
+// trained token and add no unit.
+#pragma once
+
+#include "grpo_config.h"
+
+#include "ptrain/sdk/rewards.h"
+#include "ptrain/sdk/train_module.h"
+
+#include <memory>
+#include <vector>
+
+namespace ptrain::grpo {
+
+struct GrpoMicrobatch final : sdk::Microbatch {
+  sdk::TokenBatch tokens;    // [B, T]; loss_mask: completion tokens of trained completions
+  at::Tensor advantages;     // [B] float64
+  at::Tensor old_log_probs;  // [B, T] float64; undefined when the current policy (detached) is π_old
+  at::Tensor ref_log_probs;  // [B, T] float64; undefined when beta = 0
+  at::Tensor entropy_mask;   // [B, T] bool; undefined when top_entropy_quantile = 1
+  // Per completion, for metrics.
+  at::Tensor rewards;           // [B] float64, the weighted sum
+  at::Tensor function_rewards;  // [B, F] float64
+  at::Tensor group_stds;        // [B] float64, std of its group's summed rewards
+  at::Tensor lengths;           // [B] float64, completion tokens
+  at::Tensor truncated;         // [B] bool
+};
+
+// One sampled completion and what the loss and metrics need of it.
+struct ScoredCompletion {
+  std::vector<int64_t> prompt_ids;
+  std::vector<int64_t> completion_ids;
+  bool truncated = false;
+  bool trained = true;  // adds loss units
+  double advantage = 0.0;
+  double reward = 0.0;
+  std::vector<double> function_rewards;
+  double group_std = 0.0;
+  at::Tensor old_log_probs;  // [n] float64, or undefined
+  at::Tensor ref_log_probs;  // [n] float64, or undefined
+  at::Tensor entropies;      // [n] float32 under the generating policy, or undefined
+  at::Tensor entropy_keep;   // [n] bool, or undefined
+};
+
+class GrpoModule final : public sdk::TrainModule {
+ public:
+  void setup(sdk::Context& ctx) override;
+  std::vector<sdk::MetricSpec> metric_specs() const override;
+  void check_example(const sdk::Example& example) const override;
+  std::vector<std::unique_ptr<sdk::Microbatch>> prepare(sdk::Context& ctx,
+                                                        const std::vector<const sdk::Example*>& examples,
+                                                        const sdk::MicrobatchPlan& plan) override;
+  int64_t count_units(const sdk::Microbatch& microbatch) const override;
+  double loss_divisor(int64_t global_units) const override;
+  sdk::LossOut microbatch_loss(sdk::Context& ctx, const sdk::Microbatch& microbatch) override;
+
+  const GrpoConfig& config() const { return config_; }
+  // The rollouts of the latest generation step on this rank, in request order.
+  const std::vector<ScoredCompletion>& completions() const { return completions_; }
+
+ private:
+  std::vector<int64_t> prompt_ids(const sdk::Context& ctx, const sdk::Example& example, std::string& text) const;
+  void generate_and_score(sdk::Context& ctx, const std::vector<const sdk::Example*>& examples);
+  void score_without_gradients(sdk::Context& ctx, const std::vector<std::vector<int64_t>>& groups);
+  void select_high_entropy_tokens(sdk::Context& ctx);
+  std::unique_ptr<GrpoMicrobatch> collate(const std::vector<int64_t>& members) const;
+
+  GrpoConfig config_;
+  std::vector<std::unique_ptr<sdk::RewardFunction>> reward_functions_;
+  std::unique_ptr<sdk::LanguageModel> reference_;  // only when beta > 0
+  std::vector<ScoredCompletion> completions_;
+  std::vector<double> function_batch_stds_;  // rewards/<fn>/std over the global batch
+  int64_t generated_step_ = -1;
+};
+
+}  // namespace ptrain::grpo

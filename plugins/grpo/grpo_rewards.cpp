@@ -1,0 +1,120 @@
+#include "grpo_rewards.h"
+
+#include "ptrain/sdk/errors.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <regex>
+
+namespace ptrain::grpo {
+namespace {
+
+class AccuracyReward final : public sdk::RewardFunction {
+ public:
+  explicit AccuracyReward(std::string field) : field_(std::move(field)) {}
+  std::string name() const override { return "accuracy"; }
+  std::vector<double> score(const std::vector<sdk::RewardInput>& inputs) override {
+    std::vector<double> scores;
+    for (const sdk::RewardInput& input : inputs) {
+      const std::string& answer = sdk::require_string(*input.example, field_.c_str());
+      scores.push_back(trim_blanks(input.completion) == trim_blanks(answer) ? 1.0 : 0.0);
+    }
+    return scores;
+  }
+
+ private:
+  std::string field_;
+};
+
+class FormatReward final : public sdk::RewardFunction {
+ public:
+  explicit FormatReward(const std::string& pattern) : pattern_(pattern) {}
+  std::string name() const override { return "format"; }
+  std::vector<double> score(const std::vector<sdk::RewardInput>& inputs) override {
+    std::vector<double> scores;
+    for (const sdk::RewardInput& input : inputs) {
+      scores.push_back(!input.truncated && std::regex_match(trim_blanks(input.completion), pattern_) ? 1.0 : 0.0);
+    }
+    return scores;
+  }
+
+ private:
+  std::regex pattern_;
+};
+
+class LengthReward final : public sdk::RewardFunction {
+ public:
+  LengthReward(int64_t max_length, int64_t cache) : max_length_(max_length), cache_(cache) {}
+  std::string name() const override { return "length"; }
+  std::vector<double> score(const std::vector<sdk::RewardInput>& inputs) override {
+    std::vector<double> scores;
+    const int64_t free_length = max_length_ - cache_;
+    for (const sdk::RewardInput& input : inputs) {
+      const int64_t length = input.completion_tokens;
+      if (length <= free_length) {
+        scores.push_back(0.0);
+      } else if (length <= max_length_) {
+        scores.push_back(static_cast<double>(free_length - length) / static_cast<double>(cache_));
+      } else {
+        scores.push_back(-1.0);
+      }
+    }
+    return scores;
+  }
+
+ private:
+  int64_t max_length_;
+  int64_t cache_;
+};
+
+// Partial credit for numeric answers: max(0, 1 − |y − a| / 10), 0 when
+// either text is not a number, so a model that is close learns from it.
+class ClosenessReward final : public sdk::RewardFunction {
+ public:
+  explicit ClosenessReward(std::string field) : field_(std::move(field)) {}
+  std::string name() const override { return "closeness"; }
+  std::vector<double> score(const std::vector<sdk::RewardInput>& inputs) override {
+    std::vector<double> scores;
+    for (const sdk::RewardInput& input : inputs) {
+      const std::optional<double> answer = number_in(sdk::require_string(*input.example, field_.c_str()));
+      const std::optional<double> guess = number_in(input.completion);
+      scores.push_back(answer && guess ? std::max(0.0, 1.0 - std::abs(*guess - *answer) / 10.0) : 0.0);
+    }
+    return scores;
+  }
+
+ private:
+  static std::optional<double> number_in(const std::string& text) {
+    static const std::regex number(R"(-?[0-9]{1,15}(\.[0-9]+)?)");
+    const std::string trimmed = trim_blanks(text);
+    if (!std::regex_match(trimmed, number)) return std::nullopt;
+    return std::stod(trimmed);
+  }
+  std::string field_;
+};
+
+}  // namespace
+
+bool is_builtin_reward(const std::string& name) {
+  return name == "accuracy" || name == "format" || name == "length" || name == "closeness";
+}
+
+std::string builtin_reward_names() { return "accuracy, format, length, closeness"; }
+
+std::unique_ptr<sdk::RewardFunction> make_builtin_reward(const std::string& name, const GrpoConfig& config) {
+  if (name == "accuracy") return std::make_unique<AccuracyReward>(config.answer_field);
+  if (name == "format") return std::make_unique<FormatReward>(config.format_pattern);
+  if (name == "closeness") return std::make_unique<ClosenessReward>(config.answer_field);
+  if (name == "length") return std::make_unique<LengthReward>(config.max_completion_length, config.overlong_cache);
+  throw sdk::ConfigError("unknown reward function '" + name + "' (expected " + builtin_reward_names() + ")");
+}
+
+std::string trim_blanks(const std::string& text) {
+  const char* blanks = " \t\r\n";
+  const size_t begin = text.find_first_not_of(blanks);
+  if (begin == std::string::npos) return "";
+  return text.substr(begin, text.find_last_not_of(blanks) - begin + 1);
+}
+
+}  // namespace ptrain::grpo

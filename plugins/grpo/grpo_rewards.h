@@ -1,0 +1,34 @@
+// The built-in reward functions, for tasks with a known answer (the bundled
+// arithmetic task among them):
+//   accuracy  1 if the completion text, blanks trimmed, equals the example's
+//             answer field, else 0
+//   format    1 if the completion ended by itself (<eos> or a stop string)
+//             and its trimmed text matches format_pattern, else 0
+//   length    DAPO's soft overlong punishment (Yu et al. 2025, eq. 13), with
+//             L_max = max_completion_length, cache L_c, completion length |y|:
+//               0 if |y| ≤ L_max − L_c;  (L_max − L_c − |y|) / L_c if |y| ≤ L_max;  −1 beyond
+//   closeness max(0, 1 − |y − a| / 10) for a numeric completion y and answer
+//             a, else 0: partial credit, so a group of near misses still
+//             has reward variance to learn from
+#pragma once
+
+#include "grpo_config.h"
+
+#include "ptrain/sdk/rewards.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ptrain::grpo {
+
+bool is_builtin_reward(const std::string& name);
+std::string builtin_reward_names();  // "accuracy, format, length, closeness"
+
+// Throws sdk::ConfigError for an unknown name.
+std::unique_ptr<sdk::RewardFunction> make_builtin_reward(const std::string& name, const GrpoConfig& config);
+
+// Blanks (spaces, tabs, newlines) removed from both ends.
+std::string trim_blanks(const std::string& text);
+
+}  // namespace ptrain::grpo

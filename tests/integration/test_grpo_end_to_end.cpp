@@ -1,0 +1,85 @@
+// The `ptrain` executable running the GRPO plugin end to end on a tiny
+// random model: rollouts are generated, scored and trained on for a few
+// steps with every TRL metric in metrics.jsonl; bad prompts are refused.
+#include "catch.h"
+
+#include "support/test_util.h"
+
+#include "support/run_command.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using ptrain::testing::CommandResult;
+using ptrain::testing::run_ptrain;
+
+fs::path write_config(const fs::path& dir, const fs::path& data, const std::string& module_lines) {
+  const fs::path path = dir / "grpo_small.toml";
+  std::ofstream(path) << "plugin = \"grpo\"\nseed = 3\noutput_dir = \"" << (dir / "run").string() << "\"\n"
+                      << "[model]\nvocab_size = 259\nhidden_size = 32\nintermediate_size = 64\nnum_layers = 2\n"
+                      << "num_heads = 4\nnum_kv_heads = 2\nmax_position_embeddings = 32\n"
+                      << "[data]\ntrain = \"" << data.string() << "\"\nmax_length = 16\n"
+                      << "[batch]\nglobal_size = 3\nmicro_size = 5\n"
+                      << "[optim]\nlr = 1e-3\n"
+                      << "[schedule]\nname = \"constant\"\n"
+                      << "[train]\nmax_steps = 4\nlog_every = 1\n"
+                      << "[module]\nnum_generations = 4\nmax_completion_length = 6\n"
+                      << "reward_funcs = \"accuracy, format, length\"\nreward_weights = \"1, 0.5, 0.1\"\n"
+                      << module_lines;
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("ptrain trains GRPO end to end and logs TRL's metrics", "[e2e][grpo]") {
+  const fs::path dir = ptrain::testing::fresh_test_dir("grpo_e2e_train");
+  std::ifstream bundled(std::string(PTRAIN_SOURCE_DIR) + "/data/arith_grpo/train.jsonl");
+  std::ofstream data(dir / "prompts.jsonl");
+  std::string line;
+  for (int count = 0; count < 12 && std::getline(bundled, line); ++count) data << line << "\n";
+  data << R"({"messages": [{"role": "user", "content": "2+2="}], "answer": "4"})"
+       << "\n";
+  data.close();
+  const fs::path config = write_config(dir, dir / "prompts.jsonl", "beta = 0.05\nnum_iterations = 2\n");
+  const CommandResult result = run_ptrain("train -c " + config.string());
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+
+  const auto lines = ptrain::testing::read_metrics_jsonl(dir / "run" / "metrics.jsonl");
+  REQUIRE(lines.size() == 4);
+  for (const nlohmann::json& metrics : lines) {
+    for (const char* key :
+         {"loss", "reward", "reward_std", "rewards/accuracy/mean", "rewards/accuracy/std", "rewards/format/mean",
+          "rewards/length/mean", "frac_reward_zero_std", "completions/mean_length", "completions/min_length",
+          "completions/max_length", "completions/clipped_ratio", "kl", "entropy", "clip_ratio/low_mean",
+          "clip_ratio/high_mean", "clip_ratio/region_mean"}) {
+      INFO("metric " << key << " in " << metrics.dump());
+      REQUIRE(metrics.contains(key));
+      CHECK(std::isfinite(metrics[key].get<double>()));
+    }
+    CHECK(metrics["completions/max_length"].get<double>() <= 6.0);
+  }
+  // The first update of each pair of steps uses π_old = π: nothing clipped, no KL yet.
+  CHECK(lines[0]["clip_ratio/region_mean"].get<double>() == 0.0);
+  CHECK(lines[0]["kl"].get<double>() == Approx(0.0).margin(1e-12));
+  CHECK(fs::exists(dir / "run" / "final" / "model.safetensors"));
+}
+
+TEST_CASE("GRPO refuses prompts without the answer its accuracy reward needs", "[e2e][grpo]") {
+  const fs::path dir = ptrain::testing::fresh_test_dir("grpo_e2e_bad");
+  std::ofstream(dir / "prompts.jsonl") << R"({"prompt": "1+1=", "answer": "2"})"
+                                       << "\n"
+                                       << R"({"prompt": "2+2="})"
+                                       << "\n";
+  const fs::path config = write_config(dir, dir / "prompts.jsonl", "");
+  const CommandResult result = run_ptrain("train -c " + config.string());
+  CHECK(result.exit_code == 1);
+  CHECK_THAT(result.output, Catch::Contains("prompts.jsonl:2") && Catch::Contains("answer"));
+}

@@ -1,0 +1,237 @@
+// Helpers shared by the GRPO tests: fixed rollouts injected through a
+// context whose rollout engine returns them, a [module] table from the
+// plugin's schema, and an independent full-batch reference of the step loss
+// computed from the formulas (docs/grpo.md), one unpadded sequence at a time
+// through model.logits + log_softmax. The world-size-2 worker reuses them.
+#pragma once
+
+#include "support/test_util.h"
+
+#include "core/model/causal_lm.h"
+#include "core/tokenizer/byte_tokenizer.h"
+#include "grpo_config.h"
+#include "ptrain/sdk/config_schema.h"
+#include "ptrain/sdk/context.h"
+#include "ptrain/sdk/errors.h"
+#include "ptrain/sdk/generation.h"
+
+#include <ATen/ATen.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ptrain::grpo_test {
+
+inline constexpr int64_t kMaxLength = 40;
+inline constexpr int64_t kGenerations = 3;
+inline constexpr int64_t kMaxCompletion = 8;
+
+struct Prompt {
+  std::string prompt;
+  std::string answer;
+  std::vector<std::string> completions;  // kGenerations each; "…" suffix: truncated (no <eos>)
+};
+
+// Four prompts × three completions: mixed groups, an all-correct group (zero
+// reward variance), different lengths and a truncated completion.
+inline std::vector<Prompt> global_batch_prompts() {
+  return {{"1+1=", "2", {"2", "3", "22"}},
+          {"a longer prompt 7*6=", "42", {"42", "42", "42"}},
+          {"9-4=", "5", {"5", "six", "12345678…"}},
+          {"q", "x", {"y", "x", "zz"}}};
+}
+
+inline bool is_truncated(const std::string& text) { return text.size() >= 3 && text.substr(text.size() - 3) == "…"; }
+
+// The completion's tokens: its bytes, then <eos> unless truncated (cut at kMaxCompletion).
+inline std::vector<int64_t> completion_ids(const std::string& text) {
+  std::vector<int64_t> ids;
+  const std::string body = is_truncated(text) ? text.substr(0, text.size() - 3) : text;
+  for (const unsigned char byte : body) ids.push_back(byte);
+  if (!is_truncated(text)) ids.push_back(tokenizer::ByteTokenizer::kEos);
+  if (static_cast<int64_t>(ids.size()) > kMaxCompletion) ids.resize(kMaxCompletion);
+  return ids;
+}
+
+inline std::vector<sdk::Example> to_examples(const std::vector<Prompt>& prompts) {
+  std::vector<sdk::Example> examples;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    examples.push_back({static_cast<int64_t>(i), "prompts.jsonl:" + std::to_string(i + 1),
+                        nlohmann::json{{"prompt", prompts[i].prompt}, {"answer", prompts[i].answer}}});
+  }
+  return examples;
+}
+
+// Returns the completions of the table, whatever the policy would sample.
+class FixedRolloutEngine final : public sdk::RolloutEngine {
+ public:
+  explicit FixedRolloutEngine(std::vector<Prompt> prompts) : prompts_(std::move(prompts)) {}
+  std::vector<sdk::Rollout> generate(const std::vector<sdk::RolloutRequest>& requests, const sdk::SamplingParams&,
+                                     int64_t) override {
+    std::vector<sdk::Rollout> rollouts;
+    for (const sdk::RolloutRequest& request : requests) {
+      const std::string& text = prompts_.at(request.prompt_index).completions.at(request.generation_index);
+      sdk::Rollout rollout;
+      rollout.completion_ids = completion_ids(text);
+      rollout.stop_reason = is_truncated(text) ? sdk::StopReason::kLength : sdk::StopReason::kEos;
+      rollouts.push_back(rollout);
+    }
+    ++calls;
+    return rollouts;
+  }
+  int calls = 0;
+
+ private:
+  std::vector<Prompt> prompts_;
+};
+
+// A context that is `base` in everything but its rollout engine.
+class InjectedContext final : public sdk::Context {
+ public:
+  InjectedContext(sdk::Context& base, sdk::RolloutEngine& engine) : base_(base), engine_(engine) {}
+  sdk::RankInfo rank_info() const override { return base_.rank_info(); }
+  sdk::RunInfo run_info() const override { return base_.run_info(); }
+  sdk::LanguageModel& policy() override { return base_.policy(); }
+  std::unique_ptr<sdk::LanguageModel> frozen_policy_copy() override { return base_.frozen_policy_copy(); }
+  std::unique_ptr<sdk::LanguageModel> load_frozen_model(const std::string& dir) override {
+    return base_.load_frozen_model(dir);
+  }
+  void all_reduce_sum(at::Tensor& tensor) override { base_.all_reduce_sum(tensor); }
+  const sdk::Tokenizer& tokenizer() const override { return base_.tokenizer(); }
+  const sdk::ConfigValues& module_config() const override { return base_.module_config(); }
+  sdk::Logger& logger() override { return base_.logger(); }
+  sdk::RolloutEngine& rollout_engine() override { return engine_; }
+
+ private:
+  sdk::Context& base_;
+  sdk::RolloutEngine& engine_;
+};
+
+// [module] values: the schema's defaults, then `overrides` as if the user wrote them.
+inline sdk::ConfigValues grpo_values(const std::map<std::string, sdk::ConfigValue>& overrides = {}) {
+  sdk::ConfigSchema schema;
+  grpo::declare_grpo_config(schema);
+  sdk::ConfigValues values("module");
+  for (const sdk::ConfigKey& key : schema.keys()) {
+    if (key.default_value) values.set(key.name, *key.default_value, "default", false);
+  }
+  values.set("num_generations", kGenerations, "test.toml:1", true);
+  values.set("max_completion_length", kMaxCompletion, "test.toml:1", true);
+  values.set("reward_funcs", std::string("accuracy"), "test.toml:1", true);
+  for (const auto& [name, value] : overrides) {
+    if (schema.find(name) == nullptr) throw sdk::ConfigError("unknown test key " + name);
+    values.set(name, value, "test.toml:1", true);
+  }
+  return values;
+}
+
+// Per-token log p of one completion after its prompt (<bos> + bytes), alone and unpadded. [n] float64.
+inline at::Tensor reference_token_log_probs(model::CausalLm& model, const std::string& prompt,
+                                            const std::vector<int64_t>& completion) {
+  std::vector<int64_t> tokens{tokenizer::ByteTokenizer::kBos};
+  for (const unsigned char byte : prompt) tokens.push_back(byte);
+  const auto prompt_length = static_cast<int64_t>(tokens.size());
+  tokens.insert(tokens.end(), completion.begin(), completion.end());
+  const at::Tensor input = at::tensor(std::vector<int64_t>(tokens.begin(), tokens.end() - 1), at::kLong).unsqueeze(0);
+  const at::Tensor log_probs = at::log_softmax(model.logits(input)[0].to(at::kDouble), -1);  // [T-1, V]
+  std::vector<at::Tensor> picked;
+  for (size_t k = 0; k < completion.size(); ++k) {
+    picked.push_back(log_probs[prompt_length - 1 + static_cast<int64_t>(k)][completion[k]]);
+  }
+  return at::stack(picked);
+}
+
+struct ReferenceSpec {
+  std::string loss_type = "dapo";
+  std::string scale_rewards = "group";
+  double beta = 0.0;     // k3 KL to `reference`
+  double epsilon = 0.2;  // clip range (both sides)
+  bool mask_truncated = false;
+  bool sequence_level = false;  // GSPO
+};
+
+// Advantages from the formula: (r − group mean) / (s + 1e-4), s the group's or
+// the batch's unbiased std, or r − mean. rewards: [P][G].
+inline std::vector<std::vector<double>> reference_advantages(const std::vector<std::vector<double>>& rewards,
+                                                             const std::string& scale) {
+  double batch_sum = 0, batch_squares = 0, batch_n = 0;
+  for (const auto& group : rewards) {
+    for (const double r : group) {
+      batch_sum += r;
+      batch_squares += r * r;
+      batch_n += 1;
+    }
+  }
+  const double batch_mean = batch_sum / batch_n;
+  const double batch_std = std::sqrt((batch_squares - batch_n * batch_mean * batch_mean) / (batch_n - 1));
+  std::vector<std::vector<double>> advantages;
+  for (const auto& group : rewards) {
+    double mean = 0;
+    for (const double r : group) mean += r / static_cast<double>(group.size());
+    double squares = 0;
+    for (const double r : group) squares += (r - mean) * (r - mean);
+    const double group_std = std::sqrt(squares / static_cast<double>(group.size() - 1));
+    std::vector<double> row;
+    for (const double r : group) {
+      const double scale_by = scale == "group" ? group_std + 1e-4 : scale == "batch" ? batch_std + 1e-4 : 1.0;
+      row.push_back((r - mean) / scale_by);
+    }
+    advantages.push_back(row);
+  }
+  return advantages;
+}
+
+// The step loss of the whole global batch from the formulas. `old_policy`
+// null: π_old is the policy itself (detached), so the ratio is 1.
+inline at::Tensor reference_step_loss(model::CausalLm& policy, model::CausalLm* old_policy, model::CausalLm* reference,
+                                      const std::vector<Prompt>& prompts, const ReferenceSpec& spec) {
+  std::vector<std::vector<double>> rewards;
+  for (const Prompt& prompt : prompts) {
+    std::vector<double> group;
+    for (const std::string& text : prompt.completions) group.push_back(text == prompt.answer ? 1.0 : 0.0);
+    rewards.push_back(group);
+  }
+  const auto advantages = reference_advantages(rewards, spec.scale_rewards);
+  at::Tensor token_sum = at::zeros({}, at::kDouble);     // Σ over all tokens
+  at::Tensor seq_mean_sum = at::zeros({}, at::kDouble);  // Σ over sequences of their token mean
+  int64_t tokens = 0;
+  int64_t sequences = 0;
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    for (size_t k = 0; k < prompts[p].completions.size(); ++k) {
+      const std::string& text = prompts[p].completions[k];
+      if (spec.mask_truncated && is_truncated(text)) continue;
+      const std::vector<int64_t> ids = completion_ids(text);
+      const at::Tensor log_probs = reference_token_log_probs(policy, prompts[p].prompt, ids);
+      at::Tensor old_log_probs = log_probs.detach();
+      if (old_policy != nullptr) {
+        const at::NoGradGuard no_grad;
+        old_log_probs = reference_token_log_probs(*old_policy, prompts[p].prompt, ids);
+      }
+      at::Tensor log_ratio = log_probs - old_log_probs;
+      if (spec.sequence_level) log_ratio = log_ratio.mean().expand_as(log_ratio);
+      const at::Tensor ratio = at::exp(log_ratio);
+      const double a = advantages[p][k];
+      at::Tensor loss = -at::min(ratio * a, ratio.clamp(1 - spec.epsilon, 1 + spec.epsilon) * a);
+      if (spec.beta > 0) {
+        at::Tensor ref_log_probs;
+        {
+          const at::NoGradGuard no_grad;
+          ref_log_probs = reference_token_log_probs(*reference, prompts[p].prompt, ids);
+        }
+        const at::Tensor x = ref_log_probs - log_probs;
+        loss = loss + spec.beta * (at::exp(x) - x - 1.0);
+      }
+      token_sum = token_sum + loss.sum();
+      seq_mean_sum = seq_mean_sum + loss.mean();
+      tokens += static_cast<int64_t>(ids.size());
+      sequences += 1;
+    }
+  }
+  if (spec.loss_type == "grpo") return seq_mean_sum / static_cast<double>(sequences);
+  if (spec.loss_type == "dr_grpo") return token_sum / static_cast<double>(kMaxCompletion * sequences);
+  return token_sum / static_cast<double>(tokens);  // dapo, bnpo
+}
+
+}  // namespace ptrain::grpo_test

@@ -1,0 +1,235 @@
+// GRPO: group advantages against their closed form; with fixed rollouts
+// injected, the step gradient of every loss_type equals the independent
+// full-batch reference (grpo_test_support.h) for micro sizes 1, 2, 4 and the
+// whole batch; num_iterations = 1 gives a ratio of exactly 1, and the second
+// update of num_iterations = 2 uses the stored old log-probs. World size 2:
+// tests/dist.
+#include "catch.h"
+
+#include "grpo_test_support.h"
+
+#include "dpo_test_support.h"
+
+#include "core/plugin/host_context.h"
+#include "grpo_advantages.h"
+#include "grpo_loss.h"
+#include "grpo_module.h"
+#include "grpo_rewards.h"
+
+#include <ATen/ATen.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace {
+
+using namespace ptrain;
+namespace fs = std::filesystem;
+
+// The injected global batch of grpo_test_support.h for one process.
+struct Batch {
+  tokenizer::ByteTokenizer tokenizer;
+  std::vector<grpo_test::Prompt> prompts = grpo_test::global_batch_prompts();
+  std::vector<sdk::Example> examples = grpo_test::to_examples(prompts);
+  std::vector<const sdk::Example*> pointers = dpo_test::pointers_to(examples);
+  std::unique_ptr<dist::Communicator> communicator = dist::make_single_process_communicator();
+};
+
+}  // namespace
+
+TEST_CASE("group advantages follow each scale_rewards option, a zero-variance group gets 0", "[grpo]") {
+  // Group 0: (1, 0, 0, 1), mean 0.5, unbiased std √(1/3); group 1: all 2 (zero variance).
+  const at::Tensor rewards = at::tensor({1.0, 0.0, 0.0, 1.0, 2.0, 2.0, 2.0, 2.0}, at::kDouble).view({2, 4});
+  const double group_std = std::sqrt(1.0 / 3.0);
+  const at::Tensor by_group = grpo::group_advantages(rewards, grpo::ScaleRewards::kGroup, 0.0);
+  CHECK(by_group[0][0].item<double>() == Approx(0.5 / (group_std + 1e-4)).epsilon(1e-12));
+  CHECK(by_group[0][1].item<double>() == Approx(-0.5 / (group_std + 1e-4)).epsilon(1e-12));
+  CHECK(at::equal(by_group[1], at::zeros({4}, at::kDouble)));
+
+  // Batch std of (1, 0, 0, 1, 2, 2, 2, 2): mean 1.25, Σ(r − mean)² = 5.5, /7.
+  const double batch_std = grpo::std_from_sums(8.0, 10.0, 18.0);
+  CHECK(batch_std == Approx(std::sqrt(5.5 / 7.0)).epsilon(1e-12));
+  const at::Tensor by_batch = grpo::group_advantages(rewards, grpo::ScaleRewards::kBatch, batch_std);
+  CHECK(by_batch[0][0].item<double>() == Approx(0.5 / (batch_std + 1e-4)).epsilon(1e-12));
+  CHECK(at::equal(by_batch[1], at::zeros({4}, at::kDouble)));
+
+  const at::Tensor unscaled = grpo::group_advantages(rewards, grpo::ScaleRewards::kNone, 0.0);
+  CHECK(at::allclose(unscaled[0], at::tensor({0.5, -0.5, -0.5, 0.5}, at::kDouble)));
+  CHECK(at::equal(unscaled[1], at::zeros({4}, at::kDouble)));
+}
+
+TEST_CASE("the GRPO token loss: clipping, dual-clip and the KL estimators on hand-made values", "[grpo]") {
+  grpo::GrpoConfig config;
+  config.epsilon_low = 0.2;
+  config.epsilon_high = 0.28;
+  grpo::TokenLossInputs inputs;
+  // Ratios e^0.5 ≈ 1.65 (A = +1 → clipped at 1.28) and e^−0.5 ≈ 0.61 (A = −1 → clipped at 0.8).
+  inputs.log_probs = at::tensor({-1.0, -2.0}, at::kDouble).view({2, 1});
+  inputs.old_log_probs = at::tensor({-1.5, -1.5}, at::kDouble).view({2, 1});
+  inputs.advantages = at::tensor({1.0, -1.0}, at::kDouble);
+  inputs.mask = at::ones({2, 1}, at::kBool);
+  grpo::TokenLoss out = grpo::grpo_token_loss(inputs, config);
+  CHECK(out.loss[0][0].item<double>() == Approx(-1.28));
+  CHECK(out.loss[1][0].item<double>() == Approx(0.8));  // −min(−0.61, −0.8)
+  CHECK(out.high_clipped[0][0].item<bool>());
+  CHECK(out.low_clipped[1][0].item<bool>());
+  // Dual clip: a negative advantage with a huge ratio is bounded by −A·δ.
+  inputs.log_probs = at::tensor({0.0, 0.0}, at::kDouble).view({2, 1});
+  inputs.old_log_probs = at::tensor({-3.0, -3.0}, at::kDouble).view({2, 1});
+  config.delta = 3.0;
+  out = grpo::grpo_token_loss(inputs, config);
+  CHECK(out.loss[1][0].item<double>() == Approx(3.0));    // min(e³, 3)
+  CHECK(out.loss[0][0].item<double>() == Approx(-1.28));  // positive advantage: unchanged
+  // KL with x = log π_ref − log π = −1: k1 = 1, k2 = 0.5, k3 = e⁻¹ + 1 − 1.
+  config.delta.reset();
+  config.beta = 1.0;
+  inputs.log_probs = at::tensor({-1.0}, at::kDouble).view({1, 1});
+  inputs.old_log_probs = inputs.log_probs;
+  inputs.ref_log_probs = at::tensor({-2.0}, at::kDouble).view({1, 1});
+  inputs.advantages = at::zeros({1}, at::kDouble);
+  inputs.mask = at::ones({1, 1}, at::kBool);
+  for (const auto& [estimator, expected] : std::vector<std::pair<grpo::KlEstimator, double>>{
+           {grpo::KlEstimator::kK1, 1.0}, {grpo::KlEstimator::kK2, 0.5}, {grpo::KlEstimator::kK3, std::exp(-1.0)}}) {
+    config.kl_estimator = estimator;
+    CHECK(grpo::grpo_token_loss(inputs, config).kl[0][0].item<double>() == Approx(expected));
+  }
+}
+
+TEST_CASE("the GRPO step gradient equals the full-batch reference for every loss_type and split",
+          "[grpo][invariance]") {
+  const auto policy = model::CausalLm::init_random(testing::tiny_model_config(), 21);
+  // A KL reference that differs from the policy, so the KL term has a gradient.
+  const fs::path reference_dir = fs::temp_directory_path() / ("ptrain_grpo_reference_" + std::to_string(::getpid()));
+  model::CausalLm::init_random(testing::tiny_model_config(), 23)->save_hf_dir(reference_dir);
+  const auto reference = model::CausalLm::load_hf_dir(reference_dir);
+  const std::vector<at::Tensor> parameters = dpo_test::parameters_of(*policy);
+  Batch batch;
+  const auto& [tokenizer, prompts, examples, pointers, communicator] = batch;
+
+  struct Case {
+    std::string loss_type;
+    std::string scale_rewards;
+    bool mask_truncated;
+    bool sequence_level;
+  };
+  for (const Case& c : {Case{"dapo", "group", false, false}, Case{"bnpo", "batch", true, false},
+                        Case{"grpo", "group", false, true}, Case{"dr_grpo", "none", true, false}}) {
+    for (const double beta : {0.0, 0.1}) {
+      DYNAMIC_SECTION("loss_type " << c.loss_type << ", scale_rewards " << c.scale_rewards << ", beta " << beta) {
+        const sdk::ConfigValues values =
+            grpo_test::grpo_values({{"loss_type", c.loss_type},
+                                    {"scale_rewards", c.scale_rewards},
+                                    {"mask_truncated_completions", c.mask_truncated},
+                                    {"importance_sampling_level", std::string(c.sequence_level ? "sequence" : "token")},
+                                    {"beta", beta},
+                                    {"reference_model", std::string(beta > 0 ? reference_dir.string() : "")}});
+        plugin::HostContext host(*policy, tokenizer, values, *communicator,
+                                 sdk::RunInfo{0, grpo_test::kMaxLength, 0, 0, ""});
+        grpo_test::FixedRolloutEngine engine(prompts);
+        grpo_test::InjectedContext context(host, engine);
+        grpo::GrpoModule module;
+        module.setup(context);
+
+        grpo_test::ReferenceSpec spec;
+        spec.loss_type = c.loss_type;
+        spec.scale_rewards = c.scale_rewards;
+        spec.mask_truncated = c.mask_truncated;
+        spec.sequence_level = c.sequence_level;
+        spec.beta = beta;
+        dpo_test::clear_gradients(parameters);
+        const at::Tensor expected_loss =
+            grpo_test::reference_step_loss(*policy, nullptr, reference.get(), prompts, spec);
+        expected_loss.backward();
+        const std::vector<at::Tensor> expected = dpo_test::gradients_of(parameters);
+
+        for (const int64_t micro_size : {1, 2, 4, 12}) {
+          INFO("micro_size " << micro_size);
+          const dpo_test::StepOutcome outcome =
+              dpo_test::run_step(module, context, pointers, {micro_size, 0}, parameters, *communicator);
+          REQUIRE(outcome.gradient.has_units);
+          CHECK(outcome.gradient.num_microbatches == (12 + micro_size - 1) / micro_size);
+          const double error = testing::relative_error(outcome.grads, expected);
+          INFO("relative gradient error " << error);
+          CHECK(error <= 1e-5);
+          CHECK(outcome.metrics.at("core/loss") == Approx(expected_loss.item<double>()).epsilon(1e-5).margin(1e-9));
+          // μ = 1: the ratio is exactly 1, nothing is clipped.
+          CHECK(outcome.metrics.at("clip_ratio/region_mean") == 0.0);
+          CHECK(outcome.metrics.at("reward") == Approx(6.0 / 12.0));
+          CHECK(outcome.metrics.at("frac_reward_zero_std") == Approx(0.25));
+          CHECK(outcome.metrics.at("completions/max_length") == 8.0);
+          CHECK(outcome.metrics.at("completions/min_length") == 2.0);
+          CHECK(outcome.metrics.at("completions/clipped_ratio") == Approx(1.0 / 12.0));
+        }
+        CHECK(engine.calls == 4);  // one generation per step, whatever the number of microbatches
+      }
+    }
+  }
+  fs::remove_all(reference_dir);
+}
+
+TEST_CASE("num_iterations = 2: the second update reuses the rollouts and their stored old log-probs", "[grpo]") {
+  auto policy = model::CausalLm::init_random(testing::tiny_model_config(), 22);
+  const auto initial = policy->frozen_copy();
+  const std::vector<at::Tensor> parameters = dpo_test::parameters_of(*policy);
+  Batch batch;
+  const auto& [tokenizer, prompts, examples, pointers, communicator] = batch;
+  const sdk::ConfigValues values = grpo_test::grpo_values({{"num_iterations", int64_t{2}}, {"epsilon_low", 0.02}});
+  plugin::HostContext host(*policy, tokenizer, values, *communicator, sdk::RunInfo{0, grpo_test::kMaxLength, 0, 0, ""});
+  grpo_test::FixedRolloutEngine engine(prompts);
+  grpo_test::InjectedContext context(host, engine);
+  grpo::GrpoModule module;
+  module.setup(context);
+
+  const dpo_test::StepOutcome first = dpo_test::run_step(module, context, pointers, {4, 0}, parameters, *communicator);
+  CHECK(first.metrics.at("clip_ratio/region_mean") == 0.0);  // π = π_old before any update
+  {
+    const at::NoGradGuard no_grad;
+    for (const at::Tensor& parameter : parameters) parameter.sub_(parameter.grad() * 20.0);  // SGD, lr 20
+  }
+  host.set_step(1, 0);
+  // The sampler's prompts of step 1 are ignored: an empty list must not matter.
+  const dpo_test::StepOutcome second = dpo_test::run_step(module, context, {}, {4, 0}, parameters, *communicator);
+  CHECK(engine.calls == 1);
+
+  grpo_test::ReferenceSpec spec;
+  spec.epsilon = 0.02;
+  dpo_test::clear_gradients(parameters);
+  const at::Tensor expected_loss = grpo_test::reference_step_loss(*policy, initial.get(), nullptr, prompts, spec);
+  expected_loss.backward();
+  const double error = testing::relative_error(second.grads, dpo_test::gradients_of(parameters));
+  INFO("relative gradient error " << error);
+  CHECK(error <= 1e-5);
+  CHECK(second.metrics.at("core/loss") == Approx(expected_loss.item<double>()).epsilon(1e-5));
+  CHECK(second.metrics.at("clip_ratio/region_mean") > 0.0);  // the stored π_old differs from the updated π
+
+  host.set_step(2, 0);
+  dpo_test::run_step(module, context, pointers, {4, 0}, parameters, *communicator);
+  CHECK(engine.calls == 2);  // a new cycle generates again
+}
+
+TEST_CASE("the built-in rewards score what their definitions say", "[grpo]") {
+  grpo::GrpoConfig config;
+  config.max_completion_length = 8;
+  config.overlong_cache = 4;
+  config.format_pattern = "^-?[0-9]+$";
+  const sdk::Example example{0, "prompts.jsonl:1", nlohmann::json{{"prompt", "40+2="}, {"answer", "42"}}};
+  auto input = [&](const std::string& completion, int64_t tokens, bool truncated) {
+    return sdk::RewardInput{&example, "40+2=", completion, tokens, truncated};
+  };
+  const std::vector<sdk::RewardInput> inputs{input("42", 3, false), input(" 42\n", 5, false), input("45", 7, false),
+                                             input("4x", 8, true), input("1234567890", 10, true)};
+  auto scores = [&](const char* name) { return grpo::make_builtin_reward(name, config)->score(inputs); };
+  CHECK(scores("accuracy") == std::vector<double>{1, 1, 0, 0, 0});
+  CHECK(scores("format") == std::vector<double>{1, 1, 1, 0, 0});
+  // Free up to 8 − 4 = 4 tokens, then (4 − |y|) / 4, −1 beyond 8.
+  CHECK(scores("length") == std::vector<double>{0, -0.25, -0.75, -1, -1});
+  const std::vector<double> closeness = scores("closeness");
+  CHECK(closeness[0] == 1.0);
+  CHECK(closeness[2] == Approx(0.7));
+  CHECK(closeness[3] == 0.0);
+  CHECK(closeness[4] == 0.0);
+  const sdk::Example no_answer{1, "prompts.jsonl:2", nlohmann::json{{"prompt", "1+1="}}};
+  CHECK_THROWS_WITH(grpo::make_builtin_reward("accuracy", config)->score({{&no_answer, "", "2", 2, false}}),
+                    Catch::Contains("prompts.jsonl:2") && Catch::Contains("answer"));
+}
