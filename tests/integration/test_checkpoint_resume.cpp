@@ -190,7 +190,7 @@ TEST_CASE("a corrupt, truncated, incomplete or foreign checkpoint is refused, na
   CHECK_THAT(resume_error(incomplete), Catch::Contains((incomplete / "manifest.json").string() + ": missing"));
 }
 
-TEST_CASE("SIGTERM saves a checkpoint and exits cleanly; resuming continues exactly", "[resume]") {
+TEST_CASE("SIGTERM saves a checkpoint and exits cleanly, and resuming continues exactly", "[resume]") {
   const fs::path dir = ptrain::testing::fresh_test_dir("resume_sigterm");
   const fs::path config = write_config(dir);
   const fs::path run = dir / "run";
