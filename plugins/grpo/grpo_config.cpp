@@ -9,21 +9,6 @@
 #include <regex>
 
 namespace ptrain::grpo {
-namespace {
-
-// "a, b ,c" → {"a", "b", "c"}: items between commas with surrounding blanks removed.
-std::vector<std::string> comma_items(const std::string& text) {
-  static const std::regex item_pattern(R"(\s*([^,]*?)\s*(,|$))");
-  std::vector<std::string> items;
-  if (text.find_first_not_of(" \t") == std::string::npos) return items;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), item_pattern); it != std::sregex_iterator(); ++it) {
-    items.push_back((*it)[1].str());
-    if ((*it)[2].length() == 0) break;
-  }
-  return items;
-}
-
-}  // namespace
 
 void declare_grpo_config(sdk::ConfigSchema& schema) {
   schema.add_int("num_generations", 8, "G: completions sampled per prompt; a prompt's G completions form its group", 2);
@@ -33,13 +18,16 @@ void declare_grpo_config(sdk::ConfigSchema& schema) {
   schema.add_float("top_p", 1.0, "nucleus sampling: the smallest set of tokens with probability ≥ top_p", 1e-9, 1.0);
   schema.add_float("min_p", 0.0, "drop tokens less likely than min_p × the most likely one", 0.0, 1.0);
   schema.add_float("repetition_penalty", 1.0, "CTRL's penalty on tokens already in prompt or completion; 1: off", 1e-9);
-  schema.add_string("stop_strings", "", "comma-separated texts that end a completion (kept in it); empty: none");
+  schema.add_string_list("stop_strings", std::vector<std::string>{},
+                         "texts that end a completion (kept in it); empty: none");
   schema.add_int("generation_batch_size", 0, "sequences decoded together; 0: all of a rank's step at once", 0);
   schema.add_int("num_iterations", 1, "μ: optimizer updates per generated batch (the same rollouts reused)", 1);
-  schema.add_string("reward_funcs", "accuracy, format",
-                    "comma-separated reward functions: accuracy (answer exact match), format (format_pattern), "
-                    "length (DAPO's soft overlong penalty), closeness (numeric partial credit)");
-  schema.add_string("reward_weights", "", "comma-separated weights, one per reward function; empty: all 1");
+  schema.add_string_list("reward_funcs", std::vector<std::string>{"accuracy", "format"},
+                         "reward functions: accuracy (answer exact match), format (format_pattern), length (DAPO's "
+                         "soft overlong penalty), closeness (numeric partial credit)",
+                         builtin_reward_list());
+  schema.add_float_list("reward_weights", std::vector<double>{},
+                        "one weight per reward function; empty: all 1");
   schema.add_string("reward_aggregation", "sum_then_normalize",
                     "sum_then_normalize: advantages of the weighted reward sum; normalize_then_sum: weighted sum of "
                     "each function's normalised advantage",
@@ -89,42 +77,29 @@ GrpoConfig read_grpo_config(const sdk::ConfigValues& values) {
   config.sampling.top_p = values.get_float("top_p");
   config.sampling.min_p = values.get_float("min_p");
   config.sampling.repetition_penalty = values.get_float("repetition_penalty");
-  config.sampling.stop_strings = comma_items(values.get_string("stop_strings"));
+  config.sampling.stop_strings = values.get_string_list("stop_strings");
   config.sampling.max_new_tokens = config.max_completion_length;
   config.generation_batch_size = values.get_int("generation_batch_size");
   config.num_iterations = values.get_int("num_iterations");
 
-  config.reward_funcs = comma_items(values.get_string("reward_funcs"));
+  config.reward_funcs = values.get_string_list("reward_funcs");
   if (config.reward_funcs.empty()) {
-    throw sdk::ConfigError(values.where("reward_funcs") + ": expected at least one reward function (" +
-                           builtin_reward_names() + ")");
+    throw sdk::ConfigError(values.where("reward_funcs") + ": expected at least one reward function");
   }
   for (const std::string& name : config.reward_funcs) {
-    if (!is_builtin_reward(name)) {
-      throw sdk::ConfigError(values.where("reward_funcs") + ": unknown reward function '" + name + "' (expected " +
-                             builtin_reward_names() + ")");
-    }
     if (std::count(config.reward_funcs.begin(), config.reward_funcs.end(), name) > 1) {
       throw sdk::ConfigError(values.where("reward_funcs") + ": '" + name + "' is listed twice");
     }
   }
   config.reward_weights.assign(config.reward_funcs.size(), 1.0);
-  const std::vector<std::string> weights = comma_items(values.get_string("reward_weights"));
+  const std::vector<double>& weights = values.get_float_list("reward_weights");
   if (!weights.empty()) {
     if (weights.size() != config.reward_funcs.size()) {
       throw sdk::ConfigError(values.where("reward_weights") + ": expected " +
                              std::to_string(config.reward_funcs.size()) + " weights (one per reward function), got " +
                              std::to_string(weights.size()));
     }
-    for (size_t i = 0; i < weights.size(); ++i) {
-      char* end = nullptr;
-      const double weight = std::strtod(weights[i].c_str(), &end);
-      if (weights[i].empty() || *end != '\0' || !std::isfinite(weight)) {
-        throw sdk::ConfigError(values.where("reward_weights") + ": weight " + std::to_string(i + 1) +
-                               " must be a finite number, got '" + weights[i] + "'");
-      }
-      config.reward_weights[i] = weight;
-    }
+    config.reward_weights = weights;
   }
   config.reward_aggregation = values.get_string("reward_aggregation") == "normalize_then_sum"
                                   ? RewardAggregation::kNormalizeThenSum

@@ -96,18 +96,15 @@ class ClosenessReward final : public sdk::RewardFunction {
 
 }  // namespace
 
-bool is_builtin_reward(const std::string& name) {
-  return name == "accuracy" || name == "format" || name == "length" || name == "closeness";
-}
-
-std::string builtin_reward_names() { return "accuracy, format, length, closeness"; }
+std::vector<std::string> builtin_reward_list() { return {"accuracy", "format", "length", "closeness"}; }
 
 std::unique_ptr<sdk::RewardFunction> make_builtin_reward(const std::string& name, const GrpoConfig& config) {
   if (name == "accuracy") return std::make_unique<AccuracyReward>(config.answer_field);
   if (name == "format") return std::make_unique<FormatReward>(config.format_pattern);
   if (name == "closeness") return std::make_unique<ClosenessReward>(config.answer_field);
   if (name == "length") return std::make_unique<LengthReward>(config.max_completion_length, config.overlong_cache);
-  throw sdk::ConfigError("unknown reward function '" + name + "' (expected " + builtin_reward_names() + ")");
+  // The schema's choices reject other names before a config is read.
+  throw sdk::ConfigError("unknown reward function '" + name + "'");
 }
 
 std::string trim_blanks(const std::string& text) {

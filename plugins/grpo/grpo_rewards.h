@@ -22,8 +22,7 @@
 
 namespace ptrain::grpo {
 
-bool is_builtin_reward(const std::string& name);
-std::string builtin_reward_names();  // "accuracy, format, length, closeness"
+std::vector<std::string> builtin_reward_list();  // accuracy, format, length, closeness
 
 // Throws sdk::ConfigError for an unknown name.
 std::unique_ptr<sdk::RewardFunction> make_builtin_reward(const std::string& name, const GrpoConfig& config);

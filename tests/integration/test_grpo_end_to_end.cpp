@@ -31,7 +31,7 @@ fs::path write_config(const fs::path& dir, const fs::path& data, const std::stri
                       << "[schedule]\nname = \"constant\"\n"
                       << "[train]\nmax_steps = 4\nlog_every = 1\n"
                       << "[module]\nnum_generations = 4\nmax_completion_length = 6\n"
-                      << "reward_funcs = \"accuracy, format, length\"\nreward_weights = \"1, 0.5, 0.1\"\n"
+                      << "reward_funcs = [\"accuracy\", \"format\", \"length\"]\nreward_weights = [1, 0.5, 0.1]\n"
                       << module_lines;
   return path;
 }

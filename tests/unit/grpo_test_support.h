@@ -119,7 +119,7 @@ inline sdk::ConfigValues grpo_values(const std::map<std::string, sdk::ConfigValu
   }
   values.set("num_generations", kGenerations, "test.toml:1", true);
   values.set("max_completion_length", kMaxCompletion, "test.toml:1", true);
-  values.set("reward_funcs", std::string("accuracy"), "test.toml:1", true);
+  values.set("reward_funcs", std::vector<std::string>{"accuracy"}, "test.toml:1", true);
   for (const auto& [name, value] : overrides) {
     if (schema.find(name) == nullptr) throw sdk::ConfigError("unknown test key " + name);
     values.set(name, value, "test.toml:1", true);
