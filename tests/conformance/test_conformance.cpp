@@ -65,6 +65,26 @@ std::vector<nlohmann::json> dpo_data() {
   return lines;
 }
 
+std::vector<nlohmann::json> grpo_data() {
+  std::vector<nlohmann::json> lines;
+  for (int i = 0; i < 4; ++i) {
+    lines.push_back({{"prompt", std::to_string(i) + "+" + std::to_string(2 * i + 1) + "="},
+                     {"answer", std::to_string(3 * i + 1)}});
+  }
+  return lines;
+}
+
+// A random model rarely emits <eos>, so completions end at any of 36 stop
+// strings (~14% of tokens): lengths vary within a group, and with them the
+// format and length rewards, so advantages and the gradient are not zero.
+const char* const kGrpoModule =
+    "num_generations = 4\nmax_completion_length = 6\ntemperature = 1.0\n"
+    "stop_strings = [\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\",\"j\",\"k\",\"l\",\"m\","
+    "\"n\",\"o\",\"p\",\"q\",\"r\",\"s\",\"t\",\"u\",\"v\",\"w\",\"x\",\"y\",\"z\",\"0\",\"1\",\"2\","
+    "\"3\",\"4\",\"5\",\"6\",\"7\",\"8\",\"9\"]\n"
+    "reward_funcs = [\"format\", \"length\"]\nformat_pattern = \"[\\\\s\\\\S]*\"\noverlong_cache = 5\n"
+    "beta = 0.1\nloss_type = \"dapo\"\n";
+
 // A prompt longer than data.max_length leaves an SFT example no trainable token.
 const nlohmann::json kUntrainableSftExample = {{"prompt", std::string(2 * kMaxLength, 'p')}, {"completion", "x"}};
 
@@ -98,6 +118,24 @@ TEST_CASE("the DPO plugin, with an SFT term of its own units, passes the conform
   INFO(report.text());
   CHECK(report.passed());
   REQUIRE(report.find("world_size_2") != nullptr);
+}
+
+TEST_CASE("the GRPO plugin, rollouts and a KL term included, passes the conformance harness", "[conformance]") {
+  for (const std::string loss_type : {"dapo", "grpo", "dr_grpo"}) {
+    DYNAMIC_SECTION("loss_type = " << loss_type) {
+      const fs::path dir = scratch_dir("grpo_" + loss_type);
+      ptrain::testing::ConformanceSpec spec;
+      spec.plugin = PTRAIN_GRPO_PLUGIN;
+      std::string module = kGrpoModule;
+      module.replace(module.find("\"dapo\""), 6, "\"" + loss_type + "\"");
+      spec.config = write_config(dir, grpo_data(), module);
+      spec.work_dir = dir / "work";
+      spec.check_world_size_2 = loss_type == "dapo";
+      const ptrain::testing::ConformanceReport report = ptrain::testing::check_plugin_conformance(spec);
+      INFO(report.text());
+      CHECK(report.passed());
+    }
+  }
 }
 
 TEST_CASE("the harness names the check a plugin that normalises per microbatch fails", "[conformance]") {
