@@ -956,8 +956,11 @@ std::unique_ptr<HfTokenizer> HfTokenizer::from_json(const json& tokenizer, const
   return build(tokenizer, config, source, "hf:" + sdk::hex64(sdk::fnv1a(tokenizer.dump())) + ":" + sdk::hex64(sdk::fnv1a(config.dump())));
 }
 
+// A function-try-block: the loaders check the keys they know, and a value of
+// an unexpected JSON type anywhere else still ends as this file's ConfigError
+// (the fuzzer found a boolean pre-tokenizer type escaping as json::type_error).
 std::unique_ptr<HfTokenizer> HfTokenizer::build(const json& tokenizer, const json& config, const std::string& source,
-                                                std::string fingerprint) {
+                                                std::string fingerprint) try {
   auto impl = std::make_unique<Impl>();
   impl->source = source;
   if (!tokenizer.is_object())
@@ -983,6 +986,8 @@ std::unique_ptr<HfTokenizer> HfTokenizer::build(const json& tokenizer, const jso
     impl->pad = impl->eos;  // what TRL does for models without a pad token; padding is never trained on
   impl->fingerprint = std::move(fingerprint);
   return std::unique_ptr<HfTokenizer>(new HfTokenizer(std::move(impl)));
+} catch (const json::exception& error) {
+  throw sdk::ConfigError(source + ": unexpected value in tokenizer.json: " + error.what());
 }
 
 std::vector<int64_t> HfTokenizer::encode(std::string_view text) const {

@@ -179,6 +179,10 @@ TEST_CASE("tokenizer.json: malformed and unsupported files fail naming the file 
                t["model"] = {{"type", "Unigram"}, {"vocab", json::array()}};
              }),
              Catch::Contains("x/tokenizer.json") && Catch::Contains("model type 'Unigram' is not supported"));
+  // Found by fuzz/tokenizer_fuzzer.cpp: a value of the wrong JSON type in a step's fields.
+  CHECK_THAT(failure([](json& t) { t["pre_tokenizer"] = {{"type", true}, {"use_regex", true}}; }),
+             Catch::Contains("x/tokenizer.json: unexpected value in tokenizer.json") &&
+                 Catch::Contains("type must be string, but is boolean"));
   CHECK_THAT(failure([](json& t) { t["model"]["type"] = "WordPiece"; }),
              Catch::Contains("model type 'WordPiece' is not supported"));
   CHECK_THAT(failure([](json& t) { t["model"]["byte_fallback"] = true; }), Catch::Contains("byte_fallback"));
