@@ -74,10 +74,14 @@ mount_in_root /src --bind "$checkout"
 mkdir -p "$ccache_dir"
 mount_in_root /ccache --bind "$ccache_dir"
 cp /etc/resolv.conf "$root/etc/resolv.conf"  # apt inside the root resolves the mirror
+# The host's trusted certificates (a network may re-sign TLS with its own CA),
+# so npm in the root can fetch the report's charting library as the host does.
+cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ptrain-host-ca.crt"
 
 in_root() {
   chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
-    LANG=C.UTF-8 CCACHE_DIR=/ccache PTRAIN_BUILD_DIR=build-trixie PTRAIN_JOBS="${PTRAIN_JOBS:-$(nproc)}" \
+    LANG=C.UTF-8 NODE_EXTRA_CA_CERTS=/etc/ptrain-host-ca.crt npm_config_cafile=/etc/ptrain-host-ca.crt \
+    CCACHE_DIR=/ccache PTRAIN_BUILD_DIR=build-trixie PTRAIN_JOBS="${PTRAIN_JOBS:-$(nproc)}" \
     /bin/bash -c "cd /src && $1"
 }
 

@@ -5,6 +5,7 @@
 #include "core/model/causal_lm.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
 
 #include <cmath>
 #include <limits>

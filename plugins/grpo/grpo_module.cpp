@@ -9,6 +9,7 @@
 #include "ptrain/sdk/reference_model.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
 
 #include <algorithm>
 #include <sstream>

@@ -17,6 +17,7 @@
 #include "grpo_rewards.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
 
 #include <unistd.h>
 
