@@ -18,6 +18,7 @@ namespace Catch {
 // Catch2 2.x spellings, used by the tests: 3.0 renamed the substring matcher
 // (Contains now matches ranges) and stopped exporting Matchers into Catch.
 inline Matchers::StringContainsMatcher Contains(const std::string& text) { return Matchers::ContainsSubstring(text); }
+using Matchers::EndsWith;
 using Matchers::StartsWith;
 }  // namespace Catch
 #else
