@@ -30,13 +30,6 @@ at::Tensor reference_parts_of(sdk::LanguageModel& model, const PairBatch& batch)
       .to(at::kDouble);  // [B, 4]
 }
 
-// Adds a pair-mean metric as a weighted mean, so that uneven microbatches
-// and ranks reduce to the exact mean over the global batch's pairs.
-void add_pair_mean(sdk::MetricList& metrics, const std::string& name, const at::Tensor& per_pair) {
-  const auto pairs = static_cast<double>(per_pair.size(0));
-  metrics.add(name, per_pair.to(at::kDouble).sum().item<double>() / pairs, pairs);
-}
-
 }  // namespace
 
 ScoredPairs score_pairs(sdk::LanguageModel& model, const PairBatch& batch) {
@@ -94,8 +87,7 @@ void DpoModule::setup(sdk::Context& ctx) {
 
   // A precomputed reference is loaded only for the precomputation (prepare_dataset).
   if (config_.needs_reference() && !config_.precompute_reference) {
-    reference_ =
-        sdk::load_reference_model(ctx, config_.reference_model, ctx.module_config().where("reference_model"));
+    reference_ = sdk::load_reference_model(ctx, config_.reference_model, ctx.module_config().where("reference_model"));
   }
 }
 
@@ -450,7 +442,7 @@ sdk::LossOut DpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatch
       continue;
     }
     const at::Tensor loss = pair_loss(type, logps, params);  // [B]
-    if (report_components) add_pair_mean(out.metrics, std::string("loss/") + loss_type_name(type), loss.detach());
+    if (report_components) sdk::add_row_mean(out.metrics, std::string("loss/") + loss_type_name(type), loss.detach());
     per_pair = per_pair + config_.loss_weights[j] * loss;
   }
 
@@ -466,7 +458,7 @@ sdk::LossOut DpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatch
     const at::Tensor means = at::cat(row_means);  // [2B]: chosen rows, then rejected rows
     const at::Tensor weights = wpo_pair_weights(means.narrow(0, 0, num_pairs), means.narrow(0, num_pairs, num_pairs));
     per_pair = per_pair * weights;
-    add_pair_mean(out.metrics, "wpo/weight", weights);
+    sdk::add_row_mean(out.metrics, "wpo/weight", weights);
   }
 
   const at::Tensor unit_weights = config_.loss_agg == PairAggregation::kPair
@@ -475,12 +467,12 @@ sdk::LossOut DpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatch
   out.loss_sum = (per_pair * unit_weights).sum();
 
   const PairRewards rewards = pair_rewards(reward_form_, logps, config_.beta);
-  add_pair_mean(out.metrics, "rewards/chosen", rewards.chosen);
-  add_pair_mean(out.metrics, "rewards/rejected", rewards.rejected);
-  add_pair_mean(out.metrics, "rewards/margins", rewards.chosen - rewards.rejected);
-  add_pair_mean(out.metrics, "rewards/accuracy", (rewards.chosen > rewards.rejected).to(at::kDouble));
-  add_pair_mean(out.metrics, "logps/chosen", logps.policy_chosen.detach());
-  add_pair_mean(out.metrics, "logps/rejected", logps.policy_rejected.detach());
+  sdk::add_row_mean(out.metrics, "rewards/chosen", rewards.chosen);
+  sdk::add_row_mean(out.metrics, "rewards/rejected", rewards.rejected);
+  sdk::add_row_mean(out.metrics, "rewards/margins", rewards.chosen - rewards.rejected);
+  sdk::add_row_mean(out.metrics, "rewards/accuracy", (rewards.chosen > rewards.rejected).to(at::kDouble));
+  sdk::add_row_mean(out.metrics, "logps/chosen", logps.policy_chosen.detach());
+  sdk::add_row_mean(out.metrics, "logps/rejected", logps.policy_rejected.detach());
   out.metrics.add("truncated_pairs", static_cast<double>(batch.truncated_pairs));
   if (config_.has_loss(LossType::kBcoPair)) {
     out.metrics.add("bco/delta", bco_delta_);

@@ -41,12 +41,6 @@ void gather_completion_values(const at::Tensor& values, std::vector<ScoredComple
   }
 }
 
-// A weighted-mean metric over the rows of a microbatch (exact over splits, DESIGN.md §4).
-void add_row_mean(sdk::MetricList& metrics, const std::string& name, const at::Tensor& per_row) {
-  const auto rows = static_cast<double>(per_row.size(0));
-  if (rows > 0) metrics.add(name, per_row.to(at::kDouble).sum().item<double>() / rows, rows);
-}
-
 // A weighted-mean metric over the trained tokens of a microbatch.
 void add_token_mean(sdk::MetricList& metrics, const std::string& name, const at::Tensor& per_token,
                     const at::Tensor& mask) {
@@ -230,11 +224,9 @@ void GrpoModule::score_without_gradients(sdk::Context& ctx, const std::vector<st
     std::unique_ptr<GrpoMicrobatch> batch = collate(members);
     // Every completion token, trained or not: the values are stored per completion.
     sdk::TokenBatch all_tokens = batch->tokens;
-    std::vector<const ScoredCompletion*> const_rows;
     std::vector<ScoredCompletion*> rows;
     for (const int64_t member : members) {
       rows.push_back(&completions_[member]);
-      const_rows.push_back(&completions_[member]);
     }
     at::Tensor completion_mask = at::zeros_like(all_tokens.loss_mask);
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -393,18 +385,18 @@ sdk::LossOut GrpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatc
   sdk::LossOut out;
   out.loss_sum = sdk::aggregate_loss_sum(loss, mask, config_.aggregation);
   sdk::MetricList& metrics = out.metrics;
-  add_row_mean(metrics, "reward", batch.rewards);
-  add_row_mean(metrics, "reward_std", batch.group_stds);
-  add_row_mean(metrics, "frac_reward_zero_std", batch.group_stds == 0.0);
+  sdk::add_row_mean(metrics, "reward", batch.rewards);
+  sdk::add_row_mean(metrics, "reward_std", batch.group_stds);
+  sdk::add_row_mean(metrics, "frac_reward_zero_std", batch.group_stds == 0.0);
   for (size_t f = 0; f < config_.reward_funcs.size(); ++f) {
-    add_row_mean(metrics, "rewards/" + config_.reward_funcs[f] + "/mean",
-                 batch.function_rewards.select(1, static_cast<int64_t>(f)));
+    sdk::add_row_mean(metrics, "rewards/" + config_.reward_funcs[f] + "/mean",
+                      batch.function_rewards.select(1, static_cast<int64_t>(f)));
     metrics.add("rewards/" + config_.reward_funcs[f] + "/std", function_batch_stds_[f]);
   }
-  add_row_mean(metrics, "completions/mean_length", batch.lengths);
+  sdk::add_row_mean(metrics, "completions/mean_length", batch.lengths);
   metrics.add("completions/min_length", batch.lengths.min().item<double>());
   metrics.add("completions/max_length", batch.lengths.max().item<double>());
-  add_row_mean(metrics, "completions/clipped_ratio", batch.truncated);
+  sdk::add_row_mean(metrics, "completions/clipped_ratio", batch.truncated);
   if (scored.entropy.defined()) add_token_mean(metrics, "entropy", scored.entropy, mask);
   add_token_mean(metrics, "clip_ratio/low_mean", token_loss.low_clipped, mask);
   add_token_mean(metrics, "clip_ratio/high_mean", token_loss.high_clipped, mask);

@@ -10,6 +10,8 @@
 // rank packs the same slots even when it had no microbatch this step.
 #pragma once
 
+#include <ATen/core/Tensor.h>
+
 #include <string>
 #include <vector>
 
@@ -32,13 +34,17 @@ struct MetricValue {
 
 class MetricList {
  public:
-  void add(std::string name, double value, double weight = 1.0) {
-    values_.push_back({std::move(name), value, weight});
-  }
+  void add(std::string name, double value, double weight = 1.0) { values_.push_back({std::move(name), value, weight}); }
   const std::vector<MetricValue>& values() const { return values_; }
 
  private:
   std::vector<MetricValue> values_;
 };
+
+// Adds the mean of a per-row value ([rows], e.g. one value per pair or per
+// completion) as a weighted_mean metric with the row count as its weight, so
+// uneven microbatches and ranks reduce to the exact mean over the global
+// batch's rows (DESIGN.md §4). Adds nothing for zero rows.
+void add_row_mean(MetricList& metrics, const std::string& name, const at::Tensor& per_row);
 
 }  // namespace ptrain::sdk
