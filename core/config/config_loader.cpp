@@ -632,9 +632,11 @@ class CrossChecks {
   // key) loads again.
   void reject_unused(const std::string& s, const std::string& k, const std::string& s_option,
                      const std::string& k_option, const std::string& applies_to) {
+    // A key that failed its own checks has no entry (its problem is already recorded).
+    if (!user(s, k)) return;
     const ConfigKey* spec = find_core_section(s) ? find_core_section(s)->find(k) : nullptr;
     const bool is_default = spec && spec->default_value && sec(s).entries().at(k).value == *spec->default_value;
-    if (user(s, k) && !is_default)
+    if (!is_default)
       resolver_.add_problem(location(s, k), "key '" + full_name(s, k) + "' only applies to " + applies_to + ", but " +
                                                 describe(s_option, k_option) + "; remove it");
   }

@@ -23,7 +23,8 @@ std::vector<sdk::Example> read_jsonl(const std::filesystem::path& path, std::vec
     try {
       fields = nlohmann::json::parse(line);
       if (!fields.is_object()) problem = "expected a JSON object, got " + std::string(fields.type_name());
-    } catch (const nlohmann::json::parse_error& error) {
+    } catch (const nlohmann::json::exception& error) {
+      // parse_error, and out_of_range for a number too large for a double.
       problem = std::string("invalid JSON: ") + error.what();
     }
     if (problem.empty()) {
