@@ -26,7 +26,8 @@ pcre2_match_data* thread_match_data() {
 
 }  // namespace
 
-UnicodeRegex::UnicodeRegex(const std::string& pattern, const std::string& what) : compiled_(new Compiled) {
+UnicodeRegex::UnicodeRegex(const std::string& pattern, const std::string& what)
+    : compiled_(new Compiled), what_(what), pattern_(pattern) {
   int error_code = 0;
   PCRE2_SIZE error_offset = 0;
   // MATCH_INVALID_UTF: text with invalid UTF-8 is matched piecewise instead of
@@ -36,7 +37,8 @@ UnicodeRegex::UnicodeRegex(const std::string& pattern, const std::string& what) 
   if (!compiled_->code) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error_code, message, sizeof message);
-    throw sdk::Error(what + ": regex /" + pattern + "/ does not compile at offset " + std::to_string(error_offset) +
+    // The pattern comes from a tokenizer file: a bad one is a configuration error.
+    throw sdk::ConfigError(what + ": regex /" + pattern + "/ does not compile at offset " + std::to_string(error_offset) +
                      ": " + reinterpret_cast<const char*>(message));
   }
   // JIT is an optimisation: without it (e.g. a platform PCRE2 lacks it for)
@@ -59,7 +61,10 @@ std::vector<std::pair<size_t, size_t>> UnicodeRegex::find_all(std::string_view t
     if (rc < 0) {
       PCRE2_UCHAR message[256];
       pcre2_get_error_message(rc, message, sizeof message);
-      throw sdk::Error(std::string("regex match failed: ") + reinterpret_cast<const char*>(message));
+      // E.g. PCRE2's match limit on a pattern that backtracks catastrophically:
+      // the file's pattern is at fault, not the text.
+      throw sdk::ConfigError(what_ + ": regex /" + pattern_ + "/ failed to match: " +
+                             reinterpret_cast<const char*>(message));
     }
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data);
     const size_t begin = ovector[0], end = ovector[1];

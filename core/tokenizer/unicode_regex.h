@@ -15,8 +15,9 @@ namespace ptrain::tokenizer {
 
 class UnicodeRegex {
  public:
-  // Throws sdk::Error naming `what` (e.g. "tokenizer.json: pre_tokenizer Split")
-  // and PCRE2's message with the offset when the pattern does not compile.
+  // Throws sdk::ConfigError naming `what` (e.g. "tokenizer.json: pre_tokenizer Split")
+  // and PCRE2's message with the offset when the pattern does not compile;
+  // find_all throws one too when matching fails (e.g. PCRE2's match limit).
   UnicodeRegex(const std::string& pattern, const std::string& what);
   ~UnicodeRegex();
   UnicodeRegex(const UnicodeRegex&) = delete;
@@ -32,6 +33,8 @@ class UnicodeRegex {
  private:
   struct Compiled;
   std::unique_ptr<Compiled> compiled_;
+  std::string what_;
+  std::string pattern_;
 };
 
 }  // namespace ptrain::tokenizer

@@ -203,6 +203,11 @@ TEST_CASE("tokenizer.json: malformed and unsupported files fail naming the file 
   CHECK_THAT(failure([](json& t) { t["model"]["merges"][3] = "onlyone"; }), Catch::Contains("model.merges[3]"));
   CHECK_THAT(failure([](json& t) { t["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(unclosed"; }),
              Catch::Contains("does not compile"));
+  // A bad pattern is the file's fault: a ConfigError, which `main` reports as
+  // a config problem (the CI fuzzer found `\p2N}` escaping as a plain Error).
+  json bad_property = base;
+  bad_property["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "\\p2N}";
+  CHECK_THROWS_AS(tokenizer::HfTokenizer::from_json(bad_property, json(), "x/tokenizer.json"), sdk::ConfigError);
   CHECK_THAT(failure([](json& t) { t.erase("model"); }), Catch::Contains("missing key 'model'"));
   CHECK_THAT(failure([](json& t) { t["model"]["vocab"] = json::array(); }), Catch::Contains("model.vocab"));
 
