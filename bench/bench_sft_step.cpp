@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   sdk::ConfigSchema schema;
   sft::declare_sft_config(schema);
   const config::RunConfig run = config::ConfigDocument::load(PTRAIN_BENCH_CONFIG, {}).resolve(schema);
-  const sdk::MicrobatchPlan plan = train::microbatch_plan(run.batch);
+  const sdk::MicrobatchPlan plan = train::microbatch_plan(run);
   const double lr = run.optim.lr;
 
   const std::vector<sdk::Example> examples =

@@ -33,8 +33,16 @@ cmake --build "$work/build" -j "$jobs"
 echo "== the template's tests"
 ctest --test-dir "$work/build" --output-on-failure
 
-echo "== the installed ptrain loads the plugin and trains"
+echo "== the installed ptrain finds its bundled plugins in the prefix"
 ptrain="$prefix/bin/ptrain"
+listed="$("$ptrain" plugins)"
+echo "$listed"
+for bundled in sft dpo grpo; do
+  grep -q "$prefix/.*/ptrain/plugins/libptrain_plugin_$bundled.so" <<< "$listed" ||
+    { echo "the installed ptrain does not list its bundled plugin $bundled from $prefix" >&2; exit 1; }
+done
+
+echo "== the installed ptrain loads the template plugin and trains"
 "$ptrain" plugins --describe orpo --plugin-dir "$work/build"
 "$ptrain" train -c examples/plugin_template/orpo.toml --plugin-dir "$work/build" \
   --set train.max_steps=3 --set schedule.warmup_steps=1 --set train.log_every=1 --set output_dir="\"$work/run\""

@@ -232,6 +232,7 @@ std::vector<Binding> build_bindings() {
   b.push_back(bind_field("model", "rms_norm_eps", &R::model, &ModelSection::rms_norm_eps));
   b.push_back(bind_field("model", "tie_word_embeddings", &R::model, &ModelSection::tie_word_embeddings));
   b.push_back(bind_field("model", "attention_bias", &R::model, &ModelSection::attention_bias));
+  b.push_back(bind_field("model", "activation_checkpointing", &R::model, &ModelSection::activation_checkpointing));
   b.push_back(bind_field("tokenizer", "kind", &R::tokenizer, &TokenizerSection::kind));
   b.push_back(bind_field("tokenizer", "path", &R::tokenizer, &TokenizerSection::path));
   b.push_back(bind_field("tokenizer", "chat_template", &R::tokenizer, &TokenizerSection::chat_template));
@@ -250,6 +251,8 @@ std::vector<Binding> build_bindings() {
   b.push_back(bind_field("batch", "global_size", &R::batch, &BatchSection::global_size));
   b.push_back(bind_field("batch", "micro_size", &R::batch, &BatchSection::micro_size));
   b.push_back(bind_field("batch", "micro_tokens", &R::batch, &BatchSection::micro_tokens));
+  b.push_back(bind_field("batch", "group_by_length", &R::batch, &BatchSection::group_by_length));
+  b.push_back(bind_field("batch", "packing", &R::batch, &BatchSection::packing));
   b.push_back(bind_field("optim", "name", &R::optim, &OptimSection::name));
   b.push_back(bind_field("optim", "lr", &R::optim, &OptimSection::lr));
   b.push_back(bind_field("optim", "weight_decay", &R::optim, &OptimSection::weight_decay));
@@ -739,6 +742,12 @@ class CrossChecks {
     } else if (!size && !tokens && has("batch", "global_size") && !micro_written_) {
       // Neither given: one microbatch per update, i.e. no gradient accumulation.
       sec("batch").set("micro_size", i("batch", "global_size"), kDefaultLocation, false);
+    }
+    if (has("batch", "packing") && sec("batch").get_bool("packing") && !tokens) {
+      report("batch", "packing", "batch", "micro_tokens",
+             describe("batch", "packing") +
+                 " needs batch.micro_tokens: packed rows are cut into microbatches by "
+                 "their token count");
     }
     if (tokens && has("data", "max_length") && i("batch", "micro_tokens") < i("data", "max_length")) {
       report("batch", "micro_tokens", "data", "max_length",

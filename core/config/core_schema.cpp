@@ -34,6 +34,9 @@ std::vector<std::pair<std::string, sdk::ConfigSchema>> build_core_sections() {
   model.add_float("rms_norm_eps", 1e-6, "epsilon inside RMSNorm (> 0)");
   model.add_bool("tie_word_embeddings", true, "lm_head shares the input embedding matrix");
   model.add_bool("attention_bias", false, "q/k/v projections carry a bias (Qwen2 style)");
+  model.add_bool("activation_checkpointing", false,
+                 "keep only each decoder layer's input in the forward and recompute the layer in backward: less "
+                 "memory for one more forward of compute, same gradients");
   sections.emplace_back("model", std::move(model));
 
   sdk::ConfigSchema tokenizer;
@@ -81,6 +84,12 @@ std::vector<std::pair<std::string, sdk::ConfigSchema>> build_core_sections() {
                 1);
   batch.add_int("micro_tokens", std::nullopt,
                 "padded-token budget per microbatch, instead of micro_size; >= data.max_length", 1);
+  batch.add_bool("group_by_length", true,
+                 "put examples of similar length in the same microbatch (less padding); the step's gradient is the "
+                 "same either way");
+  batch.add_bool("packing", false,
+                 "pack several examples into each row of up to data.max_length tokens (best-fit-decreasing, "
+                 "attention and positions kept per example); needs micro_tokens and a plugin that packs (sft)");
   sections.emplace_back("batch", std::move(batch));
 
   sdk::ConfigSchema optim;

@@ -26,6 +26,7 @@ struct ModelSection {
   double rms_norm_eps = 0.0;
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v projections carry a bias (Qwen2 style)
+  bool activation_checkpointing = false;  // recompute each layer in backward instead of keeping its activations
 };
 
 struct TokenizerSection {
@@ -54,6 +55,8 @@ struct BatchSection {
   int64_t global_size = 0;   // examples per optimizer update
   int64_t micro_size = 0;    // examples per microbatch (0 when micro_tokens is used)
   int64_t micro_tokens = 0;  // padded-token budget per microbatch (0 when micro_size is used)
+  bool group_by_length = true;  // similar lengths share a microbatch
+  bool packing = false;         // several examples per row (needs micro_tokens)
 };
 
 struct OptimSection {

@@ -11,8 +11,11 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <chrono>
 #include <functional>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace ptrain::dist {
 namespace {
@@ -122,7 +125,7 @@ class C10dCommunicator final : public Communicator {
     } catch (const std::exception& error) {
       throw sdk::Error("rank " + std::to_string(launch_.rank) + " of " + std::to_string(launch_.world_size) + ": " +
                        operation + " failed (a peer rank may have died or hung; timeout " +
-                       std::to_string(timeout_.count()) + " s): " + first_line(error));
+                       std::to_string(timeout_.count()) + " s): " + first_line(error) + silent_peers());
     }
   }
 
@@ -137,6 +140,35 @@ class C10dCommunicator final : public Communicator {
     std::vector<at::Tensor> staged;
     for (const at::Tensor& tensor : tensors) staged.push_back(tensor.to(device_));
     return staged;
+  }
+
+  // After a failure: every rank whose collective fails says so in the store,
+  // and a peer that stays silent for a short grace is the one that hung or
+  // died — the rank a timeout alone cannot name. Costs nothing until then.
+  std::string silent_peers() {
+    if (!store_) return "";  // the rendezvous itself failed
+    constexpr auto kGrace = std::chrono::seconds(2);
+    const auto key = [](int rank) { return "ptrain/failed/rank" + std::to_string(rank); };
+    try {
+      store_->set(key(launch_.rank), std::vector<uint8_t>{1});
+      std::vector<int> silent;
+      const auto deadline = Clock::now() + kGrace;
+      do {
+        silent.clear();
+        for (int rank = 0; rank < launch_.world_size; ++rank) {
+          if (rank != launch_.rank && !store_->check({key(rank)})) silent.push_back(rank);
+        }
+        if (silent.empty() || Clock::now() >= deadline) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      } while (true);
+      if (silent.empty()) return "";
+      std::string names;
+      for (const int rank : silent) names += (names.empty() ? "" : ", ") + std::to_string(rank);
+      return "; no word from rank " + names + " within " + std::to_string(kGrace.count()) +
+             " s of this failure: it hung or died";
+    } catch (const std::exception&) {
+      return "";  // the store went with a dead rank 0: nothing more to learn
+    }
   }
 
   c10::intrusive_ptr<c10d::Work> start(const std::string& operation,

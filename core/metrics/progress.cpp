@@ -78,6 +78,11 @@ void PhaseProgress::advance(int64_t count) {
   }
 }
 
+void PhaseProgress::dismiss() {
+  finished_ = true;
+  status_.clear();
+}
+
 void PhaseProgress::finish() {
   if (finished_) return;
   finished_ = true;

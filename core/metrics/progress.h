@@ -34,6 +34,9 @@ class PhaseProgress {
   void advance(int64_t count = 1);
   // Logs "<label>: N/N in 3s" once; the destructor calls it if nobody did.
   void finish();
+  // Clears the bar without that line: for phases that recur every step
+  // (GRPO's rollouts), whose line would drown the step lines.
+  void dismiss();
 
  private:
   double elapsed_s() const;

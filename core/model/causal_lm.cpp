@@ -1,6 +1,8 @@
 #include "core/model/causal_lm.h"
 
+#include "core/model/attention_compat.h"
 #include "core/model/safetensors.h"
+#include "core/model/target_scores.h"
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
@@ -282,9 +284,8 @@ at::Tensor CausalLm::rms_norm(const at::Tensor& x, const at::Tensor& weight) con
   return weight * (x * at::rsqrt(variance + config_.rms_norm_eps));
 }
 
-// x: [B, T, H] → [B, T, H]. cos/sin: [T, head_dim]; causal_mask: [T, T] bool, true above the diagonal.
-at::Tensor CausalLm::attention(const Layer& layer, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
-                               const at::Tensor& causal_mask) const {
+// x: [B, T, H] → [B, T, H].
+at::Tensor CausalLm::attention(const Layer& layer, const at::Tensor& x, const AttentionLayout& layout) const {
   const int64_t b = x.size(0);
   const int64_t t = x.size(1);
   const int64_t d = config_.resolved_head_dim();
@@ -297,26 +298,56 @@ at::Tensor CausalLm::attention(const Layer& layer, const at::Tensor& x, const at
   at::Tensor q = project(layer.q_weight, layer.q_bias, heads);
   at::Tensor k = project(layer.k_weight, layer.k_bias, kv_heads);
   at::Tensor v = project(layer.v_weight, layer.v_bias, kv_heads);
-  q = q * cos + rotate_half(q) * sin;
-  k = k * cos + rotate_half(k) * sin;
+  q = q * layout.cos + rotate_half(q) * layout.sin;
+  k = k * layout.cos + rotate_half(k) * layout.sin;
   if (kv_heads != heads) {
     // Query head j reads kv head j / (heads / kv_heads), as transformers' repeat_kv.
     const int64_t repeat = heads / kv_heads;
     k = k.unsqueeze(2).expand({b, kv_heads, repeat, t, d}).reshape({b, heads, t, d});
     v = v.unsqueeze(2).expand({b, kv_heads, repeat, t, d}).reshape({b, heads, t, d});
   }
-  const at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(d)));
-  const at::Tensor probs =
-      at::softmax(scores.masked_fill(causal_mask, -std::numeric_limits<float>::infinity()), -1);  // [B, heads, T, T]
-  const at::Tensor out = at::matmul(probs, v).transpose(1, 2).reshape({b, t, heads * d});
-  return at::linear(out, layer.o_weight, layer.o_bias);
+  const at::Tensor out = attention_compat::attend(q, k, v, layout.allowed, layout.blocked);  // [B, heads, T, d]
+  return at::linear(out.transpose(1, 2).reshape({b, t, heads * d}), layer.o_weight, layer.o_bias);
 }
 
 at::Tensor CausalLm::mlp(const Layer& layer, const at::Tensor& x) const {
   return at::linear(at::silu(at::linear(x, layer.gate_weight)) * at::linear(x, layer.up_weight), layer.down_weight);
 }
 
-at::Tensor CausalLm::hidden_states(const at::Tensor& input_ids) {
+at::Tensor CausalLm::decoder_layer(size_t index, const at::Tensor& x, const AttentionLayout& layout) const {
+  const Layer& layer = layers_.at(index);
+  const at::Tensor h = x + attention(layer, rms_norm(x, layer.input_norm), layout);
+  return h + mlp(layer, rms_norm(h, layer.post_norm));
+}
+
+CausalLm::AttentionLayout CausalLm::attention_layout(int64_t t, const at::Tensor& position_ids,
+                                                     const at::Tensor& document_ids) {
+  ensure_rope_cache(t);
+  AttentionLayout layout;
+  if (position_ids.defined()) {
+    // Each token's own position (packed rows restart per document): [B, 1, T, d].
+    const int64_t b = position_ids.size(0);
+    const at::Tensor flat = position_ids.reshape({-1});
+    layout.cos = rope_cos_.index_select(0, flat).view({b, 1, t, -1});
+    layout.sin = rope_sin_.index_select(0, flat).view({b, 1, t, -1});
+  } else {
+    layout.cos = rope_cos_.narrow(0, 0, t);  // [T, d], the same for every row
+    layout.sin = rope_sin_.narrow(0, 0, t);
+  }
+  const at::Tensor causal = at::ones({t, t}, at::kBool).tril();
+  if (document_ids.defined()) {
+    // Block-diagonal causal: a query reads earlier keys of its own document.
+    const at::Tensor same_document = document_ids.unsqueeze(2) == document_ids.unsqueeze(1);  // [B, T, T]
+    layout.allowed = same_document.logical_and(causal).unsqueeze(1);                          // [B, 1, T, T]
+  }
+  if (!attention_compat::kFusedAttention) {
+    layout.blocked = layout.allowed.defined() ? layout.allowed.logical_not() : causal.logical_not();
+  }
+  return layout;
+}
+
+at::Tensor CausalLm::hidden_states(const at::Tensor& input_ids, const at::Tensor& position_ids,
+                                   const at::Tensor& document_ids) {
   TORCH_CHECK(input_ids.defined() && input_ids.dim() == 2, "input_ids must be [B, T], got ",
               input_ids.defined() ? format_shape(input_ids.sizes()) : "an undefined tensor");
   TORCH_CHECK(input_ids.scalar_type() == at::kLong, "input_ids must be int64, got ", input_ids.scalar_type());
@@ -324,26 +355,37 @@ at::Tensor CausalLm::hidden_states(const at::Tensor& input_ids) {
   const int64_t t = input_ids.size(1);
   TORCH_CHECK(t <= config_.max_position_embeddings, "input_ids has ", t,
               " positions, more than max_position_embeddings = ", config_.max_position_embeddings);
-  const int64_t min_id = input_ids.min().item<int64_t>();
-  const int64_t max_id = input_ids.max().item<int64_t>();
-  TORCH_CHECK(min_id >= 0 && max_id < config_.vocab_size, "input_ids values must be in [0, ", config_.vocab_size,
-              "), got range [", min_id, ", ", max_id, "]");
+  // Value checks read tensors back: free on the host, a device sync on a GPU,
+  // where ids come from host-side collation that the host already checked.
+  const bool check_values = input_ids.is_cpu();
+  if (check_values) {
+    const int64_t min_id = input_ids.min().item<int64_t>();
+    const int64_t max_id = input_ids.max().item<int64_t>();
+    TORCH_CHECK(min_id >= 0 && max_id < config_.vocab_size, "input_ids values must be in [0, ", config_.vocab_size,
+                "), got range [", min_id, ", ", max_id, "]");
+  }
+  for (const at::Tensor* ids : {&position_ids, &document_ids}) {
+    TORCH_CHECK(!ids->defined() || (ids->sizes() == input_ids.sizes() && ids->scalar_type() == at::kLong),
+                ids == &position_ids ? "position_ids" : "document_ids", " must be int64 of the shape of input_ids ",
+                input_ids.sizes(), ", got ", ids->defined() ? format_shape(ids->sizes()) : "");
+  }
+  if (check_values && position_ids.defined()) {
+    TORCH_CHECK(position_ids.min().item<int64_t>() >= 0 && position_ids.max().item<int64_t>() < t,
+                "position_ids values must be in [0, ", t, ")");
+  }
 
-  ensure_rope_cache(t);
-  const at::Tensor cos = rope_cos_.narrow(0, 0, t);  // [T, d]
-  const at::Tensor sin = rope_sin_.narrow(0, 0, t);
-  const at::Tensor causal_mask = at::ones({t, t}, at::kBool).triu(1);
-
+  const AttentionLayout layout = attention_layout(t, position_ids, document_ids);
+  // Recomputing layers in backward only pays when there is a backward.
+  const bool checkpoint = activation_checkpointing_ && at::GradMode::is_enabled();
   at::Tensor x = at::embedding(embed_tokens_, input_ids);  // [B, T, H]
-  for (const Layer& layer : layers_) {
-    x = x + attention(layer, rms_norm(x, layer.input_norm), cos, sin, causal_mask);
-    x = x + mlp(layer, rms_norm(x, layer.post_norm));
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    x = checkpoint ? checkpointed_layer(i, x, layout) : decoder_layer(i, x, layout);
   }
   return rms_norm(x, final_norm_);
 }
 
 at::Tensor CausalLm::logits(const at::Tensor& input_ids) {
-  return at::linear(hidden_states(input_ids), lm_head_weight());  // [B, T, V]
+  return at::linear(hidden_states(input_ids, {}, {}), lm_head_weight());  // [B, T, V]
 }
 
 sdk::TargetLogProbs CausalLm::target_log_probs(const sdk::TokenBatch& batch) { return score_targets(batch, false); }
@@ -371,30 +413,26 @@ sdk::TargetLogProbs CausalLm::score_targets(const sdk::TokenBatch& batch, bool w
   const int64_t t = input_ids.size(1);
   const at::Tensor rows = loss_mask.reshape({-1}).nonzero().squeeze(1);       // [M] int64, row-major order
   const at::Tensor targets = target_ids.reshape({-1}).index_select(0, rows);  // [M]
-  if (targets.numel() > 0) {
+  // As in hidden_states: no value check (a device sync) on a GPU.
+  if (targets.is_cpu() && targets.numel() > 0) {
     const int64_t min_id = targets.min().item<int64_t>();
     const int64_t max_id = targets.max().item<int64_t>();
     TORCH_CHECK(min_id >= 0 && max_id < config_.vocab_size, "target_ids values at loss_mask positions must be in [0, ",
                 config_.vocab_size, "), got range [", min_id, ", ", max_id, "]");
   }
 
-  const at::Tensor hidden = hidden_states(input_ids);                                              // [B, T, H]
+  const at::Tensor hidden = hidden_states(input_ids, batch.position_ids, batch.document_ids);      // [B, T, H]
   const at::Tensor selected = hidden.reshape({b * t, config_.hidden_size}).index_select(0, rows);  // [M, H]
-  // Only the M trained rows go through the vocabulary projection.
-  const at::Tensor logits = at::linear(selected, lm_head_weight());  // [M, V]
-  const at::Tensor log_probs = logits.gather(1, targets.unsqueeze(1)).squeeze(1) - at::logsumexp(logits, {1});  // [M]
-  const at::Tensor is_argmax = logits.detach().argmax(1) == targets;                                            // [M]
+  // Only the M trained rows go through the vocabulary projection, a chunk of
+  // rows at a time (target_scores.h).
+  const TargetScores scores = score_target_rows(selected, lm_head_weight(), targets, with_entropy);
 
   // masked_scatter fills true positions in row-major order, the order of `rows`.
   sdk::TargetLogProbs out;
-  out.log_probs = at::zeros({b, t}, hidden.options()).masked_scatter(loss_mask, log_probs);
-  out.is_argmax = at::zeros({b, t}, at::kBool).masked_scatter(loss_mask, is_argmax);
+  out.log_probs = at::zeros({b, t}, hidden.options()).masked_scatter(loss_mask, scores.log_probs);
+  out.is_argmax = at::zeros({b, t}, at::kBool).masked_scatter(loss_mask, scores.is_argmax);
   if (with_entropy) {
-    // H = logsumexp(z) − Σ softmax(z)·z, from the same M rows, without gradient.
-    const at::NoGradGuard no_grad;
-    const at::Tensor z = logits.detach();
-    const at::Tensor entropy = at::logsumexp(z, {1}) - (at::softmax(z, 1) * z).sum(1);  // [M]
-    out.entropy = at::zeros({b, t}, hidden.options().requires_grad(false)).masked_scatter(loss_mask, entropy);
+    out.entropy = at::zeros({b, t}, hidden.options().requires_grad(false)).masked_scatter(loss_mask, scores.entropy);
   }
   return out;
 }

@@ -60,8 +60,15 @@ class CausalLm : public sdk::LanguageModel {
   std::unique_ptr<CausalLm> frozen_copy() const;
 
   // input_ids: [B, T] int64, right-padded, values in [0, vocab_size)
-  // → [B, T, hidden_size] float32, after the final norm.
-  at::Tensor hidden_states(const at::Tensor& input_ids);
+  // → [B, T, hidden_size] float32, after the final norm. position_ids and
+  // document_ids ([B, T] int64) describe packed rows (sdk::TokenBatch);
+  // undefined, positions are 0..T-1 and attention is plain causal.
+  at::Tensor hidden_states(const at::Tensor& input_ids, const at::Tensor& position_ids, const at::Tensor& document_ids);
+
+  // Activation checkpointing: keep only each decoder layer's input during the
+  // forward and recompute the layer in backward (less memory, one more
+  // forward of compute). Same gradients.
+  void set_activation_checkpointing(bool enabled) { activation_checkpointing_ = enabled; }
 
   // sdk::LanguageModel. target_log_probs projects only the loss_mask rows
   // through lm_head and computes log p = logit[target] - logsumexp(logits).
@@ -113,10 +120,29 @@ class CausalLm : public sdk::LanguageModel {
   // Names and shapes of all parameters for a config, in named_parameters() order.
   static std::vector<std::pair<std::string, std::vector<int64_t>>> expected_parameters(const ModelConfig& config);
 
+  // What every layer of one forward shares: rotary tables ([T, d], or
+  // [B, 1, T, d] with position_ids) and which keys each query may read
+  // (attention_compat::attend: `allowed` [B, 1, T, T] for packed rows,
+  // undefined for plain causal; `blocked` for the unfused kernel).
+  struct AttentionLayout {
+    at::Tensor cos;
+    at::Tensor sin;
+    at::Tensor allowed;
+    at::Tensor blocked;
+  };
+  AttentionLayout attention_layout(int64_t t, const at::Tensor& position_ids, const at::Tensor& document_ids);
+
   at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight) const;
-  at::Tensor attention(const Layer& layer, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
-                       const at::Tensor& causal_mask) const;
+  at::Tensor attention(const Layer& layer, const at::Tensor& x, const AttentionLayout& layout) const;
   at::Tensor mlp(const Layer& layer, const at::Tensor& x) const;
+  // Decoder layer `index`: x + attention, then + MLP. [B, T, H] → [B, T, H].
+  at::Tensor decoder_layer(size_t index, const at::Tensor& x, const AttentionLayout& layout) const;
+  // decoder_layer without keeping activations; recomputed in backward
+  // (causal_lm_checkpoint.cpp).
+  at::Tensor checkpointed_layer(size_t index, const at::Tensor& x, const AttentionLayout& layout) const;
+  // The layer's trainable tensors, the inputs its recomputation differentiates.
+  std::vector<at::Tensor> layer_parameters(size_t index) const;
+  struct CheckpointFunction;  // the autograd node of checkpointed_layer
   sdk::TargetLogProbs score_targets(const sdk::TokenBatch& batch, bool with_entropy);
   // decode_step's attention: writes this step's keys and values into the
   // cache at slot `start` and attends over slots [0, start + t).
@@ -138,6 +164,8 @@ class CausalLm : public sdk::LanguageModel {
   at::Tensor rope_cos_;
   at::Tensor rope_sin_;
   int64_t rope_length_ = 0;
+
+  bool activation_checkpointing_ = false;
 };
 
 }  // namespace ptrain::model

@@ -81,10 +81,12 @@ std::string plugin_file_name(const std::string& name) { return "libptrain_plugin
 
 std::vector<fs::path> plugin_search_dirs(const std::vector<fs::path>& extra_dirs) {
   std::vector<fs::path> dirs = extra_dirs;
-  // A build tree has the install layout (bin/, lib/ptrain/plugins/), so one
-  // executable-relative entry serves both.
+  // A build tree has the install layout (bin/, lib/ptrain/plugins/); an
+  // install puts plugins under its own libdir, which differs on multiarch
+  // prefixes (duplicates are dropped below).
   if (const fs::path exe_dir = executable_dir(); !exe_dir.empty()) {
     dirs.push_back(exe_dir.parent_path() / "lib" / "ptrain" / "plugins");
+    dirs.push_back(exe_dir.parent_path() / PTRAIN_INSTALL_LIBDIR / "ptrain" / "plugins");
   }
   if (const char* env = std::getenv("PTRAIN_PLUGIN_PATH"); env != nullptr) {
     std::stringstream entries(env);

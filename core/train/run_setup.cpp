@@ -75,6 +75,7 @@ std::unique_ptr<model::CausalLm> make_policy(const config::RunConfig& config, co
     model_config.validate();
     policy = model::CausalLm::init_random(model_config, config.seed);
   }
+  policy->set_activation_checkpointing(config.model.activation_checkpointing);
   const model::ModelConfig& loaded = policy->config();
   if (loaded.vocab_size < tokenizer.vocab_size()) {
     throw sdk::ConfigError("model vocab_size " + std::to_string(loaded.vocab_size) + " is smaller than the tokenizer's " +
@@ -123,11 +124,15 @@ std::vector<sdk::Example> load_examples(const config::RunConfig& config, const s
   return examples;
 }
 
-sdk::MicrobatchPlan microbatch_plan(const config::BatchSection& batch) {
+sdk::MicrobatchPlan microbatch_plan(const config::RunConfig& config) {
+  const config::BatchSection& batch = config.batch;
   sdk::MicrobatchPlan plan;
   plan.micro_size = batch.micro_size;
   plan.micro_tokens = batch.micro_tokens;
   if (plan.micro_size <= 0 && plan.micro_tokens <= 0) plan.micro_size = batch.global_size;
+  plan.group_by_length = batch.group_by_length;
+  plan.packing = batch.packing;
+  plan.row_tokens = config.data.max_length;
   return plan;
 }
 

@@ -37,6 +37,6 @@ std::unique_ptr<model::CausalLm> make_policy(const config::RunConfig& config, co
 std::vector<sdk::Example> load_examples(const config::RunConfig& config, const sdk::TrainModule& module,
                                         std::vector<std::string>* skipped = nullptr);
 
-sdk::MicrobatchPlan microbatch_plan(const config::BatchSection& batch);
+sdk::MicrobatchPlan microbatch_plan(const config::RunConfig& config);
 
 }  // namespace ptrain::train

@@ -158,7 +158,7 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
   if (is_main) write_text_file(output_dir / "config.toml", options.resolved_config_toml);
   module->prepare_dataset(context, examples);
   const data::GlobalBatchSampler sampler(static_cast<int64_t>(examples.size()), config.batch.global_size, config.seed);
-  const sdk::MicrobatchPlan plan = microbatch_plan(config.batch);
+  const sdk::MicrobatchPlan plan = microbatch_plan(config);
   metrics::MetricReducer reducer(trainer_metric_specs(*module));
 
   const auto named_parameters = policy->named_parameters();

@@ -334,6 +334,11 @@ void DpoModule::load_state(sdk::Context& ctx, const sdk::PluginState& state) {
 std::vector<std::unique_ptr<sdk::Microbatch>> DpoModule::prepare(sdk::Context& ctx,
                                                                  const std::vector<const sdk::Example*>& examples,
                                                                  const sdk::MicrobatchPlan& plan) {
+  if (plan.packing) {
+    throw sdk::ConfigError(
+        "batch.packing = true: the dpo plugin does not pack pairs (the sft plugin does); set "
+        "batch.packing = false");
+  }
   sync_reference_if_due(ctx);
   if (config_.precompute_reference && config_.needs_reference() && !reference_precomputed_) {
     throw sdk::Error("dpo: precompute_reference is set but prepare_dataset() did not run before the first step");

@@ -337,6 +337,11 @@ std::unique_ptr<GrpoMicrobatch> GrpoModule::collate(const std::vector<int64_t>& 
 std::vector<std::unique_ptr<sdk::Microbatch>> GrpoModule::prepare(sdk::Context& ctx,
                                                                   const std::vector<const sdk::Example*>& examples,
                                                                   const sdk::MicrobatchPlan& plan) {
+  if (plan.packing) {
+    throw sdk::ConfigError(
+        "batch.packing = true: the grpo plugin does not pack rollouts (the sft plugin does); set "
+        "batch.packing = false");
+  }
   const int64_t step = ctx.run_info().step;
   const int64_t cycle_start = step - step % config_.num_iterations;
   // The same decision on every rank: it depends on the step and on the

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <tuple>
 
 namespace ptrain::sft {
 namespace {
@@ -82,6 +83,32 @@ sdk::TokenBatch collate_examples(const std::vector<TokenizedExample>& examples, 
     if (example.tokens.size() < 2) continue;
     for (size_t j = 0; j + 1 < example.tokens.size(); ++j) mask[row][j] = example.trainable[j + 1] != 0;
   }
+  return batch;
+}
+
+sdk::TokenBatch collate_packed_examples(const std::vector<std::vector<TokenizedExample>>& rows, int64_t pad_id) {
+  std::vector<std::vector<int64_t>> inputs(rows.size()), targets(rows.size()), document_lengths(rows.size());
+  std::vector<std::vector<bool>> trained(rows.size());
+  for (size_t row = 0; row < rows.size(); ++row) {
+    for (const TokenizedExample& example : rows[row]) {
+      const auto& tokens = example.tokens;
+      TORCH_CHECK(tokens.size() >= 2, "collate_packed_examples: an example of ", tokens.size(),
+                  " tokens has nothing to predict");
+      inputs[row].insert(inputs[row].end(), tokens.begin(), tokens.end() - 1);
+      targets[row].insert(targets[row].end(), tokens.begin() + 1, tokens.end());
+      for (size_t j = 1; j < tokens.size(); ++j) trained[row].push_back(example.trainable[j] != 0);
+      document_lengths[row].push_back(static_cast<int64_t>(tokens.size()) - 1);
+    }
+  }
+  sdk::TokenBatch batch;
+  batch.input_ids = sdk::pad_sequences(inputs, pad_id);
+  batch.target_ids = sdk::pad_sequences(targets, pad_id);
+  batch.loss_mask = at::zeros(batch.input_ids.sizes(), at::kBool);
+  auto mask = batch.loss_mask.accessor<bool, 2>();
+  for (size_t row = 0; row < rows.size(); ++row) {
+    for (size_t j = 0; j < trained[row].size(); ++j) mask[row][j] = trained[row][j];
+  }
+  std::tie(batch.document_ids, batch.position_ids) = sdk::packed_document_layout(document_lengths);
   return batch;
 }
 

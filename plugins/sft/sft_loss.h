@@ -43,4 +43,10 @@ TokenizedExample tokenize_chat_example(const sdk::Tokenizer& tokenizer, const sd
 // trainable; right-padded with `pad_id`.
 sdk::TokenBatch collate_examples(const std::vector<TokenizedExample>& examples, int64_t pad_id);
 
+// Packed rows: each row holds its examples' inputs back to back, with
+// document_ids and restarting position_ids (sdk::TokenBatch), so no position
+// attends or predicts across a document boundary: a document's last input
+// predicts its own last token. Every example has at least 2 tokens.
+sdk::TokenBatch collate_packed_examples(const std::vector<std::vector<TokenizedExample>>& rows, int64_t pad_id);
+
 }  // namespace ptrain::sft

@@ -146,6 +146,26 @@ std::vector<std::unique_ptr<sdk::Microbatch>> SftModule::prepare(sdk::Context& c
   }
 
   std::vector<std::unique_ptr<sdk::Microbatch>> microbatches;
+  if (plan.packing) {
+    for (const sdk::PackedMicrobatch& rows : sdk::plan_packed_microbatches(input_lengths, plan)) {
+      auto microbatch = std::make_unique<SftMicrobatch>();
+      std::vector<std::vector<TokenizedExample>> packed_rows;
+      for (const std::vector<int64_t>& row : rows) {
+        packed_rows.emplace_back();
+        for (const int64_t member : row) {
+          packed_rows.back().push_back(tokenized[member]);
+          microbatch->num_tokens += input_lengths[member];
+          microbatch->truncated_examples += tokenized[member].truncated ? 1 : 0;
+          ++microbatch->num_examples;
+        }
+      }
+      microbatch->tokens = collate_packed_examples(packed_rows, tokenizer.pad_id());
+      microbatch->padded_tokens = microbatch->tokens.input_ids.numel();
+      if (microbatches.empty()) microbatch->skipped_examples = skipped;
+      microbatches.push_back(std::move(microbatch));
+    }
+    return microbatches;
+  }
   for (const std::vector<int64_t>& members : sdk::split_into_microbatches(input_lengths, plan)) {
     auto microbatch = std::make_unique<SftMicrobatch>();
     std::vector<TokenizedExample> group;
@@ -164,7 +184,7 @@ std::vector<std::unique_ptr<sdk::Microbatch>> SftModule::prepare(sdk::Context& c
 }
 
 int64_t SftModule::count_units(const sdk::Microbatch& microbatch) const {
-  return sdk::count_loss_units(static_cast<const SftMicrobatch&>(microbatch).tokens.loss_mask, config_.aggregation);
+  return sdk::count_loss_units(static_cast<const SftMicrobatch&>(microbatch).tokens, config_.aggregation);
 }
 
 double SftModule::loss_divisor(int64_t global_units) const {
@@ -177,7 +197,7 @@ sdk::LossOut SftModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatch
   const at::Tensor token_nll = -scored.log_probs;  // [B, T], 0 outside the mask
 
   sdk::LossOut out;
-  out.loss_sum = sdk::aggregate_loss_sum(token_nll, batch.tokens.loss_mask, config_.aggregation);
+  out.loss_sum = sdk::aggregate_loss_sum(token_nll, batch.tokens, config_.aggregation);
 
   const at::Tensor& mask = batch.tokens.loss_mask;
   const auto trainable = static_cast<double>(mask.sum().item<int64_t>());

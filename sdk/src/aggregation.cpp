@@ -39,14 +39,36 @@ LossAggregation parse_loss_aggregation(const std::string& name) {
   throw ConfigError("unknown loss aggregation '" + name + "' (expected one of: " + allowed + ")");
 }
 
-int64_t count_loss_units(const at::Tensor& loss_mask, const AggregationSpec& spec) {
-  check_mask(loss_mask);
-  if (counts_sequences(spec.mode)) return loss_mask.any(/*dim=*/1).sum().item<int64_t>();
-  return loss_mask.sum().item<int64_t>();
+namespace {
+
+// Sequence index of each position: the row, or (row, document) of a packed row.
+// [B, T] int64 with values in [0, B·T).
+at::Tensor sequence_index(const at::Tensor& loss_mask, const at::Tensor& document_ids) {
+  const int64_t rows = loss_mask.size(0), columns = loss_mask.size(1);
+  const at::Tensor row = at::arange(rows, at::kLong).unsqueeze(1).expand({rows, columns});
+  if (!document_ids.defined()) return row;
+  TORCH_CHECK(document_ids.sizes() == loss_mask.sizes() && document_ids.scalar_type() == at::kLong,
+              "document_ids must be [B, T] int64 like loss_mask ", loss_mask.sizes(), ", got ", document_ids.sizes(),
+              " ", document_ids.scalar_type());
+  return row * columns + document_ids.clamp_min(0);  // padding (-1) is never in the mask
 }
 
-at::Tensor aggregate_loss_sum(const at::Tensor& token_loss, const at::Tensor& loss_mask,
-                              const AggregationSpec& spec) {
+// Trainable tokens of every sequence that has one. [S] float.
+at::Tensor tokens_per_sequence(const at::Tensor& loss_mask, const at::Tensor& sequences, at::ScalarType type) {
+  const at::Tensor index = sequences.masked_select(loss_mask);
+  return at::zeros({loss_mask.numel()}, type).index_add_(0, index, at::ones(index.sizes(), type));
+}
+
+int64_t count_units(const at::Tensor& loss_mask, const at::Tensor& document_ids, const AggregationSpec& spec) {
+  check_mask(loss_mask);
+  if (!counts_sequences(spec.mode)) return loss_mask.sum().item<int64_t>();
+  if (!document_ids.defined()) return loss_mask.any(/*dim=*/1).sum().item<int64_t>();
+  const at::Tensor counts = tokens_per_sequence(loss_mask, sequence_index(loss_mask, document_ids), at::kLong);
+  return counts.gt(0).sum().item<int64_t>();
+}
+
+at::Tensor aggregate(const at::Tensor& token_loss, const at::Tensor& loss_mask, const at::Tensor& document_ids,
+                     const AggregationSpec& spec) {
   check_mask(loss_mask);
   TORCH_CHECK(token_loss.sizes() == loss_mask.sizes(), "token_loss ", token_loss.sizes(),
               " and loss_mask ", loss_mask.sizes(), " must have the same shape");
@@ -62,11 +84,36 @@ at::Tensor aggregate_loss_sum(const at::Tensor& token_loss, const at::Tensor& lo
       return masked_loss.sum() / spec.norm_constant;
     case LossAggregation::kSeqMeanTokenMean: {
       // Sequences without a trainable token divide 0 by 1 and add nothing.
-      const at::Tensor tokens_per_sequence = loss_mask.sum(/*dim=*/1).clamp_min(1).to(token_loss.scalar_type());
-      return (masked_loss.sum(/*dim=*/1) / tokens_per_sequence).sum();
+      if (!document_ids.defined()) {
+        const at::Tensor tokens = loss_mask.sum(/*dim=*/1).clamp_min(1).to(token_loss.scalar_type());
+        return (masked_loss.sum(/*dim=*/1) / tokens).sum();
+      }
+      const at::Tensor sequences = sequence_index(loss_mask, document_ids);
+      const at::Tensor tokens = tokens_per_sequence(loss_mask, sequences, token_loss.scalar_type()).clamp_min(1);
+      const at::Tensor loss_per_sequence = at::zeros({loss_mask.numel()}, token_loss.options())
+                                               .index_add(0, sequences.reshape({-1}), masked_loss.reshape({-1}));
+      return (loss_per_sequence / tokens).sum();
     }
   }
   throw Error("unhandled loss aggregation mode");
+}
+
+}  // namespace
+
+int64_t count_loss_units(const at::Tensor& loss_mask, const AggregationSpec& spec) {
+  return count_units(loss_mask, at::Tensor(), spec);
+}
+
+at::Tensor aggregate_loss_sum(const at::Tensor& token_loss, const at::Tensor& loss_mask, const AggregationSpec& spec) {
+  return aggregate(token_loss, loss_mask, at::Tensor(), spec);
+}
+
+int64_t count_loss_units(const TokenBatch& batch, const AggregationSpec& spec) {
+  return count_units(batch.loss_mask, batch.document_ids, spec);
+}
+
+at::Tensor aggregate_loss_sum(const at::Tensor& token_loss, const TokenBatch& batch, const AggregationSpec& spec) {
+  return aggregate(token_loss, batch.loss_mask, batch.document_ids, spec);
 }
 
 double loss_divisor(const AggregationSpec& spec, int64_t global_units) {

@@ -4,15 +4,19 @@
 
 #include "ptrain/sdk/chat.h"
 #include "ptrain/sdk/errors.h"
+#include "ptrain/sdk/progress.h"
 
 #include <ATen/Parallel.h>
 
 #include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <memory>
 
 namespace ptrain::sdk {
 namespace {
@@ -86,6 +90,12 @@ std::optional<std::vector<TokenArrays>> read_cache(const fs::path& path, const s
   return data;
 }
 
+// Both tokenize_dataset overloads: `start_progress` shows the tokenizing phase.
+std::vector<TokenArrays> tokenize_all(const Tokenizer& tokenizer, const std::string& cache_dir,
+                                      const std::vector<Example>& examples, const std::string& recipe,
+                                      const std::function<TokenArrays(const Example&)>& tokenize, TokenizeStats* stats,
+                                      const std::function<std::unique_ptr<Progress>(int64_t)>& start_progress);
+
 }  // namespace
 
 std::vector<TokenArrays> tokenize_dataset(Context& ctx, const std::vector<Example>& examples, const std::string& recipe,
@@ -93,13 +103,24 @@ std::vector<TokenArrays> tokenize_dataset(Context& ctx, const std::vector<Exampl
                                           TokenizeStats* stats) {
   const std::string output_dir = ctx.run_info().output_dir;
   const std::string cache_dir = output_dir.empty() ? "" : (fs::path(output_dir) / "token_cache").string();
-  return tokenize_dataset(ctx.tokenizer(), cache_dir, examples, recipe, tokenize, stats);
+  return tokenize_all(ctx.tokenizer(), cache_dir, examples, recipe, tokenize, stats,
+                      [&](int64_t total) { return ctx.start_progress("tokenizing examples", total); });
 }
 
 std::vector<TokenArrays> tokenize_dataset(const Tokenizer& tokenizer, const std::string& cache_dir,
                                           const std::vector<Example>& examples, const std::string& recipe,
                                           const std::function<TokenArrays(const Example&)>& tokenize,
                                           TokenizeStats* stats) {
+  return tokenize_all(tokenizer, cache_dir, examples, recipe, tokenize, stats,
+                      [](int64_t) { return std::make_unique<NoProgress>(); });
+}
+
+namespace {
+
+std::vector<TokenArrays> tokenize_all(const Tokenizer& tokenizer, const std::string& cache_dir,
+                                      const std::vector<Example>& examples, const std::string& recipe,
+                                      const std::function<TokenArrays(const Example&)>& tokenize, TokenizeStats* stats,
+                                      const std::function<std::unique_ptr<Progress>(int64_t)>& start_progress) {
   const auto start = std::chrono::steady_clock::now();
   const auto count = static_cast<int64_t>(examples.size());
   constexpr int64_t kGrain = 16;  // examples per task: enough work to amortise scheduling
@@ -136,23 +157,34 @@ std::vector<TokenArrays> tokenize_dataset(const Tokenizer& tokenizer, const std:
     local.from_cache = true;
   } else {
     data.resize(examples.size());
-    at::parallel_for(0, count, kGrain, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        data[i] = tokenize(examples[i]);
-        for (const auto& array : data[i]) {
-          for (const int64_t value : array) {
-            if (value < std::numeric_limits<int32_t>::min() || value > std::numeric_limits<int32_t>::max()) {
-              throw Error(examples[i].location + ": token value " + std::to_string(value) + " does not fit in int32");
+    // Chunks in turn, each tokenized in parallel, so that progress advances
+    // from this thread only.
+    constexpr int64_t kProgressChunk = 4096;
+    const std::unique_ptr<Progress> progress = start_progress(count);
+    for (int64_t chunk_begin = 0; chunk_begin < count; chunk_begin += kProgressChunk) {
+      const int64_t chunk_end = std::min(count, chunk_begin + kProgressChunk);
+      at::parallel_for(chunk_begin, chunk_end, kGrain, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          data[i] = tokenize(examples[i]);
+          for (const auto& array : data[i]) {
+            for (const int64_t value : array) {
+              if (value < std::numeric_limits<int32_t>::min() || value > std::numeric_limits<int32_t>::max()) {
+                throw Error(examples[i].location + ": token value " + std::to_string(value) + " does not fit in int32");
+              }
             }
           }
         }
-      }
-    });
+      });
+      progress->advance(chunk_end - chunk_begin);
+    }
+    progress->finish();
     if (!path.empty()) write_cache(path, key, data);
   }
   local.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (stats) *stats = local;
   return data;
 }
+
+}  // namespace
 
 }  // namespace ptrain::sdk

@@ -27,7 +27,6 @@ using namespace ptrain;
 
 constexpr int64_t kMaxLength = 40;
 
-
 using Pair = testing::PromptCompletion;
 using testing::tiny_model_config;
 
@@ -78,6 +77,20 @@ sdk::ConfigValues sft_values(const std::string& loss_agg) {
   sdk::ConfigValues values = sdk::ConfigValues::defaults_of(schema, "module");
   values.set("loss_agg", loss_agg, "test", true);
   return values;
+}
+
+sdk::MicrobatchPlan grouped_by_length(sdk::MicrobatchPlan plan) {
+  plan.group_by_length = true;
+  return plan;
+}
+
+// Documents packed into rows of max_length tokens, rows cut by a token budget.
+sdk::MicrobatchPlan packed(int64_t micro_tokens) {
+  sdk::MicrobatchPlan plan;
+  plan.micro_tokens = micro_tokens;
+  plan.packing = true;
+  plan.row_tokens = kMaxLength;
+  return plan;
 }
 
 // One process, the tiny model and the examples of one global batch: what
@@ -139,9 +152,18 @@ TEST_CASE("the step gradient is the same for every split of the global batch, in
         const char* name;
         sdk::MicrobatchPlan plan;
       };
-      const std::vector<Split> splits{{"8x1", {8, 0}},  {"4x2", {4, 0}},  {"2x4", {2, 0}},
-                                      {"1x8", {1, 0}},  {"3+3+2", {3, 0}}, {"tokens<=80", {0, 80}},
-                                      {"tokens<=30", {0, 30}}};
+      const std::vector<Split> splits{{"8x1", {8, 0}},
+                                      {"4x2", {4, 0}},
+                                      {"2x4", {2, 0}},
+                                      {"1x8", {1, 0}},
+                                      {"3+3+2", {3, 0}},
+                                      {"tokens<=80", {0, 80}},
+                                      {"tokens<=30", {0, 30}},
+                                      {"3+3+2 grouped by length", grouped_by_length({3, 0})},
+                                      {"tokens<=80 grouped by length", grouped_by_length({0, 80})},
+                                      {"packed rows of 40, one per microbatch", packed(40)},
+                                      {"packed rows of 40, tokens<=80", packed(80)},
+                                      {"packed rows of 40, all in one microbatch", packed(400)}};
       for (const Split& split : splits) {
         INFO("split " << split.name);
         std::map<std::string, double> reduced;
@@ -156,6 +178,15 @@ TEST_CASE("the step gradient is the same for every split of the global batch, in
         // (counted, never trained on as zeros).
         if (split.plan.micro_size == 1) CHECK(result.num_microbatches == 7);
       }
+
+      // Recomputing each layer in backward changes memory, not the gradient.
+      step.model->set_activation_checkpointing(true);
+      std::map<std::string, double> reduced;
+      step.accumulate(module, context, {3, 0}, reduced);
+      step.model->set_activation_checkpointing(false);
+      const double error = relative_error(gradients_of(step.parameters), reference_grads);
+      INFO("activation checkpointing: relative gradient error " << error);
+      CHECK(error <= 1e-5);
     }
   }
 }

@@ -12,6 +12,8 @@
 // A sequence with no trainable token adds nothing to S or n.
 #pragma once
 
+#include "ptrain/sdk/batch.h"
+
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
@@ -37,6 +39,12 @@ int64_t count_loss_units(const at::Tensor& loss_mask, const AggregationSpec& spe
 // S: differentiable scalar sum. token_loss: [B, T] float; loss_mask: [B, T] bool.
 at::Tensor aggregate_loss_sum(const at::Tensor& token_loss, const at::Tensor& loss_mask,
                               const AggregationSpec& spec);
+
+// The same over a TokenBatch, where a "sequence" is a document: one per row,
+// or each document of a packed row (batch.document_ids), so packed and padded
+// batches give the same S and n.
+int64_t count_loss_units(const TokenBatch& batch, const AggregationSpec& spec);
+at::Tensor aggregate_loss_sum(const at::Tensor& token_loss, const TokenBatch& batch, const AggregationSpec& spec);
 
 // The divisor of the step loss given the global unit count N.
 double loss_divisor(const AggregationSpec& spec, int64_t global_units);

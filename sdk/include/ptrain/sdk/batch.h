@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ptrain::sdk {
@@ -25,10 +26,18 @@ const std::string& require_string(const Example& example, const char* field);
 bool has_field(const Example& example, const char* field);
 
 // Token tensors for one forward pass of a causal LM.
+//
+// A packed row holds several documents back to back: document_ids says which
+// one each position belongs to, attention stays inside a document (block-
+// diagonal causal) and position_ids restart at 0 for each, so a packed
+// forward equals the documents run one by one. Both are undefined for the
+// usual one-sequence-per-row batch (positions 0..T-1, plain causal attention).
 struct TokenBatch {
-  at::Tensor input_ids;   // [B, T] int64, right-padded with the tokenizer's pad id
-  at::Tensor target_ids;  // [B, T] int64, the token to predict after each position (pad where none)
-  at::Tensor loss_mask;   // [B, T] bool, positions whose target is trained on
+  at::Tensor input_ids;     // [B, T] int64, right-padded with the tokenizer's pad id
+  at::Tensor target_ids;    // [B, T] int64, the token to predict after each position (pad where none)
+  at::Tensor loss_mask;     // [B, T] bool, positions whose target is trained on
+  at::Tensor position_ids;  // [B, T] int64 rotary positions, or undefined (0..T-1 in every row)
+  at::Tensor document_ids;  // [B, T] int64: 0, 1, ... per document of the row, -1 on padding; or undefined
 };
 
 // What a plugin's prepare() returns: plugin-defined tensors and per-example
@@ -41,18 +50,43 @@ struct Microbatch {
 };
 
 // How one rank's examples are cut into microbatches: by count or by a padded
-// token budget (exactly one of the two is positive).
+// token budget (exactly one of the two is positive). Any cut gives the same
+// step gradient (DESIGN.md §2), so the plan only decides speed and memory.
 struct MicrobatchPlan {
   int64_t micro_size = 0;    // examples per microbatch
-  int64_t micro_tokens = 0;  // max (examples × longest length) per microbatch
+  int64_t micro_tokens = 0;  // max (rows × longest row) per microbatch
+  // Length-aware microbatching: examples of similar length share a
+  // microbatch (longest first), so little of each forward is padding.
+  bool group_by_length = false;
+  // Packing (plugins that support it): examples are packed into rows of at
+  // most row_tokens tokens by best-fit-decreasing, and rows are cut into
+  // microbatches under micro_tokens. Needs micro_tokens.
+  bool packing = false;
+  int64_t row_tokens = 0;
 };
 
-// Splits examples with the given lengths (in tokens), kept in order, into
-// microbatches following the plan. Returns the example positions of each
-// microbatch; the last may be smaller. Under a token budget an example longer
-// than the budget gets a microbatch of its own.
+// Splits examples with the given lengths (in tokens) into microbatches
+// following the plan. Returns the example positions of each microbatch, in
+// order of position unless plan.group_by_length sorts them longest first.
+// Under a token budget an example longer than the budget gets a microbatch of
+// its own.
 std::vector<std::vector<int64_t>> split_into_microbatches(const std::vector<int64_t>& lengths,
                                                           const MicrobatchPlan& plan);
+
+// Packing: the rows of each microbatch, each row the example positions packed
+// into it. Rows are filled by best-fit-decreasing (each example, longest
+// first, goes to the fullest row it still fits in; ties go to the earlier
+// row) under plan.row_tokens, then cut into microbatches of at most
+// plan.micro_tokens padded tokens. An example longer than row_tokens gets a
+// row of its own. Deterministic in the lengths alone.
+using PackedMicrobatch = std::vector<std::vector<int64_t>>;
+std::vector<PackedMicrobatch> plan_packed_microbatches(const std::vector<int64_t>& lengths, const MicrobatchPlan& plan);
+
+// Per-position document index and restarting position of packed rows whose
+// documents have the given lengths (row r: documents of lengths rows[r]),
+// right-padded to the longest row: document -1 and position 0 on padding.
+// Returns {document_ids, position_ids}, each [R, T] int64.
+std::pair<at::Tensor, at::Tensor> packed_document_layout(const std::vector<std::vector<int64_t>>& rows);
 
 // Right-pads token sequences into a [B, T] int64 tensor (T = longest).
 at::Tensor pad_sequences(const std::vector<std::vector<int64_t>>& sequences, int64_t pad_id);

@@ -1,0 +1,79 @@
+// Activation checkpointing (Chen et al. 2016, "Training Deep Nets with
+// Sublinear Memory Cost"): each decoder layer keeps only its input during the
+// forward pass and runs again in backward to rebuild what its gradient needs.
+// Activations then cost one [B, T, H] tensor per layer instead of every
+// intermediate, for one extra layer forward per backward. The recomputation
+// is deterministic (no dropout), so gradients are the same.
+#include "core/model/causal_lm.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+namespace ptrain::model {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+struct CausalLm::CheckpointFunction : public torch::autograd::Function<CausalLm::CheckpointFunction> {
+  // `parameters` are the layer's weights: passing them as inputs is what
+  // links this node to their gradient accumulators.
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const CausalLm* model, int64_t index,
+                               const AttentionLayout* layout, at::TensorList parameters) {
+    (void)parameters;
+    ctx->save_for_backward({x});
+    // An autograd context stores only IValues: the model by address (it
+    // outlives the backward of its own forward) and the layout's tensors.
+    ctx->saved_data["model"] = reinterpret_cast<int64_t>(model);
+    ctx->saved_data["index"] = index;
+    ctx->saved_data["cos"] = layout->cos;
+    ctx->saved_data["sin"] = layout->sin;
+    if (layout->allowed.defined()) ctx->saved_data["allowed"] = layout->allowed;
+    if (layout->blocked.defined()) ctx->saved_data["blocked"] = layout->blocked;
+    return {model->decoder_layer(static_cast<size_t>(index), x, *layout)};  // autograd is off in forward
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const auto* model = reinterpret_cast<const CausalLm*>(ctx->saved_data["model"].toInt());
+    const auto index = static_cast<size_t>(ctx->saved_data["index"].toInt());
+    AttentionLayout layout;
+    layout.cos = ctx->saved_data["cos"].toTensor();
+    layout.sin = ctx->saved_data["sin"].toTensor();
+    if (ctx->saved_data.count("allowed")) layout.allowed = ctx->saved_data["allowed"].toTensor();
+    if (ctx->saved_data.count("blocked")) layout.blocked = ctx->saved_data["blocked"].toTensor();
+
+    const at::Tensor x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
+    std::vector<at::Tensor> inputs{x};
+    for (const at::Tensor& parameter : model->layer_parameters(index)) inputs.push_back(parameter);
+    at::Tensor y;
+    {
+      const at::AutoGradMode enable_grad(true);
+      y = model->decoder_layer(index, x, layout);
+    }
+    const variable_list grads = torch::autograd::grad({y}, inputs, {grad_outputs[0]}, /*retain_graph=*/false,
+                                                      /*create_graph=*/false, /*allow_unused=*/true);
+    // One entry per forward argument: x, model, index, layout, then each parameter.
+    variable_list result{grads[0], at::Tensor(), at::Tensor(), at::Tensor()};
+    result.insert(result.end(), grads.begin() + 1, grads.end());
+    return result;
+  }
+};
+
+std::vector<at::Tensor> CausalLm::layer_parameters(size_t index) const {
+  const Layer& layer = layers_.at(index);
+  std::vector<at::Tensor> parameters;
+  for (const at::Tensor* t : {&layer.input_norm, &layer.q_weight, &layer.q_bias, &layer.k_weight, &layer.k_bias,
+                              &layer.v_weight, &layer.v_bias, &layer.o_weight, &layer.o_bias, &layer.post_norm,
+                              &layer.gate_weight, &layer.up_weight, &layer.down_weight}) {
+    if (t->defined()) parameters.push_back(*t);
+  }
+  return parameters;
+}
+
+at::Tensor CausalLm::checkpointed_layer(size_t index, const at::Tensor& x, const AttentionLayout& layout) const {
+  const std::vector<at::Tensor> parameters = layer_parameters(index);
+  return CheckpointFunction::apply(x, this, static_cast<int64_t>(index), &layout, at::TensorList(parameters))[0];
+}
+
+}  // namespace ptrain::model

@@ -1,0 +1,91 @@
+#include "core/model/target_scores.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <algorithm>
+
+namespace ptrain::model {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+constexpr int64_t kChunkLogits = int64_t{1} << 22;
+
+struct TargetScoresFunction : public torch::autograd::Function<TargetScoresFunction> {
+  // → {log_probs [M], is_argmax [M], entropy [M] or [0]}
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& hidden, const at::Tensor& weight,
+                               const at::Tensor& targets, bool with_entropy, int64_t chunk_rows) {
+    const int64_t rows = hidden.size(0);
+    at::Tensor log_probs = at::empty({rows}, hidden.options());
+    at::Tensor log_normalizers = at::empty({rows}, hidden.options());
+    at::Tensor is_argmax = at::empty({rows}, hidden.options().dtype(at::kBool));
+    at::Tensor entropy = at::empty({with_entropy ? rows : 0}, hidden.options());
+    for (int64_t start = 0; start < rows; start += chunk_rows) {
+      const int64_t n = std::min(chunk_rows, rows - start);
+      const at::Tensor target = targets.narrow(0, start, n).unsqueeze(1);        // [n, 1]
+      const at::Tensor logits = at::mm(hidden.narrow(0, start, n), weight.t());  // [n, V]
+      const at::Tensor log_normalizer = at::logsumexp(logits, {1});              // [n]
+      log_normalizers.narrow(0, start, n).copy_(log_normalizer);
+      log_probs.narrow(0, start, n).copy_(logits.gather(1, target).squeeze(1) - log_normalizer);
+      is_argmax.narrow(0, start, n).copy_(logits.argmax(1) == target.squeeze(1));
+      if (with_entropy) {
+        // H = logsumexp(z) − Σ softmax(z)·z
+        entropy.narrow(0, start, n).copy_(log_normalizer - (at::softmax(logits, 1) * logits).sum(1));
+      }
+    }
+    ctx->save_for_backward({hidden, weight, targets, log_normalizers});
+    ctx->saved_data["chunk_rows"] = chunk_rows;
+    ctx->mark_non_differentiable({is_argmax, entropy});
+    return {log_probs, is_argmax, entropy};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const variable_list saved = ctx->get_saved_variables();
+    const at::Tensor& hidden = saved[0];
+    const at::Tensor& weight = saved[1];
+    const at::Tensor& targets = saved[2];
+    const at::Tensor& log_normalizers = saved[3];
+    const int64_t chunk_rows = ctx->saved_data["chunk_rows"].toInt();
+    const at::Tensor& grad_log_probs = grad_outputs[0];  // [M]
+    const bool want_hidden = ctx->needs_input_grad(0), want_weight = ctx->needs_input_grad(1);
+
+    at::Tensor grad_hidden = want_hidden ? at::empty_like(hidden) : at::Tensor();
+    at::Tensor grad_weight = want_weight ? at::zeros_like(weight) : at::Tensor();
+    const int64_t rows = hidden.size(0);
+    for (int64_t start = 0; start < rows; start += chunk_rows) {
+      const int64_t n = std::min(chunk_rows, rows - start);
+      const at::Tensor h = hidden.narrow(0, start, n);
+      const at::Tensor g = grad_log_probs.narrow(0, start, n).unsqueeze(1);  // [n, 1]
+      // dz = g · (onehot(target) − softmax(z)), softmax from the saved logsumexp.
+      at::Tensor grad_logits = at::exp(at::mm(h, weight.t()) - log_normalizers.narrow(0, start, n).unsqueeze(1));
+      grad_logits.mul_(-g).scatter_add_(1, targets.narrow(0, start, n).unsqueeze(1), g);
+      if (want_hidden) grad_hidden.narrow(0, start, n).copy_(at::mm(grad_logits, weight));
+      if (want_weight) grad_weight.addmm_(grad_logits.t(), h);
+    }
+    return {grad_hidden, grad_weight, at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+TargetScores score_target_rows(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& targets,
+                               bool with_entropy, int64_t chunk_rows) {
+  TORCH_CHECK(hidden.dim() == 2 && weight.dim() == 2 && hidden.size(1) == weight.size(1),
+              "score_target_rows: hidden [M, H] and weight [V, H] expected, got ", hidden.sizes(), " and ",
+              weight.sizes());
+  TORCH_CHECK(targets.dim() == 1 && targets.size(0) == hidden.size(0) && targets.scalar_type() == at::kLong,
+              "score_target_rows: targets must be [M] int64 with M = ", hidden.size(0), ", got ", targets.sizes(), " ",
+              targets.scalar_type());
+  if (chunk_rows <= 0) chunk_rows = std::max<int64_t>(1, kChunkLogits / std::max<int64_t>(1, weight.size(0)));
+  const variable_list out =
+      TargetScoresFunction::apply(hidden.contiguous(), weight, targets.contiguous(), with_entropy, chunk_rows);
+  TargetScores scores;
+  scores.log_probs = out[0];
+  scores.is_argmax = out[1];
+  if (with_entropy) scores.entropy = out[2];
+  return scores;
+}
+
+}  // namespace ptrain::model

@@ -1,0 +1,31 @@
+// log p(target) for the trained rows of a forward, a chunk of rows at a time.
+//
+//   log p = z[target] − logsumexp(z),  z = h·Wᵀ  (one row of logits)
+//   ∂log p/∂z = onehot(target) − softmax(z)
+//
+// The forward keeps only logsumexp per row; the backward recomputes each
+// chunk's logits and applies the gradient above. So neither pass holds more
+// than one [chunk, V] block of logits — never the [rows × vocab] logits or
+// log-softmax that autograd would otherwise keep (the idea of fused
+// linear-cross-entropy kernels, e.g. Liger's). The result equals
+// logits + log_softmax + gather to float rounding.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+namespace ptrain::model {
+
+struct TargetScores {
+  at::Tensor log_probs;  // [M] float32, differentiable in hidden and weight
+  at::Tensor is_argmax;  // [M] bool: the target is the most likely token
+  at::Tensor entropy;    // [M] float32 without gradient, or undefined unless asked for
+};
+
+// hidden: [M, H] float32; weight: [V, H] float32 (lm_head); targets: [M] int64.
+// chunk_rows = 0 picks chunks of about 4M logits (16 MiB).
+TargetScores score_target_rows(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& targets,
+                               bool with_entropy, int64_t chunk_rows = 0);
+
+}  // namespace ptrain::model
