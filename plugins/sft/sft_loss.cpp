@@ -55,35 +55,44 @@ TokenizedExample tokenize_chat_example(const sdk::Tokenizer& tokenizer, const sd
   return example;
 }
 
-sdk::TokenBatch collate_examples(const std::vector<TokenizedExample>& examples, int64_t pad_id) {
-  std::vector<std::vector<int64_t>> inputs;
-  std::vector<std::vector<int64_t>> targets;
-  inputs.reserve(examples.size());
-  targets.reserve(examples.size());
-  for (const TokenizedExample& example : examples) {
-    const auto& tokens = example.tokens;
-    if (tokens.size() < 2) {  // nothing to predict
-      // Copied by range: g++ 14 warns falsely (-Warray-bounds) on copying a
-      // vector it knows holds at most one element.
-      inputs.emplace_back(tokens.begin(), tokens.end());
-      targets.emplace_back(tokens.size(), pad_id);
-      continue;
-    }
-    inputs.emplace_back(tokens.begin(), tokens.end() - 1);
-    targets.emplace_back(tokens.begin() + 1, tokens.end());
-  }
+namespace {
+
+// Rows of inputs and targets right-padded with `pad_id`; the loss mask is
+// `trained` per row, false on padding.
+sdk::TokenBatch padded_rows(const std::vector<std::vector<int64_t>>& inputs,
+                            const std::vector<std::vector<int64_t>>& targets,
+                            const std::vector<std::vector<bool>>& trained, int64_t pad_id) {
   sdk::TokenBatch batch;
   batch.input_ids = sdk::pad_sequences(inputs, pad_id);
   batch.target_ids = sdk::pad_sequences(targets, pad_id);
   batch.loss_mask = at::zeros(batch.input_ids.sizes(), at::kBool);
   auto mask = batch.loss_mask.accessor<bool, 2>();
-  for (size_t row = 0; row < examples.size(); ++row) {
-    // Target index j is token j+1.
-    const TokenizedExample& example = examples[row];
-    if (example.tokens.size() < 2) continue;
-    for (size_t j = 0; j + 1 < example.tokens.size(); ++j) mask[row][j] = example.trainable[j + 1] != 0;
+  for (size_t row = 0; row < trained.size(); ++row) {
+    for (size_t j = 0; j < trained[row].size(); ++j) mask[row][j] = trained[row][j];
   }
   return batch;
+}
+
+}  // namespace
+
+sdk::TokenBatch collate_examples(const std::vector<TokenizedExample>& examples, int64_t pad_id) {
+  std::vector<std::vector<int64_t>> inputs(examples.size()), targets(examples.size());
+  std::vector<std::vector<bool>> trained(examples.size());
+  for (size_t row = 0; row < examples.size(); ++row) {
+    const auto& tokens = examples[row].tokens;
+    if (tokens.size() < 2) {  // nothing to predict
+      // Copied by range: g++ 14 warns falsely (-Warray-bounds) on copying a
+      // vector it knows holds at most one element.
+      inputs[row].assign(tokens.begin(), tokens.end());
+      targets[row].assign(tokens.size(), pad_id);
+      continue;
+    }
+    inputs[row].assign(tokens.begin(), tokens.end() - 1);
+    targets[row].assign(tokens.begin() + 1, tokens.end());
+    // Target index j is token j+1.
+    for (size_t j = 1; j < tokens.size(); ++j) trained[row].push_back(examples[row].trainable[j] != 0);
+  }
+  return padded_rows(inputs, targets, trained, pad_id);
 }
 
 sdk::TokenBatch collate_packed_examples(const std::vector<std::vector<TokenizedExample>>& rows, int64_t pad_id) {
@@ -100,14 +109,7 @@ sdk::TokenBatch collate_packed_examples(const std::vector<std::vector<TokenizedE
       document_lengths[row].push_back(static_cast<int64_t>(tokens.size()) - 1);
     }
   }
-  sdk::TokenBatch batch;
-  batch.input_ids = sdk::pad_sequences(inputs, pad_id);
-  batch.target_ids = sdk::pad_sequences(targets, pad_id);
-  batch.loss_mask = at::zeros(batch.input_ids.sizes(), at::kBool);
-  auto mask = batch.loss_mask.accessor<bool, 2>();
-  for (size_t row = 0; row < rows.size(); ++row) {
-    for (size_t j = 0; j < trained[row].size(); ++j) mask[row][j] = trained[row][j];
-  }
+  sdk::TokenBatch batch = padded_rows(inputs, targets, trained, pad_id);
   std::tie(batch.document_ids, batch.position_ids) = sdk::packed_document_layout(document_lengths);
   return batch;
 }

@@ -52,6 +52,12 @@ std::vector<nlohmann::json> read_metrics_jsonl(const std::filesystem::path& path
   return lines;
 }
 
+std::vector<at::Tensor> parameters_of(const sdk::LanguageModel& model) {
+  std::vector<at::Tensor> parameters;
+  for (const auto& [name, parameter] : model.named_parameters()) parameters.push_back(parameter);
+  return parameters;
+}
+
 model::ModelConfig tiny_model_config() {
   model::ModelConfig config;
   config.vocab_size = 272;

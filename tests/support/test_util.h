@@ -2,6 +2,9 @@
 #pragma once
 
 #include "core/model/model_config.h"
+#include "ptrain/sdk/model.h"
+
+#include <ATen/core/Tensor.h>
 
 #include <nlohmann/json.hpp>
 
@@ -47,5 +50,8 @@ std::vector<nlohmann::json> read_metrics_jsonl(const std::filesystem::path& path
 // grouped-query attention (4 heads, 2 kv heads), q/k/v bias, untied lm_head,
 // vocab 272 (the byte tokenizer's 259 ids and spare ones).
 model::ModelConfig tiny_model_config();
+
+// The model's trainable tensors, in named_parameters() order.
+std::vector<at::Tensor> parameters_of(const sdk::LanguageModel& model);
 
 }  // namespace ptrain::testing

@@ -180,11 +180,7 @@ inline at::Tensor reference_step_loss(model::CausalLm& policy, model::CausalLm* 
   return loss;
 }
 
-inline std::vector<at::Tensor> parameters_of(const model::CausalLm& model) {
-  std::vector<at::Tensor> parameters;
-  for (const auto& [name, parameter] : model.named_parameters()) parameters.push_back(parameter);
-  return parameters;
-}
+using testing::parameters_of;
 
 inline void clear_gradients(const std::vector<at::Tensor>& parameters) {
   for (const at::Tensor& parameter : parameters) parameter.mutable_grad() = at::Tensor();

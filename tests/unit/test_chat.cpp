@@ -298,6 +298,16 @@ TEST_CASE("dataset tokenization runs in parallel and is cached by tokenizer, tem
   const tokenizer::ByteTokenizer bytes;
   sdk::tokenize_dataset(bytes, cache.string(), examples, "test/2", tokenize, &stats);
   CHECK_FALSE(stats.from_cache);
+  // So is another chat template on the same tokenizer; the same one is a hit.
+  tokenizer::ByteTokenizer templated;
+  templated.set_chat_template(sdk::ChatTemplate::named("chatml"));
+  sdk::tokenize_dataset(templated, cache.string(), examples, "test/2", tokenize, &stats);
+  CHECK_FALSE(stats.from_cache);
+  sdk::tokenize_dataset(templated, cache.string(), examples, "test/2", tokenize, &stats);
+  CHECK(stats.from_cache);
+  templated.set_chat_template(sdk::ChatTemplate::named("llama3"));
+  sdk::tokenize_dataset(templated, cache.string(), examples, "test/2", tokenize, &stats);
+  CHECK_FALSE(stats.from_cache);
 
   // Errors from the plugin's function reach the caller.
   const auto failing = [](const sdk::Example& example) -> sdk::TokenArrays {

@@ -24,6 +24,7 @@
 namespace {
 
 using namespace ptrain;
+using testing::parameters_of;
 
 constexpr int64_t kMaxLength = 40;
 
@@ -55,12 +56,6 @@ std::vector<sdk::Example> to_examples(const std::vector<Pair>& pairs) {
 at::Tensor reference_step_loss(model::CausalLm& model, const std::vector<Pair>& pairs,
                                const sdk::AggregationSpec& spec) {
   return testing::reference_sft_step_loss(model, pairs, spec, kMaxLength);
-}
-
-std::vector<at::Tensor> parameters_of(const model::CausalLm& model) {
-  std::vector<at::Tensor> parameters;
-  for (const auto& [name, parameter] : model.named_parameters()) parameters.push_back(parameter);
-  return parameters;
 }
 
 std::vector<at::Tensor> gradients_of(const std::vector<at::Tensor>& parameters) {

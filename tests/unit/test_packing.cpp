@@ -25,14 +25,10 @@ using namespace ptrain;
 
 namespace {
 
+using testing::parameters_of;
+
 std::unique_ptr<model::CausalLm> tiny_model(uint64_t seed) {
   return model::CausalLm::init_random(testing::tiny_model_config(), seed);
-}
-
-std::vector<at::Tensor> parameters_of(const model::CausalLm& model) {
-  std::vector<at::Tensor> parameters;
-  for (const auto& [name, parameter] : model.named_parameters()) parameters.push_back(parameter);
-  return parameters;
 }
 
 std::vector<at::Tensor> take_gradients(const std::vector<at::Tensor>& parameters) {

@@ -33,6 +33,11 @@ bool has_field(const Example& example, const char* field);
 // forward equals the documents run one by one. Both are undefined for the
 // usual one-sequence-per-row batch (positions 0..T-1, plain causal attention).
 struct TokenBatch {
+  TokenBatch() = default;
+  // The usual unpacked batch: {input_ids, target_ids, loss_mask}.
+  TokenBatch(at::Tensor input_ids, at::Tensor target_ids, at::Tensor loss_mask)
+      : input_ids(std::move(input_ids)), target_ids(std::move(target_ids)), loss_mask(std::move(loss_mask)) {}
+
   at::Tensor input_ids;     // [B, T] int64, right-padded with the tokenizer's pad id
   at::Tensor target_ids;    // [B, T] int64, the token to predict after each position (pad where none)
   at::Tensor loss_mask;     // [B, T] bool, positions whose target is trained on
