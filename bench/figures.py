@@ -1,0 +1,196 @@
+"""The figures of issue 8, each next to a baseline measured in the same run.
+
+Every figure function returns rows: {"name", "value", "unit", "baseline",
+"ratio"} (ratio = value / baseline), plus, for the table only, "target"
+(a text such as ">= 1.2"), "met" (True/False/None) and "note".
+"""
+from pathlib import Path
+
+import runner
+from runner import OUT, ROOT, THREADS
+
+# Llama-style shapes, vocabulary 320 (byte tokenizer + headroom, as configs/sft.toml).
+TINY = {"vocab_size": 320, "hidden_size": 256, "intermediate_size": 688, "num_layers": 7, "num_heads": 4,
+        "num_kv_heads": 2, "max_position_embeddings": 512, "tie_word_embeddings": True}
+SMALL = {"vocab_size": 320, "hidden_size": 768, "intermediate_size": 2048, "num_layers": 8, "num_heads": 12,
+         "num_kv_heads": 4, "max_position_embeddings": 512, "tie_word_embeddings": True}
+BUNDLED = {"vocab_size": 320, "hidden_size": 256, "intermediate_size": 688, "num_layers": 4, "num_heads": 4,
+           "num_kv_heads": 2, "max_position_embeddings": 64, "tie_word_embeddings": True}  # configs/sft.toml
+
+
+def num_params(m):
+    h, i, layers = m["hidden_size"], m["intermediate_size"], m["num_layers"]
+    head_dim = h // m["num_heads"]
+    q, kv = m["num_heads"] * head_dim, m["num_kv_heads"] * head_dim
+    per_layer = h * q + 2 * h * kv + q * h + 3 * h * i + 2 * h
+    head = 0 if m["tie_word_embeddings"] else m["vocab_size"] * h
+    return m["vocab_size"] * h + layers * per_layer + h + head
+
+
+def training_flops_per_token(m, seq):
+    """6·N (Kaplan et al. 2020) plus attention's 12·layers·(heads·head_dim)·T (PaLM, Chowdhery et al. 2022, app. B).
+
+    The attention term counts the full T×T score matrix, as the model computes it.
+    """
+    attention_width = m["num_heads"] * (m["hidden_size"] // m["num_heads"])
+    return 6.0 * num_params(m) + 12.0 * m["num_layers"] * attention_width * seq
+
+
+def row(name, value, unit, baseline, target=None, met=None, note=""):
+    ratio = value / baseline if value is not None and baseline else None
+    return {"name": name, "value": value, "unit": unit, "baseline": baseline, "ratio": ratio,
+            "target": target, "met": met, "note": note}
+
+
+def not_available(name, unit, reason, baseline=None, target=None):
+    return {**row(name, None, unit, baseline, target), "note": reason}
+
+
+def feature_missing(error, key):
+    """True when ptrain rejected the config because `key` is unknown to this build."""
+    return isinstance(error, runner.RunFailed) and key in str(error.stderr) and "unknown" in str(error.stderr).lower()
+
+
+# --- data -----------------------------------------------------------------
+
+def make_data(name, *args):
+    path = OUT / "data" / f"{name}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    runner.run_process([runner.PYTHON, str(ROOT / "bench" / "make_sft_data.py"), *args, "-o", str(path)],
+                       f"data_{name}")
+    return path
+
+
+# --- 2. the machine: matmul peak ------------------------------------------
+
+def matmul_peak():
+    stdout, _ = runner.run_bench("bench_matmul_peak", [THREADS, 2048, 5], "matmul_peak")
+    peak = runner.last_json_line(stdout)["flops_per_s"]
+    return peak, [row(f"fp32 matmul peak (at::mm 2048x2048, {THREADS} threads)", peak / 1e9, "GFLOP/s", None,
+                      note="the MFU denominator; best of 5")]
+
+
+# --- 1. vs PyTorch eager, and 2. MFU -------------------------------------
+
+SFT_SIZES = {
+    # name: (model, tokens per example, global batch, micro batch, warm-up steps, measured steps)
+    "tiny": (TINY, 128, 8, 8, 2, 6),
+    "small": (SMALL, 512, 2, 2, 1, 3),
+}
+
+
+def sft_vs_pytorch(size, data, peak_flops):
+    model, length, global_size, micro_size, warmup, steps = SFT_SIZES[size]
+    config = runner.sft_config(f"sft_{size}", model, data, length, global_size, micro_size, warmup + steps)
+    ours = runner.run_ptrain(f"sft_{size}", config, warmup)
+    theirs = runner.run_reference(f"sft_{size}_pytorch", config, warmup, steps)
+    millions = num_params(model) / 1e6
+    target = 1.2 if size == "tiny" else 1.0
+    ratio = ours["tokens_per_s"] / theirs["tokens_per_s"]
+    rows = [row(f"SFT tokens/s {size} ({millions:.1f}M, seq {length}, batch {global_size}): ptrain vs PyTorch eager",
+                ours["tokens_per_s"], "tokens/s", theirs["tokens_per_s"], f">= {target}", ratio >= target)]
+    flops_per_token = training_flops_per_token(model, length - 1)
+    achieved, eager = ours["tokens_per_s"] * flops_per_token, theirs["tokens_per_s"] * flops_per_token
+    mfu = achieved / peak_flops
+    rows.append(row(f"MFU {size}: achieved FLOP/s vs matmul peak", achieved / 1e9, "GFLOP/s", peak_flops / 1e9,
+                    ">= 0.45" if size == "small" else None, mfu >= 0.45 if size == "small" else None,
+                    f"PyTorch eager: {eager / peak_flops:.1%} of peak"))
+    return rows, ours, theirs
+
+
+# --- 3. accumulation overhead ---------------------------------------------
+
+def accumulation(data):
+    """Tiny model, microbatch 4: accumulation 1 (global 4) vs 8 (global 32)."""
+    results = {}
+    for accum, warmup, steps in ((1, 2, 10), (8, 1, 2)):
+        config = runner.sft_config(f"accum_{accum}", TINY, data, 128, 4 * accum, 4, warmup + steps)
+        results[accum] = runner.run_ptrain(f"accum_{accum}", config, warmup)["tokens_per_s"]
+    ratio = results[8] / results[1]
+    return [row("SFT tokens/s tiny, micro 4: accumulation 8 vs 1", results[8], "tokens/s", results[1],
+                ">= 0.97", ratio >= 0.97)]
+
+
+# --- 4. padding waste -----------------------------------------------------
+
+def padding(data):
+    """Tiny model on the long-tailed set: micro_size 4 (padded) vs packing in micro_tokens 2048."""
+    common = (TINY, data, 512, 16)
+    padded = runner.run_ptrain("padding_padded", runner.sft_config("padding_padded", *common, 4, 3), 1)
+    waste_padded = 1.0 - padded["tokens"] / padded["padded_tokens"]
+    name = "padding waste (long-tailed lengths, cap 512): packed vs padded"
+    speed_name = "SFT tokens/s tiny, long-tailed data: packed vs padded"
+    packed_config = runner.sft_config("padding_packed", *common, None, 3, batch={"micro_tokens": 2048, "packing": True})
+    del packed_config["batch"]["micro_size"]
+    try:
+        packed = runner.run_ptrain("padding_packed", packed_config, 1)
+    except runner.RunFailed as error:
+        if not feature_missing(error, "packing"):
+            raise
+        reason = "n/a (packing not in this build)"
+        return [not_available(name, "% padding", reason, 100 * waste_padded, "< 5%"),
+                not_available(speed_name, "tokens/s", reason, padded["tokens_per_s"])]
+    waste_packed = 1.0 - packed["tokens"] / packed["padded_tokens"]
+    return [row(name, 100 * waste_packed, "% padding", 100 * waste_padded, "< 5%", waste_packed < 0.05),
+            row(speed_name, packed["tokens_per_s"], "tokens/s", padded["tokens_per_s"])]
+
+
+# --- 5. memory -------------------------------------------------------------
+
+def memory_per_update(small_ours, small_theirs):
+    state_mb = num_params(SMALL) * 4 * 4 / 2**20  # fp32 params, grads, AdamW m and v
+    return [row("peak RSS small: ptrain process vs params+grads+AdamW state", small_ours["peak_rss_mb"], "MB",
+                state_mb, note=f"PyTorch eager process: {small_theirs['peak_rss_mb']:.0f} MB")]
+
+
+def log_prob_memory():
+    peaks = {}
+    for mode in ("hidden", "target", "full"):
+        stdout, _ = runner.run_bench("bench_log_prob_memory", [mode, 32000, 8, 512, THREADS], f"log_prob_{mode}")
+        peaks[mode] = runner.last_json_line(stdout)["peak_rss_mb"]
+    return [row("log-prob extra memory (vocab 32000, 4096 tokens): ptrain vs full log_softmax",
+                peaks["target"] - peaks["hidden"], "MB", peaks["full"] - peaks["hidden"],
+                note=f"peak RSS above the model-without-head run ({peaks['hidden']:.0f} MB)")]
+
+
+def activation_checkpointing(data, small_ours):
+    model, length, global_size, micro_size, warmup, steps = SFT_SIZES["small"]
+    config = runner.sft_config("sft_small_ckpt", {**model, "activation_checkpointing": True}, data, length,
+                               global_size, micro_size, warmup + steps)
+    rss_name = "activation checkpointing small: peak RSS on vs off"
+    speed_name = "activation checkpointing small: tokens/s on vs off"
+    try:
+        ckpt = runner.run_ptrain("sft_small_ckpt", config, warmup)
+    except runner.RunFailed as error:
+        if not feature_missing(error, "activation_checkpointing"):
+            raise
+        reason = "n/a (activation checkpointing not in this build)"
+        return [not_available(rss_name, "MB", reason, small_ours["peak_rss_mb"]),
+                not_available(speed_name, "tokens/s", reason, small_ours["tokens_per_s"])]
+    return [row(rss_name, ckpt["peak_rss_mb"], "MB", small_ours["peak_rss_mb"]),
+            row(speed_name, ckpt["tokens_per_s"], "tokens/s", small_ours["tokens_per_s"])]
+
+
+# --- 6. DPO and GRPO -------------------------------------------------------
+
+def dpo():
+    """configs/dpo.toml's run, model from configs/sft.toml's sizes: one forward of 2B rows vs two of B."""
+    pairs_per_s = {}
+    for concatenated in (True, False):
+        name = "dpo_concatenated" if concatenated else "dpo_separate"
+        config = runner.sft_config(name, BUNDLED, ROOT / "data" / "arith_prefs" / "train.jsonl", 32, 32, 16, 8,
+                                   plugin="dpo", optim={"lr": 1e-3, "weight_decay": 0.0},
+                                   module={"loss": ["sigmoid"], "beta": 0.1, "loss_agg": "pair",
+                                           "precompute_reference": False, "concatenated": concatenated})
+        pairs_per_s[concatenated] = runner.run_ptrain(name, config, 2)["units_per_s"]
+    return [row("DPO pairs/s (dpo.toml shape): concatenated vs separate forwards", pairs_per_s[True], "pairs/s",
+                pairs_per_s[False])]
+
+
+def grpo():
+    stdout, _ = runner.run_bench("bench_grpo_step", [2, THREADS], "grpo_step")
+    result = runner.last_json_line(stdout)
+    return [row("GRPO rollout tokens/s (64 seqs, 24 new): KV cache vs recompute", result["rollout_tokens_per_s_kv_cache"],
+                "tokens/s", result["rollout_tokens_per_s_recompute"]),
+            row("GRPO update s, accum 8: generate once per step vs per microbatch", result["update_s_once_per_step"],
+                "s (lower is better)", result["update_s_per_microbatch"])]
