@@ -6,6 +6,7 @@ Called by bench/run_all.sh after it builds the binaries; expects build/bin/
 Writes bench/out/table.txt and bench/results.json.
 """
 import json
+import os
 import platform
 import sys
 import time
@@ -50,6 +51,7 @@ def failed(name, error):
 
 def main():
     start = time.perf_counter()
+    load_at_start = os.getloadavg()[0]
     rows = []
 
     def attempt(name, produce):
@@ -92,8 +94,10 @@ def main():
     rows += attempt("GRPO", figures.grpo) or []
 
     elapsed = time.perf_counter() - start
-    header = [f"ptrain benchmarks, {time.strftime('%Y-%m-%d %H:%M')}, {platform.node()}: "
+    header = [f"ptrain benchmarks, {time.strftime('%Y-%m-%d %H:%M')}, {platform.node()} ({os.cpu_count()} cores): "
               f"{THREADS} threads per process, suite {elapsed / 60:.1f} min",
+              f"load average (1 min) at start {load_at_start:.1f}, at end {os.getloadavg()[0]:.1f}: "
+              "other processes on the machine share these cores",
               "ratio = value / baseline; memory and seconds: lower is better"]
     table = format_table(rows, header)
     print(table)
