@@ -4,7 +4,6 @@ Every figure function returns rows: {"name", "value", "unit", "baseline",
 "ratio"} (ratio = value / baseline), plus, for the table only, "target"
 (a text such as ">= 1.2"), "met" (True/False/None) and "note".
 """
-from pathlib import Path
 
 import runner
 from runner import OUT, ROOT, THREADS
@@ -63,11 +62,15 @@ def make_data(name, *args):
 
 # --- 2. the machine: matmul peak ------------------------------------------
 
-def matmul_peak():
-    stdout, _ = runner.run_bench("bench_matmul_peak", [THREADS, 2048, 5], "matmul_peak")
-    peak = runner.last_json_line(stdout)["flops_per_s"]
-    return peak, [row(f"fp32 matmul peak (at::mm 2048x2048, {THREADS} threads)", peak / 1e9, "GFLOP/s", None,
-                      note="the MFU denominator; best of 5")]
+def matmul_peak(log_name):
+    """fp32 FLOP/s of at::mm on 2048x2048 matrices, best of 10."""
+    stdout, _ = runner.run_bench("bench_matmul_peak", [THREADS, 2048, 10], log_name)
+    return runner.last_json_line(stdout)["flops_per_s"]
+
+
+def matmul_peak_row(peaks):
+    return row(f"fp32 matmul peak (at::mm 2048x2048, {THREADS} threads)", max(peaks) / 1e9, "GFLOP/s", None,
+               note="the MFU denominator: the best of 10 timings, at the start and at the end of the suite")
 
 
 # --- 1. vs PyTorch eager, and 2. MFU -------------------------------------
@@ -75,60 +78,58 @@ def matmul_peak():
 SFT_SIZES = {
     # name: (model, tokens per example, global batch, micro batch, warm-up steps, measured steps, rounds)
     "tiny": (TINY, 128, 8, 8, 2, 6, 2),
-    "small": (SMALL, 512, 2, 2, 1, 3, 1),
+    "small": (SMALL, 512, 2, 2, 1, 2, 2),
 }
 
 
-def sft_vs_pytorch(size, data, peak_flops):
-    """ptrain and the PyTorch loop on one config, in A B B A order when rounds = 2.
+def paired(run_a, run_b, rounds):
+    """Runs two measurements in A B B A ... order; returns each side's best round.
 
-    The machine is shared (CI builds), so its load drifts over minutes; the
-    mirrored order gives both sides the same average exposure to that drift.
-    Rates are averaged over rounds, peak RSS is the largest.
+    The machine is shared (CI and other builds), so its load drifts over
+    minutes; the mirrored order gives both sides the same exposure to that
+    drift. A side's result is its fastest round's, its peak RSS the largest.
     """
+    runs = ([], [])
+    for r in range(rounds):
+        for side in ((0, 1) if r % 2 == 0 else (1, 0)):
+            runs[side].append((run_a, run_b)[side]())
+    return tuple({**max(results, key=lambda x: x["tokens_per_s"]),
+                  "peak_rss_mb": max(x["peak_rss_mb"] for x in results)} for results in runs)
+
+
+def sft_vs_pytorch(size, data):
     model, length, global_size, micro_size, warmup, steps, rounds = SFT_SIZES[size]
     config = runner.sft_config(f"sft_{size}", model, data, length, global_size, micro_size, warmup + steps)
-    runs = {"ours": [], "theirs": []}
-    for r in range(rounds):
-        for side in (("ours", "theirs") if r % 2 == 0 else ("theirs", "ours")):
-            if side == "ours":
-                runs[side].append(runner.run_ptrain(f"sft_{size}", config, warmup))
-            else:
-                runs[side].append(runner.run_reference(f"sft_{size}_pytorch", config, warmup, steps))
-    ours, theirs = (mean_of_rounds(runs[side]) for side in ("ours", "theirs"))
+    ours, theirs = paired(lambda: runner.run_ptrain(f"sft_{size}", config, warmup),
+                          lambda: runner.run_reference(f"sft_{size}_pytorch", config, warmup, steps), rounds)
     millions = num_params(model) / 1e6
     target = 1.2 if size == "tiny" else 1.0
     ratio = ours["tokens_per_s"] / theirs["tokens_per_s"]
-    rows = [row(f"SFT tokens/s {size} ({millions:.1f}M, seq {length}, batch {global_size}): ptrain vs PyTorch eager",
-                ours["tokens_per_s"], "tokens/s", theirs["tokens_per_s"], f">= {target}", ratio >= target)]
+    return [row(f"SFT tokens/s {size} ({millions:.1f}M, seq {length}, batch {global_size}): ptrain vs PyTorch eager",
+                ours["tokens_per_s"], "tokens/s", theirs["tokens_per_s"], f">= {target}", ratio >= target)], ours, theirs
+
+
+def mfu(size, ours, theirs, peak_flops):
+    model, length = SFT_SIZES[size][:2]
     flops_per_token = training_flops_per_token(model, length - 1)
     achieved, eager = ours["tokens_per_s"] * flops_per_token, theirs["tokens_per_s"] * flops_per_token
-    mfu = achieved / peak_flops
-    rows.append(row(f"MFU {size}: achieved FLOP/s vs matmul peak", achieved / 1e9, "GFLOP/s", peak_flops / 1e9,
-                    ">= 0.45" if size == "small" else None, mfu >= 0.45 if size == "small" else None,
-                    f"PyTorch eager: {eager / peak_flops:.1%} of peak"))
-    return rows, ours, theirs
-
-
-def mean_of_rounds(results):
-    out = dict(results[0])
-    for key in ("tokens_per_s", "step_s"):
-        out[key] = sum(r[key] for r in results) / len(results)
-    out["peak_rss_mb"] = max(r["peak_rss_mb"] for r in results)
-    return out
+    target = ">= 0.45" if size == "small" else None
+    return [row(f"MFU {size}: achieved FLOP/s vs matmul peak", achieved / 1e9, "GFLOP/s", peak_flops / 1e9, target,
+                achieved / peak_flops >= 0.45 if target else None, f"PyTorch eager: {eager / peak_flops:.1%} of peak")]
 
 
 # --- 3. accumulation overhead ---------------------------------------------
 
 def accumulation(data):
     """Tiny model, microbatch 4: accumulation 1 (global 4) vs 8 (global 32)."""
-    results = {}
-    for accum, warmup, steps in ((1, 2, 10), (8, 1, 2)):
+    def run(accum, warmup, steps):
         config = runner.sft_config(f"accum_{accum}", TINY, data, 128, 4 * accum, 4, warmup + steps)
-        results[accum] = runner.run_ptrain(f"accum_{accum}", config, warmup)["tokens_per_s"]
-    ratio = results[8] / results[1]
-    return [row("SFT tokens/s tiny, micro 4: accumulation 8 vs 1", results[8], "tokens/s", results[1],
-                ">= 0.97", ratio >= 0.97)]
+        return lambda: runner.run_ptrain(f"accum_{accum}", config, warmup)
+
+    accum_8, accum_1 = paired(run(8, 1, 2), run(1, 2, 8), 2)
+    ratio = accum_8["tokens_per_s"] / accum_1["tokens_per_s"]
+    return [row("SFT tokens/s tiny, micro 4: accumulation 8 vs 1", accum_8["tokens_per_s"], "tokens/s",
+                accum_1["tokens_per_s"], ">= 0.97", ratio >= 0.97)]
 
 
 # --- 4. padding waste -----------------------------------------------------
@@ -195,16 +196,17 @@ def activation_checkpointing(data, small_ours):
 
 def dpo():
     """configs/dpo.toml's run, model from configs/sft.toml's sizes: one forward of 2B rows vs two of B."""
-    pairs_per_s = {}
-    for concatenated in (True, False):
+    def run(concatenated):
         name = "dpo_concatenated" if concatenated else "dpo_separate"
         config = runner.sft_config(name, BUNDLED, ROOT / "data" / "arith_prefs" / "train.jsonl", 32, 32, 16, 8,
                                    plugin="dpo", optim={"lr": 1e-3, "weight_decay": 0.0},
                                    module={"loss": ["sigmoid"], "beta": 0.1, "loss_agg": "pair",
                                            "precompute_reference": False, "concatenated": concatenated})
-        pairs_per_s[concatenated] = runner.run_ptrain(name, config, 2)["units_per_s"]
-    return [row("DPO pairs/s (dpo.toml shape): concatenated vs separate forwards", pairs_per_s[True], "pairs/s",
-                pairs_per_s[False])]
+        return lambda: runner.run_ptrain(name, config, 2)
+
+    concatenated, separate = paired(run(True), run(False), 2)
+    return [row("DPO pairs/s (dpo.toml shape): concatenated vs separate forwards", concatenated["units_per_s"],
+                "pairs/s", separate["units_per_s"])]
 
 
 def grpo():

@@ -13,7 +13,6 @@ import time
 import traceback
 
 import figures
-import runner
 from runner import OUT, ROOT, THREADS
 
 
@@ -52,7 +51,7 @@ def failed(name, error):
 def main():
     start = time.perf_counter()
     load_at_start = os.getloadavg()[0]
-    rows = []
+    failures = []
 
     def attempt(name, produce):
         print(f"[bench] {name} ...", flush=True)
@@ -61,7 +60,7 @@ def main():
             result = produce()
         except Exception as error:  # one broken figure must not hide the others
             traceback.print_exc()
-            rows.append(failed(name, error))
+            failures.append(failed(name, error))
             return None
         print(f"[bench] {name}: {time.perf_counter() - t0:.0f} s", flush=True)
         return result
@@ -70,28 +69,33 @@ def main():
     fixed_512 = figures.make_data("fixed_512", "fixed", "--length", "512", "--count", "64")
     longtail = figures.make_data("longtail_512", "longtail", "--max-length", "512", "--count", "512")
 
-    peak = attempt("matmul peak", figures.matmul_peak)
-    peak_flops = peak[0] if peak else float("nan")
-    sft_rows, small = [], None
+    # The peak is timed at the start and at the end and the larger one kept:
+    # a peak timed while other processes load the cores would flatter MFU.
+    peaks = [attempt("matmul peak", lambda: figures.matmul_peak("matmul_peak_start"))]
+    vs_pytorch, measured = [], {}
     for size, data in (("tiny", fixed_128), ("small", fixed_512)):
-        result = attempt(f"SFT {size} vs PyTorch", lambda: figures.sft_vs_pytorch(size, data, peak_flops))
+        result = attempt(f"SFT {size} vs PyTorch", lambda: figures.sft_vs_pytorch(size, data))
         if result:
-            sft_rows += result[0]
-            if size == "small":
-                small = result[1:]
-    rows += [r for r in sft_rows if r["name"].startswith("SFT")]
-    if peak:
-        rows += peak[1]
-    rows += [r for r in sft_rows if r["name"].startswith("MFU")]
-    rows += attempt("accumulation", lambda: figures.accumulation(fixed_128)) or []
-    rows += attempt("padding", lambda: figures.padding(longtail)) or []
-    if small:
-        rows += figures.memory_per_update(*small)
-    rows += attempt("log-prob memory", figures.log_prob_memory) or []
-    if small:
-        rows += attempt("activation checkpointing", lambda: figures.activation_checkpointing(fixed_512, small[0])) or []
-    rows += attempt("DPO", figures.dpo) or []
-    rows += attempt("GRPO", figures.grpo) or []
+            vs_pytorch += result[0]
+            measured[size] = result[1:]
+    rest = []
+    rest += attempt("accumulation", lambda: figures.accumulation(fixed_128)) or []
+    rest += attempt("padding", lambda: figures.padding(longtail)) or []
+    if "small" in measured:
+        rest += figures.memory_per_update(*measured["small"])
+    rest += attempt("log-prob memory", figures.log_prob_memory) or []
+    if "small" in measured:
+        small_ptrain = measured["small"][0]
+        rest += attempt("activation checkpointing",
+                        lambda: figures.activation_checkpointing(fixed_512, small_ptrain)) or []
+    rest += attempt("DPO", figures.dpo) or []
+    rest += attempt("GRPO", figures.grpo) or []
+    peaks.append(attempt("matmul peak", lambda: figures.matmul_peak("matmul_peak_end")))
+    peaks = [p for p in peaks if p]
+    machine = [figures.matmul_peak_row(peaks)] if peaks else []
+    for size in measured if peaks else ():
+        machine += figures.mfu(size, *measured[size], max(peaks))
+    rows = vs_pytorch + machine + rest + failures
 
     elapsed = time.perf_counter() - start
     header = [f"ptrain benchmarks, {time.strftime('%Y-%m-%d %H:%M')}, {platform.node()} ({os.cpu_count()} cores): "
