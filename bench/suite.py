@@ -103,6 +103,8 @@ def main():
               f"load average (1 min) at start {load_at_start:.1f}, at end {os.getloadavg()[0]:.1f}: "
               "other processes on the machine share these cores",
               "ratio = value / baseline; memory and seconds: lower is better"]
+    if max(load_at_start, os.getloadavg()[0]) > os.cpu_count():
+        header.insert(2, "WARNING: more runnable processes than cores during the suite: rates are unreliable, rerun")
     table = format_table(rows, header)
     print(table)
     OUT.mkdir(parents=True, exist_ok=True)
