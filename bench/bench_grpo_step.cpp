@@ -8,7 +8,7 @@
 //      (generation_batch_size 8: eight decoding batches of 8, as trainers
 //      that generate inside the microbatch loop do).
 //
-//   build/bin/bench_grpo_step [repeats]
+//   build/bin/bench_grpo_step [repeats] [threads]
 #include "core/config/config_loader.h"
 #include "core/data/jsonl_reader.h"
 #include "core/dist/communicator.h"
@@ -52,7 +52,9 @@ sdk::ConfigValues grpo_values(int64_t generation_batch_size) {
 
 int main(int argc, char** argv) {
   const int repeats = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
-  at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  // Default: every core, as `ptrain train` with runtime.threads = 0.
+  at::set_num_threads(argc > 2 ? std::max(1, std::atoi(argv[2]))
+                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   // The bundled SFT job's model sizes (configs/sft.toml), randomly initialised.
   sdk::ConfigSchema sft_schema;
   sft::declare_sft_config(sft_schema);
@@ -120,5 +122,10 @@ int main(int argc, char** argv) {
               update_s[0], update_s[1], update_s[1] / update_s[0]);
   std::printf("threads: %d, repeats: %d, model: %lld parameters\n", at::get_num_threads(), repeats,
               static_cast<long long>(model->num_parameters()));
+  // The same figures as one JSON line, for bench/run_all.sh.
+  std::printf(
+      "{\"rollout_tokens_per_s_kv_cache\": %.6g, \"rollout_tokens_per_s_recompute\": %.6g, "
+      "\"update_s_once_per_step\": %.6g, \"update_s_per_microbatch\": %.6g}\n",
+      rollout_tokens_per_s[0], rollout_tokens_per_s[1], update_s[0], update_s[1]);
   return 0;
 }

@@ -1,0 +1,195 @@
+#!/usr/bin/python3
+"""The PyTorch-eager baseline of the SFT update benchmark.
+
+A plain PyTorch training loop, written the way a Python trainer would write
+it, for the same run as a ptrain config file: the same Llama-style model
+(core/model/causal_lm.cpp: RMSNorm, rotate-half RoPE, SwiGLU, grouped-query
+attention, tied embeddings), the same JSONL data tokenized with the byte
+tokenizer, the same batch, AdamW with the same settings and gradient clipping.
+The loss is the standard mean cross-entropy over completion tokens (labels
+-100 elsewhere), accumulated over microbatches the usual way (loss / number of
+microbatches).
+
+    /usr/bin/python3 bench/reference/sft_step.py -c run.toml --warmup 2 --steps 5
+
+Prints one JSON object: tokens/s and seconds of the fastest measured update
+(other processes on a shared machine only ever slow a step down). A "token" is a non-padding input position, as in ptrain's
+metrics.
+"""
+import argparse
+import json
+import math
+import time
+import tomllib
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+BOS, EOS, PAD = 256, 257, 258
+
+
+class RmsNorm(nn.Module):
+    def __init__(self, size, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(size))
+        self.eps = eps
+
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class Attention(nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        self.heads, self.kv_heads = m["num_heads"], m["num_kv_heads"]
+        self.head_dim = m["hidden_size"] // self.heads
+        h = m["hidden_size"]
+        self.q_proj = nn.Linear(h, self.heads * self.head_dim, bias=False)
+        self.k_proj = nn.Linear(h, self.kv_heads * self.head_dim, bias=False)
+        self.v_proj = nn.Linear(h, self.kv_heads * self.head_dim, bias=False)
+        self.o_proj = nn.Linear(self.heads * self.head_dim, h, bias=False)
+
+    def forward(self, x, cos, sin, mask):
+        b, t, _ = x.shape
+        q = self.q_proj(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        repeat = self.heads // self.kv_heads  # transformers' repeat_kv
+        k = k.repeat_interleave(repeat, dim=1)
+        v = v.repeat_interleave(repeat, dim=1)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim) + mask
+        out = torch.softmax(scores, dim=-1) @ v
+        return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
+
+
+class Mlp(nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        h, i = m["hidden_size"], m["intermediate_size"]
+        self.gate_proj = nn.Linear(h, i, bias=False)
+        self.up_proj = nn.Linear(h, i, bias=False)
+        self.down_proj = nn.Linear(i, h, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class Layer(nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        self.input_layernorm = RmsNorm(m["hidden_size"], m["rms_norm_eps"])
+        self.self_attn = Attention(m)
+        self.post_attention_layernorm = RmsNorm(m["hidden_size"], m["rms_norm_eps"])
+        self.mlp = Mlp(m)
+
+    def forward(self, x, cos, sin, mask):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class CausalLm(nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(m["vocab_size"], m["hidden_size"])
+        self.layers = nn.ModuleList(Layer(m) for _ in range(m["num_layers"]))
+        self.norm = RmsNorm(m["hidden_size"], m["rms_norm_eps"])
+        head_dim = m["hidden_size"] // m["num_heads"]
+        inv_freq = 1.0 / m["rope_theta"] ** (torch.arange(0, head_dim, 2).float() / head_dim)
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+        for name, p in self.named_parameters():  # ptrain's init_random
+            if p.dim() >= 2:
+                nn.init.normal_(p, 0.0, 0.02)
+
+    def forward(self, input_ids):
+        t = input_ids.shape[1]
+        freqs = torch.outer(torch.arange(t).float(), self.inv_freq)
+        angles = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = angles.cos(), angles.sin()
+        mask = torch.full((t, t), float("-inf")).triu(1)
+        x = self.embed_tokens(input_ids)
+        for layer in self.layers:
+            x = layer(x, cos, sin, mask)
+        return F.linear(self.norm(x), self.embed_tokens.weight)  # tied lm_head
+
+
+def tokenize(example, max_length):
+    """<bos> prompt completion <eos>, cut to max_length; labels on completion + eos."""
+    prompt = list(example["prompt"].encode())
+    completion = list(example["completion"].encode()) + [EOS]
+    tokens = ([BOS] + prompt + completion)[:max_length]
+    trained = ([False] * (1 + len(prompt)) + [True] * len(completion))[:max_length]
+    return tokens[:-1], [tok if keep else -100 for tok, keep in zip(tokens[1:], trained[1:])]
+
+
+def collate(pairs):
+    t = max(len(inputs) for inputs, _ in pairs)
+    input_ids = torch.full((len(pairs), t), PAD, dtype=torch.long)
+    labels = torch.full((len(pairs), t), -100, dtype=torch.long)
+    for row, (inputs, targets) in enumerate(pairs):
+        input_ids[row, : len(inputs)] = torch.tensor(inputs)
+        labels[row, : len(targets)] = torch.tensor(targets)
+    return input_ids, labels, sum(len(inputs) for inputs, _ in pairs)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-c", "--config", required=True, help="the ptrain config of the same run")
+    parser.add_argument("--warmup", type=int, default=2, help="updates before timing")
+    parser.add_argument("--steps", type=int, default=5, help="timed updates")
+    args = parser.parse_args()
+    with open(args.config, "rb") as f:
+        run = tomllib.load(f)
+    model_cfg = {"rope_theta": 10000.0, "rms_norm_eps": 1e-6, **run["model"]}
+    assert model_cfg.get("tie_word_embeddings", True), "the reference implements tied embeddings only"
+    torch.set_num_threads(run["runtime"]["threads"])
+    torch.manual_seed(run.get("seed", 0))
+
+    max_length = run["data"]["max_length"]
+    with open(run["data"]["train"]) as f:
+        examples = [tokenize(json.loads(line), max_length) for line in f if line.strip()]
+    global_size, micro_size = run["batch"]["global_size"], run["batch"]["micro_size"]
+    steps = args.warmup + args.steps
+    assert len(examples) >= global_size * steps, "dataset too small for the requested steps"
+    # Batches collated up front, as ptrain tokenizes (and caches) before training.
+    batches = []
+    for step in range(steps):
+        chunk = examples[step * global_size : (step + 1) * global_size]
+        batches.append([collate(chunk[i : i + micro_size]) for i in range(0, global_size, micro_size)])
+
+    model = CausalLm(model_cfg)
+    optim = run["optim"]
+    decayed = [p for p in model.parameters() if p.dim() >= 2]
+    others = [p for p in model.parameters() if p.dim() < 2]
+    optimizer = torch.optim.AdamW(
+        [{"params": decayed, "weight_decay": optim["weight_decay"]}, {"params": others, "weight_decay": 0.0}],
+        lr=optim["lr"], betas=(optim.get("beta1", 0.9), optim.get("beta2", 0.999)), eps=optim.get("eps", 1e-8))
+
+    rates, step_times = [], []
+    for step, microbatches in enumerate(batches):
+        start, tokens = time.perf_counter(), 0
+        optimizer.zero_grad(set_to_none=True)
+        for input_ids, labels, num_tokens in microbatches:
+            logits = model(input_ids)
+            loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1), ignore_index=-100)
+            (loss / len(microbatches)).backward()
+            tokens += num_tokens
+        torch.nn.utils.clip_grad_norm_(model.parameters(), optim["clip_grad_norm"])
+        optimizer.step()
+        if step >= args.warmup:
+            step_times.append(time.perf_counter() - start)
+            rates.append(tokens / step_times[-1])
+    # The fastest step, as bench/runner.py reads ptrain's metrics.jsonl.
+    print(json.dumps({"tokens_per_s": max(rates), "step_s": min(step_times),
+                      "params": sum(p.numel() for p in model.parameters()), "threads": torch.get_num_threads()}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The benchmark suite of issue 8 in one command: builds what it needs, runs
+# every figure next to its baseline and prints the table (also written to
+# bench/out/table.txt and bench/results.json). About 10 minutes on 2 cores.
+#
+#   bench/run_all.sh                  # build/ and 2 threads per process
+#   PTRAIN_BUILD_DIR=build-rel PTRAIN_BENCH_THREADS=4 bench/run_all.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start_s=$SECONDS
+
+# The PyTorch-eager baseline runs on Debian's python3-torch, the same PyTorch
+# build as libtorch-dev, so both sides use the same kernels.
+if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  sudo_cmd=()
+  if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+  echo "[bench] installing python3-torch"
+  "${sudo_cmd[@]}" apt-get install -y python3-torch ||
+    { "${sudo_cmd[@]}" apt-get update -qq && "${sudo_cmd[@]}" apt-get install -y python3-torch; }
+fi
+
+# Only the targets the suite runs (plugins are loaded by `ptrain train`).
+PTRAIN_BUILD_DIR="${PTRAIN_BUILD_DIR:-build}" scripts/build.sh --target ptrain \
+  ptrain_plugin_sft ptrain_plugin_dpo ptrain_plugin_grpo \
+  bench_matmul_peak bench_log_prob_memory bench_grpo_step
+
+status=0
+/usr/bin/python3 bench/suite.py || status=$?
+echo "[bench] run_all.sh took $(( (SECONDS - start_s) / 60 )) min $(( (SECONDS - start_s) % 60 )) s"
+exit $status

@@ -1,0 +1,158 @@
+"""Running the benchmarks' processes: ptrain jobs from generated configs, the
+PyTorch reference, the C++ bench binaries; each with its own peak RSS.
+
+Every measurement runs in a fresh process, so one figure's memory or thread
+pool state never leaks into the next one's, and os.wait4 gives each process's
+own peak RSS (getrusage of that child alone).
+"""
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = Path(os.environ.get("PTRAIN_BUILD_DIR", ROOT / "build"))
+if not BUILD.is_absolute():
+    BUILD = ROOT / BUILD
+OUT = ROOT / "bench" / "out"
+PYTHON = "/usr/bin/python3"  # Debian's, which has python3-torch; not a pyenv one
+THREADS = int(os.environ.get("PTRAIN_BENCH_THREADS", "2"))
+
+
+class RunFailed(RuntimeError):
+    """A process exited non-zero; carries the tail of its stderr."""
+
+    def __init__(self, command, status, stderr):
+        tail = stderr.strip().splitlines()[-3:]
+        super().__init__(f"{Path(command[0]).name} exited with {status}: " + " | ".join(tail))
+        self.stderr = stderr
+
+
+def run_process(command, log_name):
+    """Runs command; returns (stdout, peak_rss_mb, wall_s). Output also kept in bench/out/logs/."""
+    logs = OUT / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    with open(logs / f"{log_name}.out", "w+") as out, open(logs / f"{log_name}.err", "w+") as err:
+        process = subprocess.Popen(command, stdout=out, stderr=err, cwd=ROOT)
+        _, status, usage = os.wait4(process.pid, 0)  # this child's rusage only
+        process.returncode = os.waitstatus_to_exitcode(status)
+        wall_s = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if process.returncode != 0:
+        raise RunFailed(command, process.returncode, stderr or stdout)
+    return stdout, usage.ru_maxrss / 1024.0, wall_s  # Linux: ru_maxrss in KiB
+
+
+def last_json_line(stdout):
+    """The last line of stdout that is a JSON object (the benches' result line)."""
+    for line in reversed(stdout.strip().splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise ValueError("no JSON result line in output")
+
+
+def toml_value(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)  # a JSON string is a valid TOML basic string
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    return repr(value)
+
+
+def write_config(path, config):
+    """config: {key: value | {key: value}} → a TOML file (tables after top-level keys)."""
+    lines = [f"{k} = {toml_value(v)}" for k, v in config.items() if not isinstance(v, dict)]
+    for section, table in config.items():
+        if isinstance(table, dict):
+            lines += ["", f"[{section}]"] + [f"{k} = {toml_value(v)}" for k, v in table.items()]
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
+def sft_config(name, model, data, max_length, global_size, micro_size, steps, **overrides):
+    """A ptrain SFT config for a throughput run: constant lr, no checkpoints, THREADS threads.
+
+    overrides: {"section": {key: value}} merged into the config (e.g. batch packing).
+    """
+    config = {
+        "plugin": "sft",
+        "seed": 0,
+        "output_dir": str(OUT / "runs" / name),
+        "model": dict(model),
+        "tokenizer": {"kind": "bytes"},
+        "data": {"train": str(data), "max_length": max_length},
+        "batch": {"global_size": global_size, "micro_size": micro_size},
+        "optim": {"name": "adamw", "lr": 1e-4, "weight_decay": 0.01, "clip_grad_norm": 1.0},
+        "schedule": {"name": "constant", "warmup_steps": 0},
+        "train": {"max_steps": steps, "log_every": 1},
+        "checkpoint": {"every_steps": 0},
+        "runtime": {"threads": THREADS},
+    }
+    for section, values in overrides.items():
+        if isinstance(values, dict):
+            config.setdefault(section, {}).update(values)
+        else:
+            config[section] = values
+    return config
+
+
+def run_ptrain(name, config, warmup):
+    """Trains config with build/bin/ptrain; returns the measured steps' totals.
+
+    Steps up to `warmup` are left out (allocator growth, first-touch pages,
+    tokenization). Rates are those of the fastest measured step: on a
+    shared machine other processes only ever slow a step down, so the best
+    step is the closest to what the code can do (timeit's reasoning).
+    Returns {tokens, padded_tokens, units (sums over the measured steps),
+    step_s, tokens_per_s, units_per_s (of the best step), mean_tokens_per_s
+    (all measured steps), peak_rss_mb}.
+    """
+    path = OUT / "configs" / f"{name}.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_config(path, config)
+    output_dir = Path(config["output_dir"])
+    stdout, peak_rss_mb, _ = run_process([str(BUILD / "bin" / "ptrain"), "train", "-c", str(path), "--overwrite"],
+                                         name)
+    rows = [json.loads(line) for line in (output_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    measured = [row for row in rows if row["step"] > warmup]
+    if not measured:
+        raise RuntimeError(f"{name}: no step after the {warmup} warm-up steps in metrics.jsonl")
+    total = {key: sum(row.get(key, 0.0) for row in measured) for key in ("tokens", "padded_tokens", "units")}
+    # The run directory's checkpoint and final model are not needed (and large).
+    for heavy in ("checkpoints", "final", "token_cache"):
+        shutil.rmtree(output_dir / heavy, ignore_errors=True)
+    return {
+        "tokens": total["tokens"],
+        "padded_tokens": total["padded_tokens"],
+        "units": total["units"],
+        "step_s": min(row["step_s"] for row in measured),
+        "tokens_per_s": max(row["tokens"] / row["step_s"] for row in measured),
+        "mean_tokens_per_s": total["tokens"] / sum(row["step_s"] for row in measured),
+        "units_per_s": max(row["units"] / row["step_s"] for row in measured),
+        "peak_rss_mb": peak_rss_mb,
+    }
+
+
+def run_reference(name, config, warmup, steps):
+    """The PyTorch-eager loop (bench/reference/sft_step.py) on the same config."""
+    path = OUT / "configs" / f"{name}.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_config(path, config)
+    command = [PYTHON, str(ROOT / "bench" / "reference" / "sft_step.py"), "-c", str(path),
+               "--warmup", str(warmup), "--steps", str(steps)]
+    stdout, peak_rss_mb, _ = run_process(command, name)
+    result = last_json_line(stdout)
+    result["peak_rss_mb"] = peak_rss_mb
+    return result
+
+
+def run_bench(binary, args, log_name):
+    """A C++ bench binary from build/bin; returns (last JSON line or stdout, peak RSS MB)."""
+    stdout, peak_rss_mb, _ = run_process([str(BUILD / "bin" / binary)] + [str(a) for a in args], log_name)
+    return stdout, peak_rss_mb
