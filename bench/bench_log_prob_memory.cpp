@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
   at::Tensor nll_sum;
   if (mode == "hidden") {
-    nll_sum = model->hidden_states(tokens.input_ids).sum();
+    nll_sum = model->hidden_states(tokens.input_ids, {}, {}).sum();
   } else if (mode == "target") {
     nll_sum = -model->target_log_probs(tokens).log_probs.sum();
   } else {
