@@ -83,17 +83,19 @@ SFT_SIZES = {
 
 
 def paired(run_a, run_b, rounds):
-    """Runs two measurements in A B B A ... order; returns each side's best round.
+    """Runs two measurements in A B B A ... order; returns each side's mean over rounds.
 
     The machine is shared (CI and other builds), so its load drifts over
-    minutes; the mirrored order gives both sides the same exposure to that
-    drift. A side's result is its fastest round's, its peak RSS the largest.
+    minutes; in the mirrored order a linear drift adds the same to both
+    sides' means (a best-round rule would not cancel it: A's last run would
+    win whenever the load falls). Rates are averaged, peak RSS is the largest.
     """
     runs = ([], [])
     for r in range(rounds):
         for side in ((0, 1) if r % 2 == 0 else (1, 0)):
             runs[side].append((run_a, run_b)[side]())
-    return tuple({**max(results, key=lambda x: x["tokens_per_s"]),
+    rates = ("tokens_per_s", "units_per_s", "step_s")
+    return tuple({**results[0], **{k: sum(x[k] for x in results) / len(results) for k in rates if k in results[0]},
                   "peak_rss_mb": max(x["peak_rss_mb"] for x in results)} for results in runs)
 
 
