@@ -19,10 +19,14 @@ if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
     { "${sudo_cmd[@]}" apt-get update -qq && "${sudo_cmd[@]}" apt-get install -y python3-torch; }
 fi
 
-# Only the targets the suite runs (plugins are loaded by `ptrain train`).
-PTRAIN_BUILD_DIR="${PTRAIN_BUILD_DIR:-build}" scripts/build.sh --target ptrain \
+# Only the targets the suite runs (plugins are loaded by `ptrain train`). An
+# existing build directory is reconfigured first so that it knows bench
+# targets added since it was configured.
+build_dir="${PTRAIN_BUILD_DIR:-build}"
+if [ -f "$build_dir/CMakeCache.txt" ]; then cmake -S . -B "$build_dir" >/dev/null; fi
+PTRAIN_BUILD_DIR="$build_dir" scripts/build.sh --target ptrain \
   ptrain_plugin_sft ptrain_plugin_dpo ptrain_plugin_grpo \
-  bench_matmul_peak bench_log_prob_memory bench_grpo_step
+  bench_matmul_peak bench_log_prob_memory bench_grpo_step bench_accumulation
 
 status=0
 /usr/bin/python3 bench/suite.py || status=$?

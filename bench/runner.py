@@ -110,8 +110,7 @@ def run_ptrain(name, config, warmup):
     shared machine other processes only ever slow a step down, so the best
     step is the closest to what the code can do (timeit's reasoning).
     Returns {tokens, padded_tokens, units (sums over the measured steps),
-    step_s, tokens_per_s, units_per_s (of the best step), mean_tokens_per_s
-    (all measured steps), peak_rss_mb}.
+    step_s, tokens_per_s, units_per_s (of the best step), peak_rss_mb}.
     """
     path = OUT / "configs" / f"{name}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -133,7 +132,6 @@ def run_ptrain(name, config, warmup):
         "units": total["units"],
         "step_s": min(row["step_s"] for row in measured),
         "tokens_per_s": max(row["tokens"] / row["step_s"] for row in measured),
-        "mean_tokens_per_s": total["tokens"] / sum(row["step_s"] for row in measured),
         "units_per_s": max(row["units"] / row["step_s"] for row in measured),
         "peak_rss_mb": peak_rss_mb,
     }
