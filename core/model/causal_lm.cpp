@@ -334,7 +334,10 @@ CausalLm::AttentionLayout CausalLm::attention_layout(int64_t t, const at::Tensor
     layout.cos = rope_cos_.narrow(0, 0, t);  // [T, d], the same for every row
     layout.sin = rope_sin_.narrow(0, 0, t);
   }
-  const at::Tensor causal = at::ones({t, t}, at::kBool).tril();
+  // The fused kernel takes plain causality as a flag: the [T, T] mask is built
+  // only for packed rows or the unfused path.
+  const bool needs_mask = document_ids.defined() || !attention_compat::kFusedAttention;
+  const at::Tensor causal = needs_mask ? at::ones({t, t}, at::kBool).tril() : at::Tensor();
   if (document_ids.defined()) {
     // Block-diagonal causal: a query reads earlier keys of its own document.
     const at::Tensor same_document = document_ids.unsqueeze(2) == document_ids.unsqueeze(1);  // [B, T, T]
