@@ -5,6 +5,8 @@
 #include "core/generation/rollout_engine.h"
 #include "core/model/causal_lm.h"
 #include "core/plugin/host_logger.h"
+#include "core/plugin/plugin_loader.h"
+#include "core/plugin/reward_library.h"
 #include "ptrain/sdk/context.h"
 
 namespace ptrain::plugin {
@@ -34,6 +36,11 @@ class HostContext final : public sdk::Context {
   sdk::Logger& logger() override { return logger_; }
   std::unique_ptr<sdk::Progress> start_progress(std::string_view label, int64_t total) override;
   sdk::RolloutEngine& rollout_engine() override { return rollout_engine_; }
+  // Names are looked up where plugins are (plugin_search_dirs), after `extra_plugin_dirs`.
+  std::unique_ptr<sdk::RewardLibrary> open_reward_library(const std::string& name_or_path) override {
+    return load_reward_library(name_or_path, plugin_search_dirs(extra_plugin_dirs_));
+  }
+  void set_extra_plugin_dirs(std::vector<std::filesystem::path> dirs) { extra_plugin_dirs_ = std::move(dirs); }
 
   // The trainer moves the context to the step it is about to run.
   void set_step(int64_t step, int64_t epoch) {
@@ -48,6 +55,7 @@ class HostContext final : public sdk::Context {
   dist::Communicator& communicator_;
   sdk::RunInfo run_info_;
   HostLogger logger_;
+  std::vector<std::filesystem::path> extra_plugin_dirs_;
   generation::CausalLmRolloutEngine rollout_engine_{policy_, tokenizer_};
 };
 

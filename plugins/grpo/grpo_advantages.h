@@ -14,6 +14,14 @@ namespace ptrain::grpo {
 
 inline constexpr double kAdvantageEpsilon = 1e-4;
 
+// A group has zero reward variance (frac_reward_zero_std, filter_zero_std_groups)
+// when its std is within 1e-8 of 0, as TRL's torch.isclose(std, 0) (atol 1e-8;
+// rtol does not act at 0): rewards equal on paper but summed from different
+// parts (0.7 + 0.1 and 0.8) differ in their last bits, and their std (~1e-17)
+// is no signal to learn from.
+inline constexpr double kZeroStdTolerance = 1e-8;
+inline bool is_zero_std(double group_std) { return group_std <= kZeroStdTolerance; }
+
 // Unbiased std of each group. rewards: [P, G] float64 → [P].
 at::Tensor group_std(const at::Tensor& rewards);
 

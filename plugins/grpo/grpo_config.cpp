@@ -9,6 +9,15 @@
 #include <regex>
 
 namespace ptrain::grpo {
+namespace {
+
+std::string join(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
+
+}  // namespace
 
 void declare_grpo_config(sdk::ConfigSchema& schema) {
   schema.add_int("num_generations", 8, "G: completions sampled per prompt; a prompt's G completions form its group", 2);
@@ -23,9 +32,12 @@ void declare_grpo_config(sdk::ConfigSchema& schema) {
   schema.add_int("generation_batch_size", 0, "sequences decoded together; 0: all of a rank's step at once", 0);
   schema.add_int("num_iterations", 1, "μ: optimizer updates per generated batch (the same rollouts reused)", 1);
   schema.add_string_list("reward_funcs", std::vector<std::string>{"accuracy", "format"},
-                         "reward functions: accuracy (answer exact match), format (format_pattern), length (DAPO's "
-                         "soft overlong penalty), closeness (numeric partial credit)",
-                         builtin_reward_list());
+                         "reward functions: the built-in accuracy (answer exact match), format (format_pattern), "
+                         "length (DAPO's soft overlong penalty), closeness (numeric partial credit), or a function "
+                         "of a library in reward_plugins");
+  schema.add_string_list("reward_plugins", std::vector<std::string>{},
+                         "reward libraries whose functions reward_funcs may name: paths to their .so, or names "
+                         "found as libptrain_reward_<name>.so on the plugin path (docs/grpo.md)");
   schema.add_float_list("reward_weights", std::vector<double>{},
                         "one weight per reward function; empty: all 1");
   schema.add_string("reward_aggregation", "sum_then_normalize",
@@ -86,9 +98,23 @@ GrpoConfig read_grpo_config(const sdk::ConfigValues& values) {
   if (config.reward_funcs.empty()) {
     throw sdk::ConfigError(values.where("reward_funcs") + ": expected at least one reward function");
   }
+  config.reward_plugins = values.get_string_list("reward_plugins");
+  const std::vector<std::string> builtins = builtin_reward_list();
   for (const std::string& name : config.reward_funcs) {
     if (std::count(config.reward_funcs.begin(), config.reward_funcs.end(), name) > 1) {
       throw sdk::ConfigError(values.where("reward_funcs") + ": '" + name + "' is listed twice");
+    }
+    // Names of library functions are checked in setup(), once the libraries are loaded.
+    if (config.reward_plugins.empty() && std::find(builtins.begin(), builtins.end(), name) == builtins.end()) {
+      throw sdk::ConfigError(values.where("reward_funcs") + ": unknown reward function '" + name +
+                             "'; expected a built-in one (" + join(builtins) +
+                             ") or a function of a library listed in module.reward_plugins (none is)");
+    }
+  }
+  for (const std::string& library : config.reward_plugins) {
+    if (library.empty()) throw sdk::ConfigError(values.where("reward_plugins") + ": an entry is empty");
+    if (std::count(config.reward_plugins.begin(), config.reward_plugins.end(), library) > 1) {
+      throw sdk::ConfigError(values.where("reward_plugins") + ": '" + library + "' is listed twice");
     }
   }
   config.reward_weights.assign(config.reward_funcs.size(), 1.0);

@@ -25,7 +25,8 @@ struct GrpoConfig {
   int64_t generation_batch_size = 0;  // sequences decoded together; 0: all of the rank's step
   int64_t num_iterations = 1;         // μ: updates per generated batch
 
-  std::vector<std::string> reward_funcs{"accuracy", "format"};
+  std::vector<std::string> reward_funcs{"accuracy", "format"};  // built-in names or functions of reward_plugins
+  std::vector<std::string> reward_plugins;                        // reward libraries: paths or names
   std::vector<double> reward_weights{1.0, 1.0};
   RewardAggregation reward_aggregation = RewardAggregation::kSumThenNormalize;
   ScaleRewards scale_rewards = ScaleRewards::kGroup;

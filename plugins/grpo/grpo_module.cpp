@@ -12,6 +12,7 @@
 #include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 namespace ptrain::grpo {
@@ -55,7 +56,7 @@ void add_token_mean(sdk::MetricList& metrics, const std::string& name, const at:
 void GrpoModule::setup(sdk::Context& ctx) {
   config_ = read_grpo_config(ctx.module_config());
   reward_functions_.clear();
-  for (const std::string& name : config_.reward_funcs) reward_functions_.push_back(make_builtin_reward(name, config_));
+  reward_functions_ = make_reward_functions(ctx, config_);
   std::ostringstream summary;
   summary << "G = " << config_.num_generations << ", loss_type " << config_.loss_type << ", rewards";
   for (size_t f = 0; f < config_.reward_funcs.size(); ++f) {
@@ -161,8 +162,18 @@ void GrpoModule::generate_and_score(sdk::Context& ctx, const std::vector<const s
   at::Tensor rewards = at::zeros({num_prompts, g, num_functions}, at::kDouble);  // [P, G, F]
   for (int64_t f = 0; f < num_functions; ++f) {
     const std::vector<double> scores = inputs.empty() ? std::vector<double>{} : reward_functions_[f]->score(inputs);
-    TORCH_CHECK(scores.size() == inputs.size(), "reward function '", reward_functions_[f]->name(), "' returned ",
-                scores.size(), " scores for ", inputs.size(), " completions");
+    if (scores.size() != inputs.size()) {
+      throw sdk::PluginError("grpo: reward function '" + config_.reward_funcs[f] + "' returned " +
+                             std::to_string(scores.size()) + " scores for " + std::to_string(inputs.size()) +
+                             " completions");
+    }
+    for (size_t i = 0; i < scores.size(); ++i) {
+      if (!std::isfinite(scores[i])) {
+        throw sdk::PluginError("grpo: reward function '" + config_.reward_funcs[f] + "' scored a completion of " +
+                               inputs[i].example->location + " " + std::to_string(scores[i]) +
+                               "; rewards must be finite");
+      }
+    }
     if (!scores.empty()) rewards.select(2, f).copy_(at::tensor(scores, at::kDouble).view({num_prompts, g}));
   }
   const at::Tensor weights = at::tensor(config_.reward_weights, at::kDouble);
@@ -211,7 +222,7 @@ void GrpoModule::generate_and_score(sdk::Context& ctx, const std::vector<const s
     completion.group_std = stds[prompt].item<double>();
     completion.trained = !completion.completion_ids.empty() &&
                          !(config_.mask_truncated_completions && completion.truncated) &&
-                         !(config_.filter_zero_std_groups && completion.group_std == 0.0);
+                         !(config_.filter_zero_std_groups && is_zero_std(completion.group_std));
     completions_.push_back(std::move(completion));
   }
 }
@@ -392,7 +403,7 @@ sdk::LossOut GrpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatc
   sdk::MetricList& metrics = out.metrics;
   sdk::add_row_mean(metrics, "reward", batch.rewards);
   sdk::add_row_mean(metrics, "reward_std", batch.group_stds);
-  sdk::add_row_mean(metrics, "frac_reward_zero_std", batch.group_stds == 0.0);
+  sdk::add_row_mean(metrics, "frac_reward_zero_std", batch.group_stds <= kZeroStdTolerance);
   for (size_t f = 0; f < config_.reward_funcs.size(); ++f) {
     sdk::add_row_mean(metrics, "rewards/" + config_.reward_funcs[f] + "/mean",
                       batch.function_rewards.select(1, static_cast<int64_t>(f)));

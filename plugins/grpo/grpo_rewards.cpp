@@ -107,6 +107,60 @@ std::unique_ptr<sdk::RewardFunction> make_builtin_reward(const std::string& name
   throw sdk::ConfigError("unknown reward function '" + name + "'");
 }
 
+std::vector<std::unique_ptr<sdk::RewardFunction>> make_reward_functions(sdk::Context& ctx, const GrpoConfig& config) {
+  const sdk::ConfigValues& values = ctx.module_config();
+  std::vector<std::unique_ptr<sdk::RewardLibrary>> libraries;
+  for (const std::string& name_or_path : config.reward_plugins) {
+    try {
+      libraries.push_back(ctx.open_reward_library(name_or_path));
+    } catch (const sdk::ConfigError& error) {
+      throw sdk::ConfigError(values.where("reward_plugins") + ": " + error.what());
+    } catch (const sdk::PluginError& error) {
+      throw sdk::PluginError(values.where("reward_plugins") + ": " + error.what());
+    }
+    for (size_t other = 0; other + 1 < libraries.size(); ++other) {
+      if (libraries[other]->path() == libraries.back()->path()) {
+        throw sdk::ConfigError(values.where("reward_plugins") + ": '" + config.reward_plugins[other] + "' and '" +
+                               name_or_path + "' are the same library (" + libraries.back()->path() + ")");
+      }
+    }
+  }
+  const std::vector<std::string> builtins = builtin_reward_list();
+  std::vector<std::unique_ptr<sdk::RewardFunction>> functions;
+  for (const std::string& name : config.reward_funcs) {
+    std::vector<std::string> sources;
+    if (std::find(builtins.begin(), builtins.end(), name) != builtins.end()) sources.push_back("built in");
+    const sdk::RewardLibrary* offering = nullptr;
+    for (const auto& library : libraries) {
+      const std::vector<std::string> offered = library->function_names();
+      if (std::find(offered.begin(), offered.end(), name) != offered.end()) {
+        sources.push_back("offered by " + library->path());
+        offering = library.get();
+      }
+    }
+    if (sources.size() > 1) {
+      std::string list;
+      for (const std::string& source : sources) list += (list.empty() ? "" : " and ") + source;
+      throw sdk::ConfigError(values.where("reward_funcs") + ": reward function '" + name + "' is ambiguous: " + list +
+                             "; rename it in the library");
+    }
+    if (offering != nullptr) {
+      functions.push_back(offering->create(name));
+    } else if (!sources.empty()) {
+      functions.push_back(make_builtin_reward(name, config));
+    } else {
+      std::string known;
+      for (const std::string& builtin : builtins) known += (known.empty() ? "" : ", ") + builtin;
+      for (const auto& library : libraries) {
+        for (const std::string& offered : library->function_names()) known += ", " + offered;
+      }
+      throw sdk::ConfigError(values.where("reward_funcs") + ": unknown reward function '" + name +
+                             "'; the built-in ones and those of module.reward_plugins are " + known);
+    }
+  }
+  return functions;
+}
+
 std::string trim_blanks(const std::string& text) {
   const char* blanks = " \t\r\n";
   const size_t begin = text.find_first_not_of(blanks);

@@ -14,6 +14,7 @@
 
 #include "grpo_config.h"
 
+#include "ptrain/sdk/context.h"
 #include "ptrain/sdk/rewards.h"
 
 #include <memory>
@@ -26,6 +27,14 @@ std::vector<std::string> builtin_reward_list();  // accuracy, format, length, cl
 
 // Throws sdk::ConfigError for an unknown name.
 std::unique_ptr<sdk::RewardFunction> make_builtin_reward(const std::string& name, const GrpoConfig& config);
+
+// The functions of config.reward_funcs, in order: a built-in name makes the
+// built-in, any other name the function of that name in one of the reward
+// libraries of config.reward_plugins, which the core opens and checks
+// (Context::open_reward_library). Throws sdk::ConfigError naming the key for
+// a name that no source or more than one offers; sdk::PluginError (from the
+// core, prefixed with the key's location) for a library it refuses.
+std::vector<std::unique_ptr<sdk::RewardFunction>> make_reward_functions(sdk::Context& ctx, const GrpoConfig& config);
 
 // Blanks (spaces, tabs, newlines) removed from both ends.
 std::string trim_blanks(const std::string& text);

@@ -6,7 +6,7 @@
 //   dist_worker metrics
 //   dist_worker data DATASET_SIZE GLOBAL_SIZE SEED STEPS
 //   dist_worker die|hang|mismatch TIMEOUT_S PID_DIR
-//   dist_worker grpo LOSS_TYPE MICRO_SIZE GRADIENT_FILE
+//   dist_worker grpo LOSS_TYPE MICRO_SIZE GRADIENT_FILE [KEY=VALUE ...]   ([module] overrides)
 #include "grpo_test_support.h"
 
 #include "core/data/global_batch_sampler.h"
@@ -29,6 +29,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -100,13 +101,36 @@ int run_fault(const dist::LaunchEnv& launch, const std::string& mode, char** arg
   return 0;
 }
 
+// [module] overrides KEY=VALUE: beta and top_entropy_quantile are numbers, the rest strings;
+// lm_head_scale=F sharpens the policy instead (grpo_test::sharpen_lm_head).
+std::map<std::string, sdk::ConfigValue> grpo_overrides(int argc, char** argv, double& lm_head_scale) {
+  std::map<std::string, sdk::ConfigValue> overrides{{"loss_type", std::string(argv[2])}};
+  for (int i = 5; i < argc; ++i) {
+    const std::string argument = argv[i];
+    const size_t equals = argument.find('=');
+    if (equals == std::string::npos) throw sdk::UsageError("expected KEY=VALUE, got '" + argument + "'");
+    const std::string key = argument.substr(0, equals);
+    const std::string value = argument.substr(equals + 1);
+    if (key == "lm_head_scale") {
+      lm_head_scale = std::stod(value);
+    } else if (key == "beta" || key == "top_entropy_quantile") {
+      overrides[key] = std::stod(value);
+    } else {
+      overrides[key] = value;
+    }
+  }
+  return overrides;
+}
+
 // One GRPO step on the injected rollouts of grpo_test_support.h; rank 0
 // writes the summed gradient (the model of seed 31) to GRADIENT_FILE.
-int run_grpo(const dist::LaunchEnv& launch, char** argv) {
+int run_grpo(const dist::LaunchEnv& launch, int argc, char** argv) {
   auto communicator = dist::make_communicator(launch, std::chrono::seconds(60));
   const auto policy = model::CausalLm::init_random(testing::tiny_model_config(), 31);
   const tokenizer::ByteTokenizer tokenizer;
-  const sdk::ConfigValues values = grpo_test::grpo_values({{"loss_type", std::string(argv[2])}});
+  double lm_head_scale = 1.0;
+  const sdk::ConfigValues values = grpo_test::grpo_values(grpo_overrides(argc, argv, lm_head_scale));
+  if (lm_head_scale != 1.0) grpo_test::sharpen_lm_head(*policy, lm_head_scale);
   plugin::HostContext host(*policy, tokenizer, values, *communicator, sdk::RunInfo{0, grpo_test::kMaxLength, 0, 0, ""});
   const std::vector<grpo_test::Prompt> prompts = grpo_test::global_batch_prompts();
   grpo_test::FixedRolloutEngine engine(prompts);
@@ -152,7 +176,7 @@ int main(int argc, char** argv) {
     if (mode == "metrics") return run_metrics(launch);
     if (mode == "data" && argc == 6) return run_data(launch, argv);
     if ((mode == "die" || mode == "hang" || mode == "mismatch") && argc == 4) return run_fault(launch, mode, argv);
-    if (mode == "grpo" && argc == 5) return run_grpo(launch, argv);
+    if (mode == "grpo" && argc >= 5) return run_grpo(launch, argc, argv);
     std::cerr << "dist_worker: bad arguments for mode '" << mode << "'\n";
     return 2;
   } catch (const std::exception& error) {

@@ -419,20 +419,64 @@ TEST_CASE("a stop requested on rank 1 only stops both ranks after the same step,
 
 TEST_CASE("GRPO: one step on fixed rollouts gives the full-batch gradient on world sizes 1 and 2", "[dist][grpo]") {
   const fs::path dir = testing::fresh_test_dir("grpo_world_invariance");
+  // A KL reference that differs from the policy, for the beta > 0 case.
+  const fs::path reference_dir = dir / "reference";
+  model::CausalLm::init_random(testing::tiny_model_config(), 33)->save_hf_dir(reference_dir);
+  const auto reference = model::CausalLm::load_hf_dir(reference_dir);
+
+  struct Case {
+    std::string loss_type;
+    std::vector<std::string> options;  // the worker's [module] overrides, KEY=VALUE
+    grpo_test::ReferenceSpec spec;
+    double lm_head_scale = 1.0;
+  };
+  std::vector<Case> cases;
   for (const std::string loss_type : {"dapo", "grpo", "dr_grpo"}) {
-    const auto initial = model::CausalLm::init_random(testing::tiny_model_config(), 31);
     grpo_test::ReferenceSpec spec;
     spec.loss_type = loss_type;
-    grpo_test::reference_step_loss(*initial, nullptr, nullptr, grpo_test::global_batch_prompts(), spec).backward();
+    cases.push_back({loss_type, {}, spec});
+  }
+  {
+    grpo_test::ReferenceSpec spec;
+    spec.beta = 0.1;
+    spec.kl_estimator = "k2";
+    cases.push_back({"dapo", {"beta=0.1", "kl_estimator=k2", "reference_model=" + reference_dir.string()}, spec});
+  }
+  {
+    // The batch std is all-reduced over the ranks' rewards.
+    grpo_test::ReferenceSpec spec;
+    spec.loss_type = "grpo";
+    spec.scale_rewards = "batch";
+    cases.push_back({"grpo", {"scale_rewards=batch"}, spec});
+  }
+  {
+    // The entropy quantile is taken over every rank's tokens (37; 0.55·36 is not an integer).
+    grpo_test::ReferenceSpec spec;
+    spec.top_entropy_quantile = 0.55;
+    cases.push_back({"dapo", {"top_entropy_quantile=0.55", "lm_head_scale=40"}, spec, 40.0});
+  }
+
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const Case& test = cases[c];
+    const auto initial = model::CausalLm::init_random(testing::tiny_model_config(), 31);
+    if (test.lm_head_scale != 1.0) grpo_test::sharpen_lm_head(*initial, test.lm_head_scale);
+    grpo_test::reference_step_loss(*initial, nullptr, reference.get(), grpo_test::global_batch_prompts(), test.spec)
+        .backward();
     std::vector<at::Tensor> expected;
     for (const auto& [name, parameter] : initial->named_parameters()) expected.push_back(parameter.grad().clone());
+    std::string options;
+    for (const std::string& option : test.options) options += " " + option;
 
-    for (const auto& [world, micro_size] : std::vector<std::pair<int, int>>{{1, 12}, {2, 6}, {2, 1}}) {
-      const fs::path gradient_file =
-          dir / (loss_type + "_w" + std::to_string(world) + "_m" + std::to_string(micro_size) + ".safetensors");
-      const CommandResult result = run_ptrain(
-          launch_worker(world, "grpo " + loss_type + " " + std::to_string(micro_size) + " " + gradient_file.string()));
-      INFO("loss_type " << loss_type << ", world " << world << ", micro_size " << micro_size << "\n" << result.output);
+    // 12 completions; on 2 ranks 6 each, so micro sizes 4 and 1 split a rank unevenly.
+    for (const auto& [world, micro_size] :
+         std::vector<std::pair<int, int>>{{1, 12}, {2, 6}, {2, 4}, {2, 2}, {2, 1}}) {
+      const fs::path gradient_file = dir / ("case" + std::to_string(c) + "_w" + std::to_string(world) + "_m" +
+                                            std::to_string(micro_size) + ".safetensors");
+      const CommandResult result =
+          run_ptrain(launch_worker(world, "grpo " + test.loss_type + " " + std::to_string(micro_size) + " " +
+                                              gradient_file.string() + options));
+      INFO("loss_type " << test.loss_type << options << ", world " << world << ", micro_size " << micro_size << "\n"
+                        << result.output);
       REQUIRE(result.exit_code == 0);
       std::map<std::string, at::Tensor> by_name;
       for (const auto& [name, tensor] : model::read_safetensors(gradient_file)) by_name[name] = tensor;

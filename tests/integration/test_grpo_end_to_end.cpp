@@ -1,6 +1,7 @@
 // The `ptrain` executable running the GRPO plugin end to end on a tiny
 // random model: rollouts are generated, scored and trained on for a few
-// steps with every TRL metric in metrics.jsonl; bad prompts are refused.
+// steps with every TRL metric in metrics.jsonl, also with a reward function
+// from a reward library; bad prompts and bad reward libraries are refused.
 #include "catch.h"
 
 #include "support/test_util.h"
@@ -20,7 +21,10 @@ namespace {
 using ptrain::testing::CommandResult;
 using ptrain::testing::run_ptrain;
 
-fs::path write_config(const fs::path& dir, const fs::path& data, const std::string& module_lines) {
+const char* kBuiltinRewards = "reward_funcs = [\"accuracy\", \"format\", \"length\"]\nreward_weights = [1, 0.5, 0.1]\n";
+
+fs::path write_config(const fs::path& dir, const fs::path& data, const std::string& module_lines,
+                      const std::string& reward_lines = kBuiltinRewards) {
   const fs::path path = dir / "grpo_small.toml";
   std::ofstream(path) << "plugin = \"grpo\"\nseed = 3\noutput_dir = \"" << (dir / "run").string() << "\"\n"
                       << "[model]\nvocab_size = 259\nhidden_size = 32\nintermediate_size = 64\nnum_layers = 2\n"
@@ -31,8 +35,7 @@ fs::path write_config(const fs::path& dir, const fs::path& data, const std::stri
                       << "[schedule]\nname = \"constant\"\n"
                       << "[train]\nmax_steps = 4\nlog_every = 1\n"
                       << "[module]\nnum_generations = 4\nmax_completion_length = 6\n"
-                      << "reward_funcs = [\"accuracy\", \"format\", \"length\"]\nreward_weights = [1, 0.5, 0.1]\n"
-                      << module_lines;
+                      << reward_lines << module_lines;
   return path;
 }
 
@@ -82,4 +85,51 @@ TEST_CASE("GRPO refuses prompts without the answer its accuracy reward needs", "
   const CommandResult result = run_ptrain("train -c " + config.string());
   CHECK(result.exit_code == 1);
   CHECK_THAT(result.output, Catch::Contains("prompts.jsonl:2") && Catch::Contains("answer"));
+}
+
+TEST_CASE("ptrain trains GRPO with a reward function from a reward library", "[e2e][grpo][reward_plugin]") {
+  const fs::path dir = ptrain::testing::fresh_test_dir("grpo_e2e_reward_plugin");
+  std::ifstream bundled(std::string(PTRAIN_SOURCE_DIR) + "/data/arith_grpo/train.jsonl");
+  std::ofstream data(dir / "prompts.jsonl");
+  std::string line;
+  for (int count = 0; count < 6 && std::getline(bundled, line); ++count) data << line << "\n";
+  data.close();
+  const std::string library = std::string(PTRAIN_TEST_PLUGIN_DIR) + "/libptrain_reward_test_rewards.so";
+  const fs::path config = write_config(dir, dir / "prompts.jsonl", "",
+                                       "reward_plugins = [\"" + library +
+                                           "\"]\nreward_funcs = [\"accuracy\", \"digit_count\"]\n"
+                                           "reward_weights = [1, 0.1]\n");
+  const CommandResult result = run_ptrain("train -c " + config.string());
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.output, Catch::Contains("loaded reward library test_rewards from") && Catch::Contains("sha256"));
+  const auto lines = ptrain::testing::read_metrics_jsonl(dir / "run" / "metrics.jsonl");
+  REQUIRE(lines.size() == 4);
+  for (const nlohmann::json& metrics : lines) {
+    INFO(metrics.dump());
+    REQUIRE(metrics.contains("rewards/digit_count/mean"));
+    // Completions have at most 6 tokens, so at most 6 digits.
+    CHECK(metrics["rewards/digit_count/mean"].get<double>() >= 0.0);
+    CHECK(metrics["rewards/digit_count/mean"].get<double>() <= 6.0);
+    CHECK(metrics["reward"].get<double>() == Approx(metrics["rewards/accuracy/mean"].get<double>() +
+                                                     0.1 * metrics["rewards/digit_count/mean"].get<double>()));
+  }
+}
+
+TEST_CASE("ptrain refuses a reward library built for another SDK ABI before training", "[e2e][grpo][reward_plugin]") {
+  const fs::path dir = ptrain::testing::fresh_test_dir("grpo_e2e_bad_reward_plugin");
+  std::ofstream(dir / "prompts.jsonl") << R"({"prompt": "1+1=", "answer": "2"})"
+                                       << "\n";
+  const std::string library = std::string(PTRAIN_TEST_PLUGIN_DIR) + "/libptrain_reward_abi_mismatch.so";
+  const fs::path config = write_config(dir, dir / "prompts.jsonl", "",
+                                       "reward_plugins = [\"" + library + "\"]\nreward_funcs = [\"accuracy\"]\n");
+  for (const std::string command : {"validate -c ", "train -c "}) {
+    const CommandResult result = run_ptrain(command + config.string());
+    INFO(command << "\n" << result.output);
+    CHECK(result.exit_code == 1);
+    CHECK_THAT(result.output, Catch::Contains("grpo_small.toml:") && Catch::Contains("module.reward_plugins") &&
+                                  Catch::Contains(library) &&
+                                  Catch::Contains("reward library built for SDK ABI version"));
+  }
+  CHECK_FALSE(fs::exists(dir / "run" / "metrics.jsonl"));
 }

@@ -18,6 +18,9 @@
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <string>
 #include <utility>
@@ -104,6 +107,9 @@ class InjectedContext final : public sdk::Context {
   const sdk::ConfigValues& module_config() const override { return base_.module_config(); }
   sdk::Logger& logger() override { return base_.logger(); }
   sdk::RolloutEngine& rollout_engine() override { return engine_; }
+  std::unique_ptr<sdk::RewardLibrary> open_reward_library(const std::string& name_or_path) override {
+    return base_.open_reward_library(name_or_path);
+  }
 
  private:
   sdk::Context& base_;
@@ -147,11 +153,57 @@ inline at::Tensor reference_token_log_probs(model::CausalLm& model, const std::s
 struct ReferenceSpec {
   std::string loss_type = "dapo";
   std::string scale_rewards = "group";
-  double beta = 0.0;     // k3 KL to `reference`
-  double epsilon = 0.2;  // clip range (both sides)
+  double beta = 0.0;                 // KL to `reference` with kl_estimator
+  std::string kl_estimator = "k3";   // k1 = −x, k2 = x²/2, k3 = eˣ − x − 1, x = log π_ref − log π
+  double epsilon = 0.2;              // clip range (both sides)
   bool mask_truncated = false;
   bool sequence_level = false;  // GSPO
+  // Each reward function's scores [F][P][G] and weights; empty: one function,
+  // accuracy (the completion's text equals the answer), weight 1.
+  std::vector<std::vector<std::vector<double>>> function_rewards;
+  std::vector<double> reward_weights;
+  bool normalize_then_sum = false;    // A = Σ_f w_f·A(r_f) instead of A(Σ_f w_f·r_f)
+  bool filter_zero_std = false;       // groups whose summed rewards are all equal (within 1e-12) add nothing
+  double top_entropy_quantile = 1.0;  // ρ < 1: only tokens with entropy ≥ the (1 − ρ) quantile add loss
 };
+
+// Multiplies the model's lm_head by `factor`. A random tiny model is nearly
+// uniform, every entropy ≈ log V, and a selection by entropy would hang on
+// float rounding; a sharper head spreads them. Throws if there is no lm_head.
+inline void sharpen_lm_head(model::CausalLm& model, double factor) {
+  const at::NoGradGuard no_grad;
+  for (auto& [name, parameter] : model.named_parameters()) {
+    if (name == "lm_head.weight") {
+      parameter.mul_(factor);
+      return;
+    }
+  }
+  throw sdk::ModelError("the test model has no lm_head.weight");
+}
+
+// Per-token entropy −Σ_v p log p of one completion's targets after its prompt. [n] float64, no gradient.
+inline at::Tensor reference_token_entropies(model::CausalLm& model, const std::string& prompt,
+                                            const std::vector<int64_t>& completion) {
+  const at::NoGradGuard no_grad;
+  std::vector<int64_t> tokens{tokenizer::ByteTokenizer::kBos};
+  for (const unsigned char byte : prompt) tokens.push_back(byte);
+  const auto prompt_length = static_cast<int64_t>(tokens.size());
+  tokens.insert(tokens.end(), completion.begin(), completion.end());
+  const at::Tensor input = at::tensor(std::vector<int64_t>(tokens.begin(), tokens.end() - 1), at::kLong).unsqueeze(0);
+  const at::Tensor log_probs = at::log_softmax(model.logits(input)[0].to(at::kDouble), -1);  // [T-1, V]
+  const at::Tensor entropies = -(log_probs.exp() * log_probs).sum(-1);
+  return entropies.narrow(0, prompt_length - 1, static_cast<int64_t>(completion.size())).clone();
+}
+
+// The q-quantile of `values` with linear interpolation between order statistics
+// (numpy's and torch.quantile's default): sorted v, position q·(n − 1).
+inline double linear_quantile(std::vector<double> values, double q) {
+  std::sort(values.begin(), values.end());
+  const double position = q * static_cast<double>(values.size() - 1);
+  const auto lower = static_cast<size_t>(std::floor(position));
+  const size_t upper = std::min(lower + 1, values.size() - 1);
+  return values[lower] + (position - static_cast<double>(lower)) * (values[upper] - values[lower]);
+}
 
 // Advantages from the formula: (r − group mean) / (s + 1e-4), s the group's or
 // the batch's unbiased std, or r − mean. rewards: [P][G].
@@ -185,24 +237,73 @@ inline std::vector<std::vector<double>> reference_advantages(const std::vector<s
 }
 
 // The step loss of the whole global batch from the formulas. `old_policy`
-// null: π_old is the policy itself (detached), so the ratio is 1.
+// null: π_old is the policy itself (detached), so the ratio is 1; it is also
+// the policy whose entropies select the tokens when top_entropy_quantile < 1.
 inline at::Tensor reference_step_loss(model::CausalLm& policy, model::CausalLm* old_policy, model::CausalLm* reference,
                                       const std::vector<Prompt>& prompts, const ReferenceSpec& spec) {
-  std::vector<std::vector<double>> rewards;
-  for (const Prompt& prompt : prompts) {
-    std::vector<double> group;
-    for (const std::string& text : prompt.completions) group.push_back(text == prompt.answer ? 1.0 : 0.0);
-    rewards.push_back(group);
+  std::vector<std::vector<std::vector<double>>> function_rewards = spec.function_rewards;
+  std::vector<double> weights = spec.reward_weights;
+  if (function_rewards.empty()) {
+    std::vector<std::vector<double>> accuracy;
+    for (const Prompt& prompt : prompts) {
+      std::vector<double> group;
+      for (const std::string& text : prompt.completions) group.push_back(text == prompt.answer ? 1.0 : 0.0);
+      accuracy.push_back(group);
+    }
+    function_rewards = {accuracy};
+    weights = {1.0};
   }
-  const auto advantages = reference_advantages(rewards, spec.scale_rewards);
+  std::vector<std::vector<double>> total(prompts.size(), std::vector<double>(prompts.front().completions.size(), 0.0));
+  for (size_t f = 0; f < function_rewards.size(); ++f) {
+    for (size_t p = 0; p < total.size(); ++p) {
+      for (size_t k = 0; k < total[p].size(); ++k) total[p][k] += weights[f] * function_rewards[f][p][k];
+    }
+  }
+  std::vector<std::vector<double>> advantages;
+  if (spec.normalize_then_sum) {
+    advantages.assign(total.size(), std::vector<double>(total.front().size(), 0.0));
+    for (size_t f = 0; f < function_rewards.size(); ++f) {
+      const auto by_function = reference_advantages(function_rewards[f], spec.scale_rewards);
+      for (size_t p = 0; p < total.size(); ++p) {
+        for (size_t k = 0; k < total[p].size(); ++k) advantages[p][k] += weights[f] * by_function[p][k];
+      }
+    }
+  } else {
+    advantages = reference_advantages(total, spec.scale_rewards);
+  }
+
+  // Which completions are trained: not masked as truncated, not in a flat group (when filtered).
+  auto trained = [&](size_t p, size_t k) {
+    if (spec.mask_truncated && is_truncated(prompts[p].completions[k])) return false;
+    if (spec.filter_zero_std) {
+      const auto [low, high] = std::minmax_element(total[p].begin(), total[p].end());
+      if (*high - *low <= 1e-12) return false;
+    }
+    return true;
+  };
+  model::CausalLm& generating = old_policy != nullptr ? *old_policy : policy;
+  double entropy_threshold = -std::numeric_limits<double>::infinity();
+  if (spec.top_entropy_quantile < 1.0) {
+    std::vector<double> entropies;
+    for (size_t p = 0; p < prompts.size(); ++p) {
+      for (size_t k = 0; k < prompts[p].completions.size(); ++k) {
+        if (!trained(p, k)) continue;
+        const at::Tensor h =
+            reference_token_entropies(generating, prompts[p].prompt, completion_ids(prompts[p].completions[k]));
+        for (int64_t t = 0; t < h.size(0); ++t) entropies.push_back(h[t].item<double>());
+      }
+    }
+    entropy_threshold = linear_quantile(entropies, 1.0 - spec.top_entropy_quantile);
+  }
+
   at::Tensor token_sum = at::zeros({}, at::kDouble);     // Σ over all tokens
   at::Tensor seq_mean_sum = at::zeros({}, at::kDouble);  // Σ over sequences of their token mean
   int64_t tokens = 0;
   int64_t sequences = 0;
   for (size_t p = 0; p < prompts.size(); ++p) {
     for (size_t k = 0; k < prompts[p].completions.size(); ++k) {
+      if (!trained(p, k)) continue;
       const std::string& text = prompts[p].completions[k];
-      if (spec.mask_truncated && is_truncated(text)) continue;
       const std::vector<int64_t> ids = completion_ids(text);
       const at::Tensor log_probs = reference_token_log_probs(policy, prompts[p].prompt, ids);
       at::Tensor old_log_probs = log_probs.detach();
@@ -222,7 +323,14 @@ inline at::Tensor reference_step_loss(model::CausalLm& policy, model::CausalLm* 
           ref_log_probs = reference_token_log_probs(*reference, prompts[p].prompt, ids);
         }
         const at::Tensor x = ref_log_probs - log_probs;
-        loss = loss + spec.beta * (at::exp(x) - x - 1.0);
+        const at::Tensor kl = spec.kl_estimator == "k1"   ? -x
+                              : spec.kl_estimator == "k2" ? 0.5 * x * x
+                                                          : at::exp(x) - x - 1.0;
+        loss = loss + spec.beta * kl;
+      }
+      if (spec.top_entropy_quantile < 1.0) {
+        // Unselected tokens add no loss but still count as units.
+        loss = loss * (reference_token_entropies(generating, prompts[p].prompt, ids) >= entropy_threshold);
       }
       token_sum = token_sum + loss.sum();
       seq_mean_sum = seq_mean_sum + loss.mean();

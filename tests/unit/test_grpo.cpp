@@ -1,7 +1,7 @@
 // GRPO: group advantages against their closed form; with fixed rollouts
-// injected, the step gradient of every loss_type equals the independent
-// full-batch reference (grpo_test_support.h) for micro sizes 1, 2, 4 and the
-// whole batch; num_iterations = 1 gives a ratio of exactly 1, and the second
+// injected, the step gradient of every loss_type (and every KL estimator at
+// beta > 0) equals the independent full-batch reference
+// (grpo_test_support.h) for micro sizes 1, 2, 4 and the whole batch; num_iterations = 1 gives a ratio of exactly 1, and the second
 // update of num_iterations = 2 uses the stored old log-probs. World size 2:
 // tests/dist.
 #include "catch.h"
@@ -113,17 +113,21 @@ TEST_CASE("the GRPO step gradient equals the full-batch reference for every loss
     std::string scale_rewards;
     bool mask_truncated;
     bool sequence_level;
+    std::string kl_estimator;  // used with beta > 0
   };
-  for (const Case& c : {Case{"dapo", "group", false, false}, Case{"bnpo", "batch", true, false},
-                        Case{"grpo", "group", false, true}, Case{"dr_grpo", "none", true, false}}) {
+  for (const Case& c : {Case{"dapo", "group", false, false, "k1"}, Case{"bnpo", "batch", true, false, "k2"},
+                        Case{"grpo", "group", false, true, "k3"}, Case{"dr_grpo", "none", true, false, "k2"},
+                        Case{"dapo", "none", false, false, "k3"}, Case{"grpo", "batch", true, false, "k1"}}) {
     for (const double beta : {0.0, 0.1}) {
-      DYNAMIC_SECTION("loss_type " << c.loss_type << ", scale_rewards " << c.scale_rewards << ", beta " << beta) {
+      DYNAMIC_SECTION("loss_type " << c.loss_type << ", scale_rewards " << c.scale_rewards << ", beta " << beta
+                                   << ", kl_estimator " << c.kl_estimator) {
         const sdk::ConfigValues values =
             grpo_test::grpo_values({{"loss_type", c.loss_type},
                                     {"scale_rewards", c.scale_rewards},
                                     {"mask_truncated_completions", c.mask_truncated},
                                     {"importance_sampling_level", std::string(c.sequence_level ? "sequence" : "token")},
                                     {"beta", beta},
+                                    {"kl_estimator", c.kl_estimator},
                                     {"reference_model", std::string(beta > 0 ? reference_dir.string() : "")}});
         plugin::HostContext host(*policy, tokenizer, values, *communicator,
                                  sdk::RunInfo{0, grpo_test::kMaxLength, 0, 0, ""});
@@ -138,6 +142,7 @@ TEST_CASE("the GRPO step gradient equals the full-batch reference for every loss
         spec.mask_truncated = c.mask_truncated;
         spec.sequence_level = c.sequence_level;
         spec.beta = beta;
+        spec.kl_estimator = c.kl_estimator;
         dpo_test::clear_gradients(parameters);
         const at::Tensor expected_loss =
             grpo_test::reference_step_loss(*policy, nullptr, reference.get(), prompts, spec);

@@ -7,6 +7,7 @@
 #include "ptrain/sdk/generation.h"
 #include "ptrain/sdk/model.h"
 #include "ptrain/sdk/progress.h"
+#include "ptrain/sdk/rewards.h"
 #include "ptrain/sdk/tokenizer.h"
 
 #include <cstdint>
@@ -68,6 +69,15 @@ class Context {
   // Samples completions from the current policy (sdk/generation.h). The
   // default is for contexts without a model to sample from.
   virtual RolloutEngine& rollout_engine() { throw PluginError("this context offers no rollout engine"); }
+  // Loads a reward library (sdk/reward_plugin.h): a path to its .so (with a
+  // '/' or ending in ".so"), or a name found as libptrain_reward_<name>.so in
+  // the plugin search path. The core checks it as it checks plugins and throws
+  // sdk::PluginError naming the path and the reason (missing, world-writable,
+  // no reward entry, another ABI or LibTorch), sdk::ConfigError when a name
+  // is not found. The default is for contexts that load no libraries.
+  virtual std::unique_ptr<RewardLibrary> open_reward_library(const std::string& name_or_path) {
+    throw PluginError("this context loads no reward libraries (asked for '" + name_or_path + "')");
+  }
 };
 
 }  // namespace ptrain::sdk

@@ -26,7 +26,9 @@ inline constexpr uint32_t kAbiVersion = 4;  // 2: Tokenizer gained encode_pieces
                                             //    LanguageModel named_parameters and target_log_probs_and_entropy,
                                             //    TargetLogProbs::entropy, Context::rollout_engine, ConfigValue lists;
                                             // 4: TokenBatch position_ids/document_ids (packing), MicrobatchPlan
-                                            //    group_by_length/packing/row_tokens
+                                            //    group_by_length/packing/row_tokens, Context::open_reward_library
+                                            //    with RewardLibrary (rewards.h) and the reward-library entry
+                                            //    RewardPluginInfo (reward_plugin.h)
 
 #define PTRAIN_STRINGIFY_DETAIL(x) #x
 #define PTRAIN_STRINGIFY(x) PTRAIN_STRINGIFY_DETAIL(x)

@@ -1,0 +1,292 @@
+// GRPO options beyond the core objective, each on injected rollouts against
+// the independent full-batch reference of grpo_test_support.h (rewards
+// written out by hand, advantages, entropies and quantiles recomputed from
+// their formulas): filter_zero_std_groups (exactly flat groups and groups
+// flat only up to float rounding add no units), top_entropy_quantile (which
+// tokens are kept), reward_aggregation = normalize_then_sum, and GSPO's
+// sequence-level ratio on the second update of num_iterations = 2, where it
+// differs from the token-level one. Each gradient check runs micro sizes 1,
+// 2, 4 and the whole batch; world size 2: tests/dist.
+#include "catch.h"
+
+#include "grpo_test_support.h"
+
+#include "dpo_test_support.h"
+
+#include "core/plugin/host_context.h"
+#include "grpo_advantages.h"
+#include "grpo_module.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
+
+namespace {
+
+using namespace ptrain;
+
+struct Fixture {
+  explicit Fixture(std::vector<grpo_test::Prompt> batch, uint64_t model_seed = 41)
+      : policy(model::CausalLm::init_random(testing::tiny_model_config(), model_seed)),
+        parameters(dpo_test::parameters_of(*policy)), prompts(std::move(batch)),
+        examples(grpo_test::to_examples(prompts)), pointers(dpo_test::pointers_to(examples)) {}
+
+  std::unique_ptr<model::CausalLm> policy;
+  std::vector<at::Tensor> parameters;
+  tokenizer::ByteTokenizer tokenizer;
+  std::vector<grpo_test::Prompt> prompts;
+  std::vector<sdk::Example> examples;
+  std::vector<const sdk::Example*> pointers;
+  std::unique_ptr<dist::Communicator> communicator = dist::make_single_process_communicator();
+};
+
+// One GRPO module on fixed rollouts, set up from `values` (which must outlive it).
+struct Run {
+  Run(Fixture& f, const sdk::ConfigValues& values)
+      : host(*f.policy, f.tokenizer, values, *f.communicator, sdk::RunInfo{0, grpo_test::kMaxLength, 0, 0, ""}),
+        engine(f.prompts), context(host, engine) {
+    module.setup(context);
+  }
+  plugin::HostContext host;
+  grpo_test::FixedRolloutEngine engine;
+  grpo_test::InjectedContext context;
+  grpo::GrpoModule module;
+};
+
+at::Tensor expected_gradient(Fixture& f, const grpo_test::ReferenceSpec& spec, std::vector<at::Tensor>& gradient,
+                             model::CausalLm* old_policy = nullptr) {
+  dpo_test::clear_gradients(f.parameters);
+  const at::Tensor loss = grpo_test::reference_step_loss(*f.policy, old_policy, nullptr, f.prompts, spec);
+  loss.backward();
+  gradient = dpo_test::gradients_of(f.parameters);
+  return loss.detach();
+}
+
+// The step at micro sizes 1, 2, 4 and 12 gives the reference gradient and loss.
+void check_every_split(Fixture& f, Run& run, const at::Tensor& expected_loss, const std::vector<at::Tensor>& expected,
+                       int64_t expected_units) {
+  for (const int64_t micro_size : {1, 2, 4, 12}) {
+    INFO("micro_size " << micro_size);
+    const dpo_test::StepOutcome outcome =
+        dpo_test::run_step(run.module, run.context, f.pointers, {micro_size, 0}, f.parameters, *f.communicator);
+    REQUIRE(outcome.gradient.has_units);
+    CHECK(outcome.gradient.global_units == expected_units);
+    const double error = testing::relative_error(outcome.grads, expected);
+    INFO("relative gradient error " << error);
+    CHECK(error <= 1e-5);
+    CHECK(outcome.metrics.at("core/loss") == Approx(expected_loss.item<double>()).epsilon(1e-5).margin(1e-9));
+  }
+}
+
+// Tokens of a completion of the injected table: its bytes and <eos> unless truncated.
+int64_t tokens_of(const std::vector<std::string>& texts) {
+  int64_t tokens = 0;
+  for (const std::string& text : texts) tokens += static_cast<int64_t>(grpo_test::completion_ids(text).size());
+  return tokens;
+}
+
+}  // namespace
+
+TEST_CASE("a zero-variance test is isclose(std, 0), not std == 0", "[grpo]") {
+  // 0.7 + 0.1 and 0.8 are the same reward on paper; in doubles they differ in the last bit.
+  const at::Tensor rewards = at::tensor({0.7 + 0.1, 0.8, 0.7 + 0.1, 1.0, 1.0, 1.0, 0.0, 1.0, 0.0}, at::kDouble);
+  const at::Tensor stds = grpo::group_std(rewards.view({3, 3}));
+  REQUIRE(stds[0].item<double>() > 0.0);  // exact comparison with 0 would miss it
+  CHECK(grpo::is_zero_std(stds[0].item<double>()));
+  CHECK(grpo::is_zero_std(stds[1].item<double>()));
+  CHECK_FALSE(grpo::is_zero_std(stds[2].item<double>()));
+  CHECK_FALSE(grpo::is_zero_std(1e-6));  // a real, if small, spread is kept
+}
+
+TEST_CASE("filter_zero_std_groups: flat groups, also flat only up to rounding, add no units", "[grpo]") {
+  // Rewards closeness + 0.1·format with format_pattern ^[0-9]+$ (so "-2" is a number but not well formed):
+  //   "1+1=" → 2:   "2" 1 + 0.1, "3" 0.9 + 0.1, "22" 0 + 0.1   mixed
+  //   "3-3=" → 0:   "3" 0.7 + 0.1, "-2" 0.8 + 0, "3" 0.7 + 0.1  flat on paper, std ≈ 6e-17 in doubles
+  //   "2+3=" → 5:   "5" three times, 1 + 0.1                   exactly flat
+  //   "4+5=" → 9:   "7" 0.8 + 0.1, "x" 0 + 0, "9" 1 + 0.1       mixed
+  const std::vector<grpo_test::Prompt> prompts{{"1+1=", "2", {"2", "3", "22"}},
+                                               {"3-3=", "0", {"3", "-2", "3"}},
+                                               {"2+3=", "5", {"5", "5", "5"}},
+                                               {"4+5=", "9", {"7", "x", "9"}}};
+  grpo_test::ReferenceSpec spec;
+  spec.function_rewards = {{{1.0, 0.9, 0.0}, {0.7, 0.8, 0.7}, {1.0, 1.0, 1.0}, {0.8, 0.0, 1.0}},
+                           {{1.0, 1.0, 1.0}, {1.0, 0.0, 1.0}, {1.0, 1.0, 1.0}, {1.0, 0.0, 1.0}}};
+  spec.reward_weights = {1.0, 0.1};
+  const std::map<std::string, sdk::ConfigValue> rewards{
+      {"reward_funcs", std::vector<std::string>{"closeness", "format"}},
+      {"reward_weights", std::vector<double>{1.0, 0.1}},
+      {"format_pattern", std::string("^[0-9]+$")}};
+
+  for (const bool filter : {false, true}) {
+    DYNAMIC_SECTION("filter_zero_std_groups " << filter) {
+      Fixture f(prompts);
+      auto overrides = rewards;
+      overrides["filter_zero_std_groups"] = filter;
+      const sdk::ConfigValues values = grpo_test::grpo_values(overrides);
+      Run run(f, values);
+      spec.filter_zero_std = filter;
+      std::vector<at::Tensor> expected;
+      const at::Tensor expected_loss = expected_gradient(f, spec, expected);
+      // Units (tokens, loss_type dapo): all twelve completions, or only the mixed groups'.
+      const int64_t all_units = tokens_of({"2", "3", "22", "3", "-2", "3", "5", "5", "5", "7", "x", "9"});
+      const int64_t mixed_units = tokens_of({"2", "3", "22", "7", "x", "9"});
+      check_every_split(f, run, expected_loss, expected, filter ? mixed_units : all_units);
+
+      const std::vector<grpo::ScoredCompletion>& completions = run.module.completions();
+      REQUIRE(completions.size() == 12);
+      CHECK(completions[3].group_std > 0.0);  // the rounding-flat group is not exactly flat
+      for (size_t i = 0; i < completions.size(); ++i) {
+        const bool flat_group = i / 3 == 1 || i / 3 == 2;
+        INFO("completion " << i);
+        CHECK(completions[i].trained == !(filter && flat_group));
+      }
+      const dpo_test::StepOutcome outcome =
+          dpo_test::run_step(run.module, run.context, f.pointers, {5, 0}, f.parameters, *f.communicator);
+      CHECK(outcome.metrics.at("frac_reward_zero_std") == Approx(0.5));  // both flat groups, either way
+    }
+  }
+
+  SECTION("a batch of flat groups only has no unit: the step is skipped, not NaN") {
+    Fixture f({{"2+3=", "5", {"5", "5", "5"}}, {"3-3=", "0", {"3", "-2", "3"}}});
+    auto overrides = rewards;
+    overrides["filter_zero_std_groups"] = true;
+    const sdk::ConfigValues values = grpo_test::grpo_values(overrides);
+    Run run(f, values);
+    const dpo_test::StepOutcome outcome =
+        dpo_test::run_step(run.module, run.context, f.pointers, {2, 0}, f.parameters, *f.communicator);
+    CHECK_FALSE(outcome.gradient.has_units);
+    CHECK(outcome.gradient.global_units == 0);
+  }
+}
+
+TEST_CASE("top_entropy_quantile keeps the tokens at or above the batch's entropy quantile", "[grpo]") {
+  Fixture f(grpo_test::global_batch_prompts(), 43);
+  grpo_test::sharpen_lm_head(*f.policy, 40.0);
+  // 37 completion tokens; ρ·36 is not an integer, so the threshold falls between two entropies.
+  for (const double rho : {0.55, 0.2}) {
+    DYNAMIC_SECTION("rho " << rho) {
+      const sdk::ConfigValues values = grpo_test::grpo_values({{"top_entropy_quantile", rho}});
+      Run run(f, values);
+      grpo_test::ReferenceSpec spec;
+      spec.top_entropy_quantile = rho;
+      std::vector<at::Tensor> expected;
+      const at::Tensor expected_loss = expected_gradient(f, spec, expected);
+      int64_t all_tokens = 0;
+      for (const grpo_test::Prompt& prompt : f.prompts) all_tokens += tokens_of(prompt.completions);
+      // Unselected tokens still count as units (TRL).
+      check_every_split(f, run, expected_loss, expected, all_tokens);
+
+      // The kept tokens, one by one, against entropies recomputed from the logits.
+      std::vector<double> entropies;
+      std::vector<at::Tensor> per_completion;
+      for (const grpo_test::Prompt& prompt : f.prompts) {
+        for (const std::string& text : prompt.completions) {
+          per_completion.push_back(
+              grpo_test::reference_token_entropies(*f.policy, prompt.prompt, grpo_test::completion_ids(text)));
+          for (int64_t t = 0; t < per_completion.back().size(0); ++t) {
+            entropies.push_back(per_completion.back()[t].item<double>());
+          }
+        }
+      }
+      const double threshold = grpo_test::linear_quantile(entropies, 1.0 - rho);
+      double margin = 1.0;
+      for (const double h : entropies) margin = std::min(margin, std::abs(h - threshold));
+      INFO("threshold " << threshold << ", nearest entropy " << margin << " away");
+      REQUIRE(margin > 1e-4);  // the float32 entropies of the model cannot fall on the other side
+      const std::vector<grpo::ScoredCompletion>& completions = run.module.completions();
+      REQUIRE(completions.size() == per_completion.size());
+      int64_t kept = 0;
+      for (size_t i = 0; i < completions.size(); ++i) {
+        INFO("completion " << i);
+        REQUIRE(completions[i].entropy_keep.defined());
+        CHECK(at::equal(completions[i].entropy_keep, per_completion[i] >= threshold));
+        kept += completions[i].entropy_keep.sum().item<int64_t>();
+      }
+      // Linear interpolation at position (1 − ρ)(n − 1) keeps the ⌊ρ·(n − 1)⌋ + 1 largest (no ties).
+      REQUIRE(entropies.size() == 37);
+      CHECK(kept == static_cast<int64_t>(std::floor(rho * 36.0)) + 1);
+    }
+  }
+}
+
+TEST_CASE("reward_aggregation = normalize_then_sum adds each function's weighted advantage", "[grpo]") {
+  // accuracy and format (^-?[0-9]+$, ended by <eos>) of the default table, by hand.
+  const std::vector<std::vector<double>> accuracy{{1, 0, 0}, {1, 1, 1}, {1, 0, 0}, {0, 1, 0}};
+  const std::vector<std::vector<double>> format{{1, 1, 1}, {1, 1, 1}, {1, 0, 0}, {0, 0, 0}};
+  for (const std::string scale : {"group", "batch"}) {
+    DYNAMIC_SECTION("scale_rewards " << scale) {
+      Fixture f(grpo_test::global_batch_prompts());
+      const sdk::ConfigValues values =
+          grpo_test::grpo_values({{"reward_funcs", std::vector<std::string>{"accuracy", "format"}},
+                                  {"reward_weights", std::vector<double>{1.0, 0.5}},
+                                  {"reward_aggregation", std::string("normalize_then_sum")},
+                                  {"scale_rewards", scale}});
+      Run run(f, values);
+      grpo_test::ReferenceSpec spec;
+      spec.scale_rewards = scale;
+      spec.function_rewards = {accuracy, format};
+      spec.reward_weights = {1.0, 0.5};
+      spec.normalize_then_sum = true;
+      std::vector<at::Tensor> expected;
+      const at::Tensor expected_loss = expected_gradient(f, spec, expected);
+      int64_t all_tokens = 0;
+      for (const grpo_test::Prompt& prompt : f.prompts) all_tokens += tokens_of(prompt.completions);
+      check_every_split(f, run, expected_loss, expected, all_tokens);
+
+      // Not the same objective as normalising the weighted sum (else the test proves nothing).
+      spec.normalize_then_sum = false;
+      std::vector<at::Tensor> summed;
+      expected_gradient(f, spec, summed);
+      CHECK(testing::relative_error(summed, expected) > 1e-2);
+
+      const dpo_test::StepOutcome outcome =
+          dpo_test::run_step(run.module, run.context, f.pointers, {4, 0}, f.parameters, *f.communicator);
+      CHECK(outcome.metrics.at("rewards/accuracy/mean") == Approx(6.0 / 12.0));
+      CHECK(outcome.metrics.at("rewards/format/mean") == Approx(7.0 / 12.0));
+      CHECK(outcome.metrics.at("reward") == Approx((6.0 + 0.5 * 7.0) / 12.0));
+    }
+  }
+}
+
+TEST_CASE("GSPO: the second update of num_iterations = 2 uses the sequence-level ratio", "[grpo]") {
+  for (const double epsilon : {0.2, 0.05}) {
+    DYNAMIC_SECTION("epsilon " << epsilon) {
+      Fixture f(grpo_test::global_batch_prompts(), 44);
+      const auto initial = f.policy->frozen_copy();
+      const sdk::ConfigValues values = grpo_test::grpo_values({{"num_iterations", int64_t{2}},
+                                                               {"importance_sampling_level", std::string("sequence")},
+                                                               {"epsilon_low", epsilon}});
+      Run run(f, values);
+      const dpo_test::StepOutcome first =
+          dpo_test::run_step(run.module, run.context, f.pointers, {4, 0}, f.parameters, *f.communicator);
+      CHECK(first.metrics.at("clip_ratio/region_mean") == 0.0);
+      {
+        const at::NoGradGuard no_grad;
+        for (const at::Tensor& parameter : f.parameters) parameter.sub_(parameter.grad() * 5.0);  // SGD, lr 5
+      }
+      run.host.set_step(1, 0);
+
+      grpo_test::ReferenceSpec spec;
+      spec.epsilon = epsilon;
+      spec.sequence_level = true;
+      std::vector<at::Tensor> expected;
+      const at::Tensor expected_loss = expected_gradient(f, spec, expected, initial.get());
+      // At a ratio ≠ 1 the token-level objective is another one.
+      spec.sequence_level = false;
+      std::vector<at::Tensor> token_level;
+      const at::Tensor token_loss = expected_gradient(f, spec, token_level, initial.get());
+      CHECK(testing::relative_error(token_level, expected) > 1e-3);
+      CHECK(std::abs(token_loss.item<double>() - expected_loss.item<double>()) > 1e-6);
+
+      for (const int64_t micro_size : {1, 2, 4, 12}) {
+        INFO("micro_size " << micro_size);
+        const dpo_test::StepOutcome second =
+            dpo_test::run_step(run.module, run.context, {}, {micro_size, 0}, f.parameters, *f.communicator);
+        const double error = testing::relative_error(second.grads, expected);
+        INFO("relative gradient error " << error);
+        CHECK(error <= 1e-5);
+        CHECK(second.metrics.at("core/loss") == Approx(expected_loss.item<double>()).epsilon(1e-5));
+      }
+      CHECK(run.engine.calls == 1);
+    }
+  }
+}
