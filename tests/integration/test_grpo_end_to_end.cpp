@@ -133,3 +133,19 @@ TEST_CASE("ptrain refuses a reward library built for another SDK ABI before trai
   }
   CHECK_FALSE(fs::exists(dir / "run" / "metrics.jsonl"));
 }
+
+// The plugin's error reaches `main` after the plugin is unloaded: its message must still be readable.
+TEST_CASE("a reward function that scores NaN stops training with its name", "[e2e][grpo][reward_plugin]") {
+  const fs::path dir = ptrain::testing::fresh_test_dir("grpo_e2e_nan_reward");
+  std::ofstream(dir / "prompts.jsonl") << R"({"prompt": "1+1=", "answer": "2"})" << "\n"
+                                       << R"({"prompt": "2+2=", "answer": "4"})" << "\n"
+                                       << R"({"prompt": "3+3=", "answer": "6"})" << "\n";
+  const std::string library = std::string(PTRAIN_TEST_PLUGIN_DIR) + "/libptrain_reward_test_rewards.so";
+  const fs::path config = write_config(dir, dir / "prompts.jsonl", "",
+                                       "reward_plugins = [\"" + library + "\"]\nreward_funcs = [\"not_finite\"]\n");
+  const CommandResult result = run_ptrain("train -c " + config.string());
+  INFO(result.output);
+  CHECK(result.exit_code == 1);
+  CHECK_THAT(result.output, Catch::Contains("reward function 'not_finite' scored a completion of") &&
+                                Catch::Contains("prompts.jsonl:") && Catch::Contains("rewards must be finite"));
+}

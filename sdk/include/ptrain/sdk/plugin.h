@@ -28,7 +28,8 @@ inline constexpr uint32_t kAbiVersion = 4;  // 2: Tokenizer gained encode_pieces
                                             // 4: TokenBatch position_ids/document_ids (packing), MicrobatchPlan
                                             //    group_by_length/packing/row_tokens, Context::open_reward_library
                                             //    with RewardLibrary (rewards.h) and the reward-library entry
-                                            //    RewardPluginInfo (reward_plugin.h)
+                                            //    RewardPluginInfo (reward_plugin.h), error classes' destructors
+                                            //    out of line in libptrain_sdk (errors.h)
 
 #define PTRAIN_STRINGIFY_DETAIL(x) #x
 #define PTRAIN_STRINGIFY(x) PTRAIN_STRINGIFY_DETAIL(x)
