@@ -4,7 +4,9 @@
     python3 scripts/make_arith_data.py --count 4000 --seed 0 > data/arith/train.jsonl
 
 Each line is {"prompt": "37+45=", "completion": "82"}; with --answer-field answer
-(the GRPO prompts, data/arith_grpo) it is {"prompt": "37+45=", "answer": "82"}. A tiny byte-level model
+(the GRPO prompts, data/arith_grpo) it is {"prompt": "37+45=", "answer": "82"}.
+--max-operand 9 makes the one-digit prompts of the bundled GRPO job
+(data/arith_grpo/one_digit.jsonl); --ops restricts the operations. A tiny byte-level model
 learns the format within a few steps and the sums over a few hundred, so the
 loss curve of the bundled job shows both.
 """
