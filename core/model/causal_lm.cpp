@@ -297,15 +297,9 @@ at::Tensor CausalLm::attention(const Layer& layer, const at::Tensor& x, const At
   };
   at::Tensor q = project(layer.q_weight, layer.q_bias, heads);
   at::Tensor k = project(layer.k_weight, layer.k_bias, kv_heads);
-  at::Tensor v = project(layer.v_weight, layer.v_bias, kv_heads);
+  const at::Tensor v = project(layer.v_weight, layer.v_bias, kv_heads);
   q = q * layout.cos + rotate_half(q) * layout.sin;
   k = k * layout.cos + rotate_half(k) * layout.sin;
-  if (kv_heads != heads) {
-    // Query head j reads kv head j / (heads / kv_heads), as transformers' repeat_kv.
-    const int64_t repeat = heads / kv_heads;
-    k = k.unsqueeze(2).expand({b, kv_heads, repeat, t, d}).reshape({b, heads, t, d});
-    v = v.unsqueeze(2).expand({b, kv_heads, repeat, t, d}).reshape({b, heads, t, d});
-  }
   const at::Tensor out = attention_compat::attend(q, k, v, layout.allowed, layout.blocked);  // [B, heads, T, d]
   return at::linear(out.transpose(1, 2).reshape({b, t, heads * d}), layer.o_weight, layer.o_bias);
 }

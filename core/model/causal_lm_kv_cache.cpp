@@ -60,16 +60,20 @@ at::Tensor CausalLm::cached_attention(const Layer& layer, const at::Tensor& x, c
   key_cache.narrow(2, start, t).copy_(k);
   value_cache.narrow(2, start, t).copy_(v);
 
-  // Query head j reads kv head j / (heads / kv_heads): group the query heads
-  // by kv head and let matmul broadcast instead of copying keys.
+  // Query head j reads kv head j / (heads / kv_heads). As in the training
+  // forward (attention_compat.h), the query heads of one kv head are stacked
+  // into one [group·t, d] matrix and the 1/√d scale goes on the queries, so the
+  // cached keys are read in place and both paths round alike.
   const int64_t group = heads / kv_heads;
-  const at::Tensor grouped_q = q.view({b, kv_heads, group, t, d});
-  const at::Tensor keys = key_cache.narrow(2, 0, length).unsqueeze(2);      // [B, kv, 1, L, d]
-  const at::Tensor values = value_cache.narrow(2, 0, length).unsqueeze(2);  // [B, kv, 1, L, d]
-  const at::Tensor scores =
-      at::matmul(grouped_q, keys.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(d)));  // [B, kv, g, t, L]
+  const at::Tensor grouped_q = (q * (1.0 / std::sqrt(static_cast<double>(d)))).reshape({b, kv_heads, group * t, d});
+  const at::Tensor keys = key_cache.narrow(2, 0, length);      // [B, kv, L, d]
+  const at::Tensor values = value_cache.narrow(2, 0, length);  // [B, kv, L, d]
+  const at::Tensor scores = at::matmul(grouped_q, keys.transpose(-2, -1)).view({b, kv_heads, group, t, length});
   const at::Tensor probs = at::softmax(scores.masked_fill(blocked, -std::numeric_limits<float>::infinity()), -1);
-  const at::Tensor out = at::matmul(probs, values).view({b, heads, t, d}).transpose(1, 2).reshape({b, t, heads * d});
+  const at::Tensor out = at::matmul(probs.view({b, kv_heads, group * t, length}), values)
+                             .view({b, heads, t, d})
+                             .transpose(1, 2)
+                             .reshape({b, t, heads * d});
   return at::linear(out, layer.o_weight, layer.o_bias);
 }
 
