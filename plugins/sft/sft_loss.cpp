@@ -16,6 +16,22 @@ void truncate(TokenizedExample& example, int64_t max_length) {
   }
 }
 
+// Rows of inputs and targets right-padded with `pad_id`; the loss mask is
+// `trained` per row, false on padding.
+sdk::TokenBatch padded_rows(const std::vector<std::vector<int64_t>>& inputs,
+                            const std::vector<std::vector<int64_t>>& targets,
+                            const std::vector<std::vector<bool>>& trained, int64_t pad_id) {
+  sdk::TokenBatch batch;
+  batch.input_ids = sdk::pad_sequences(inputs, pad_id);
+  batch.target_ids = sdk::pad_sequences(targets, pad_id);
+  batch.loss_mask = at::zeros(batch.input_ids.sizes(), at::kBool);
+  auto mask = batch.loss_mask.accessor<bool, 2>();
+  for (size_t row = 0; row < trained.size(); ++row) {
+    for (size_t j = 0; j < trained[row].size(); ++j) mask[row][j] = trained[row][j];
+  }
+  return batch;
+}
+
 }  // namespace
 
 bool TokenizedExample::has_trainable_target() const {
@@ -54,26 +70,6 @@ TokenizedExample tokenize_chat_example(const sdk::Tokenizer& tokenizer, const sd
   truncate(example, max_length);
   return example;
 }
-
-namespace {
-
-// Rows of inputs and targets right-padded with `pad_id`; the loss mask is
-// `trained` per row, false on padding.
-sdk::TokenBatch padded_rows(const std::vector<std::vector<int64_t>>& inputs,
-                            const std::vector<std::vector<int64_t>>& targets,
-                            const std::vector<std::vector<bool>>& trained, int64_t pad_id) {
-  sdk::TokenBatch batch;
-  batch.input_ids = sdk::pad_sequences(inputs, pad_id);
-  batch.target_ids = sdk::pad_sequences(targets, pad_id);
-  batch.loss_mask = at::zeros(batch.input_ids.sizes(), at::kBool);
-  auto mask = batch.loss_mask.accessor<bool, 2>();
-  for (size_t row = 0; row < trained.size(); ++row) {
-    for (size_t j = 0; j < trained[row].size(); ++j) mask[row][j] = trained[row][j];
-  }
-  return batch;
-}
-
-}  // namespace
 
 sdk::TokenBatch collate_examples(const std::vector<TokenizedExample>& examples, int64_t pad_id) {
   std::vector<std::vector<int64_t>> inputs(examples.size()), targets(examples.size());

@@ -17,30 +17,6 @@ void check_mask(const at::Tensor& loss_mask) {
               "loss_mask must be [B, T] bool, got ", loss_mask.sizes(), " ", loss_mask.scalar_type());
 }
 
-}  // namespace
-
-const std::vector<std::string>& loss_aggregation_names() {
-  static const std::vector<std::string> names{"token_mean", "seq_mean_token_mean", "seq_mean_token_sum",
-                                              "seq_mean_token_sum_norm", "sum"};
-  return names;
-}
-
-const char* loss_aggregation_name(LossAggregation mode) {
-  return loss_aggregation_names().at(static_cast<size_t>(mode)).c_str();
-}
-
-LossAggregation parse_loss_aggregation(const std::string& name) {
-  const auto& names = loss_aggregation_names();
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (names[i] == name) return static_cast<LossAggregation>(i);
-  }
-  std::string allowed;
-  for (const auto& candidate : names) allowed += (allowed.empty() ? "" : ", ") + candidate;
-  throw ConfigError("unknown loss aggregation '" + name + "' (expected one of: " + allowed + ")");
-}
-
-namespace {
-
 // Sequence index of each position: the row, or (row, document) of a packed row.
 // [B, T] int64 with values in [0, B·T).
 at::Tensor sequence_index(const at::Tensor& loss_mask, const at::Tensor& document_ids) {
@@ -99,6 +75,26 @@ at::Tensor aggregate(const at::Tensor& token_loss, const at::Tensor& loss_mask, 
 }
 
 }  // namespace
+
+const std::vector<std::string>& loss_aggregation_names() {
+  static const std::vector<std::string> names{"token_mean", "seq_mean_token_mean", "seq_mean_token_sum",
+                                              "seq_mean_token_sum_norm", "sum"};
+  return names;
+}
+
+const char* loss_aggregation_name(LossAggregation mode) {
+  return loss_aggregation_names().at(static_cast<size_t>(mode)).c_str();
+}
+
+LossAggregation parse_loss_aggregation(const std::string& name) {
+  const auto& names = loss_aggregation_names();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<LossAggregation>(i);
+  }
+  std::string allowed;
+  for (const auto& candidate : names) allowed += (allowed.empty() ? "" : ", ") + candidate;
+  throw ConfigError("unknown loss aggregation '" + name + "' (expected one of: " + allowed + ")");
+}
 
 int64_t count_loss_units(const at::Tensor& loss_mask, const AggregationSpec& spec) {
   return count_units(loss_mask, at::Tensor(), spec);

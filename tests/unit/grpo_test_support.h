@@ -134,20 +134,25 @@ inline sdk::ConfigValues grpo_values(const std::map<std::string, sdk::ConfigValu
   return values;
 }
 
-// Per-token log p of one completion after its prompt (<bos> + bytes), alone and unpadded. [n] float64.
-inline at::Tensor reference_token_log_probs(model::CausalLm& model, const std::string& prompt,
-                                            const std::vector<int64_t>& completion) {
+// The full-vocabulary log-softmax over one completion's positions after its
+// prompt (<bos> + bytes), alone and unpadded: [n, V] float64, row k predicting
+// completion[k].
+inline at::Tensor completion_log_softmax(model::CausalLm& model, const std::string& prompt,
+                                         const std::vector<int64_t>& completion) {
   std::vector<int64_t> tokens{tokenizer::ByteTokenizer::kBos};
   for (const unsigned char byte : prompt) tokens.push_back(byte);
   const auto prompt_length = static_cast<int64_t>(tokens.size());
   tokens.insert(tokens.end(), completion.begin(), completion.end());
   const at::Tensor input = at::tensor(std::vector<int64_t>(tokens.begin(), tokens.end() - 1), at::kLong).unsqueeze(0);
   const at::Tensor log_probs = at::log_softmax(model.logits(input)[0].to(at::kDouble), -1);  // [T-1, V]
-  std::vector<at::Tensor> picked;
-  for (size_t k = 0; k < completion.size(); ++k) {
-    picked.push_back(log_probs[prompt_length - 1 + static_cast<int64_t>(k)][completion[k]]);
-  }
-  return at::stack(picked);
+  return log_probs.narrow(0, prompt_length - 1, static_cast<int64_t>(completion.size()));
+}
+
+// Per-token log p of one completion after its prompt. [n] float64.
+inline at::Tensor reference_token_log_probs(model::CausalLm& model, const std::string& prompt,
+                                            const std::vector<int64_t>& completion) {
+  const at::Tensor log_probs = completion_log_softmax(model, prompt, completion);
+  return log_probs.gather(1, at::tensor(completion, at::kLong).unsqueeze(1)).squeeze(1);
 }
 
 struct ReferenceSpec {
@@ -185,14 +190,8 @@ inline void sharpen_lm_head(model::CausalLm& model, double factor) {
 inline at::Tensor reference_token_entropies(model::CausalLm& model, const std::string& prompt,
                                             const std::vector<int64_t>& completion) {
   const at::NoGradGuard no_grad;
-  std::vector<int64_t> tokens{tokenizer::ByteTokenizer::kBos};
-  for (const unsigned char byte : prompt) tokens.push_back(byte);
-  const auto prompt_length = static_cast<int64_t>(tokens.size());
-  tokens.insert(tokens.end(), completion.begin(), completion.end());
-  const at::Tensor input = at::tensor(std::vector<int64_t>(tokens.begin(), tokens.end() - 1), at::kLong).unsqueeze(0);
-  const at::Tensor log_probs = at::log_softmax(model.logits(input)[0].to(at::kDouble), -1);  // [T-1, V]
-  const at::Tensor entropies = -(log_probs.exp() * log_probs).sum(-1);
-  return entropies.narrow(0, prompt_length - 1, static_cast<int64_t>(completion.size())).clone();
+  const at::Tensor log_probs = completion_log_softmax(model, prompt, completion);
+  return -(log_probs.exp() * log_probs).sum(-1);
 }
 
 // The q-quantile of `values` with linear interpolation between order statistics
