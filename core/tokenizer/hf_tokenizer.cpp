@@ -29,6 +29,10 @@ const char* const kByteLevelPattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N
 // Words longer than this skip the per-thread BPE cache (as in `tokenizers`).
 constexpr size_t kMaxCachedWordBytes = 256;
 constexpr size_t kMaxCachedWords = 1 << 17;
+// Token ids index dense tables, so an id bounds memory: 2^22 (4.2M) is well
+// above the largest vocabularies in use (~256K) and keeps a corrupt or hostile
+// id from allocating gigabytes (the fuzzer found 2^30 ids → 8 GB).
+constexpr int64_t kMaxTokenIds = int64_t{1} << 22;
 
 // GPT-2's bytes_to_unicode(): printable Latin-1 bytes stand for themselves,
 // the other 68 bytes for code points 256, 257, ... in byte order.
@@ -292,8 +296,9 @@ void HfTokenizer::Impl::load_model(const json& model) {
     if (!it.value().is_number_integer())
       fail("key 'model.vocab' entry \"" + it.key() + "\": expected an integer id, got " + json_type(it.value()));
     const int64_t id = it.value().get<int64_t>();
-    if (id < 0 || id > (int64_t{1} << 30))
-      fail("key 'model.vocab' entry \"" + it.key() + "\": id " + std::to_string(id) + " out of range");
+    if (id < 0 || id >= kMaxTokenIds)
+      fail("key 'model.vocab' entry \"" + it.key() + "\": id " + std::to_string(id) + " out of range [0, " +
+           std::to_string(kMaxTokenIds) + ")");
     if (static_cast<size_t>(id) >= id_to_bytes.size()) id_to_bytes.resize(id + 1);
     const auto bytes = to_bytes(it.key());
     id_to_bytes[id] = bytes ? *bytes : it.key();
@@ -371,8 +376,8 @@ void HfTokenizer::Impl::load_added_tokens(const json& list) {
     token.rstrip = entry.value("rstrip", false);
     token.single_word = entry.value("single_word", false);
     token.normalized = entry.value("normalized", !token.special);
-    if (token.id < 0 || token.id > (int64_t{1} << 30))
-      fail(where + ": id " + std::to_string(token.id) + " out of range");
+    if (token.id < 0 || token.id >= kMaxTokenIds)
+      fail(where + ": id " + std::to_string(token.id) + " out of range [0, " + std::to_string(kMaxTokenIds) + ")");
     if (token.content.empty()) fail(where + ": empty content");
     added.push_back(std::move(token));
   }

@@ -208,6 +208,12 @@ TEST_CASE("tokenizer.json: malformed and unsupported files fail naming the file 
   json bad_property = base;
   bad_property["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "\\p2N}";
   CHECK_THROWS_AS(tokenizer::HfTokenizer::from_json(bad_property, json(), "x/tokenizer.json"), sdk::ConfigError);
+  // Found by the CI fuzzer: an id of 2^30 sized a table of 8 GB. Ids index
+  // dense tables, so they are bounded (2^22) before anything is allocated.
+  CHECK_THAT(failure([](json& t) { t["model"]["vocab"]["Ġzzzz"] = int64_t{1} << 30; }),
+             Catch::Contains("model.vocab") && Catch::Contains("out of range [0, 4194304)"));
+  CHECK_THAT(failure([](json& t) { t["added_tokens"][0]["id"] = int64_t{1} << 30; }),
+             Catch::Contains("added_tokens[0]") && Catch::Contains("out of range [0, 4194304)"));
   CHECK_THAT(failure([](json& t) { t.erase("model"); }), Catch::Contains("missing key 'model'"));
   CHECK_THAT(failure([](json& t) { t["model"]["vocab"] = json::array(); }), Catch::Contains("model.vocab"));
 
