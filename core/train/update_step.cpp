@@ -84,6 +84,7 @@ GradientResult accumulate_gradients(sdk::TrainModule& module, sdk::Context& cont
     for (size_t j = 0; j < num_extra; ++j) {
       if (global_units[1 + j] > 0) term_scale[1 + j] = 1.0 / module.extra_loss_divisor(j, global_units[1 + j]);
     }
+    at::Tensor local_loss;  // this rank's share of L
     for (size_t k = 0; k < microbatches.size(); ++k) {
       const sdk::Microbatch& microbatch = *microbatches[k];
       sdk::LossOut out = module.microbatch_loss(context, microbatch);
@@ -96,10 +97,15 @@ GradientResult accumulate_gradients(sdk::TrainModule& module, sdk::Context& cont
       for (size_t j = 0; j < num_extra; ++j) scaled_loss = scaled_loss + out.extra_loss_sums[j] * term_scale[1 + j];
       if (k + 1 == microbatches.size()) grad_sync.arm_for_last_backward();
       if (scaled_loss.requires_grad()) scaled_loss.backward();
-      const double loss_share = scaled_loss.item<double>();
-      result.local_loss += loss_share;
-      reducer.add("core/loss", loss_share);
+      // Summed on the loss's device and read once after the loop: a read per
+      // microbatch would wait for each one's kernels on a GPU.
+      local_loss = local_loss.defined() ? local_loss + scaled_loss.detach().to(at::kDouble)
+                                        : scaled_loss.detach().to(at::kDouble);
       reducer.add(out.metrics);
+    }
+    if (local_loss.defined()) {
+      result.local_loss = local_loss.item<double>();
+      reducer.add("core/loss", result.local_loss);
     }
     // Every rank takes the same branch (has_units is global), so the
     // gradient all-reduce is symmetric, also on a rank without microbatches.
