@@ -5,6 +5,7 @@ Every figure function returns rows: {"name", "value", "unit", "baseline",
 (a text such as ">= 1.2"), "met" (True/False/None) and "note".
 """
 
+import json
 import runner
 from runner import OUT, ROOT, THREADS
 
@@ -202,8 +203,22 @@ def activation_checkpointing(data, small_ours):
 
 # --- 6. DPO and GRPO -------------------------------------------------------
 
-def dpo():
-    """configs/dpo.toml's run, model from configs/sft.toml's sizes: one forward of 2B rows vs two of B."""
+def preference_pairs(sft_data):
+    """Pairs with long-tailed lengths from an SFT set: example i's prompt, its completion as chosen and
+    example i+1's completion as rejected, so the two sides of a pair differ in length too."""
+    path = OUT / "data" / f"{sft_data.stem}_pairs.jsonl"
+    examples = [json.loads(line) for line in sft_data.read_text().splitlines() if line.strip()]
+    with path.open("w") as out:
+        for i, example in enumerate(examples):
+            rejected = examples[(i + 1) % len(examples)]["completion"]
+            out.write(json.dumps({"prompt": example["prompt"], "chosen": example["completion"],
+                                  "rejected": rejected}) + "\n")
+    return path
+
+
+def dpo(longtail):
+    """configs/dpo.toml's run, model from configs/sft.toml's sizes: one forward of 2B rows vs two of B;
+    then long-tailed pairs (cap 512) packed into rows vs padded, micro_size 4 grouped by length."""
     def run(concatenated):
         name = "dpo_concatenated" if concatenated else "dpo_separate"
         config = runner.sft_config(name, BUNDLED, ROOT / "data" / "arith_prefs" / "train.jsonl", 32, 32, 16, 6,
@@ -213,8 +228,32 @@ def dpo():
         return lambda: runner.run_ptrain(name, config, 1)
 
     concatenated, separate = paired(run(True), run(False), 2)
-    return [row("DPO pairs/s (dpo.toml shape): concatenated vs separate forwards", concatenated["units_per_s"],
+    rows = [row("DPO pairs/s (dpo.toml shape): concatenated vs separate forwards", concatenated["units_per_s"],
                 "pairs/s", separate["units_per_s"])]
+
+    pairs = preference_pairs(longtail)
+
+    def run_long(packed):
+        name = "dpo_longtail_packed" if packed else "dpo_longtail_padded"
+        config = runner.sft_config(name, TINY, pairs, 512, 16, 4, 3, plugin="dpo",
+                                   module={"loss": ["sigmoid"], "beta": 0.1, "precompute_reference": False})
+        if packed:
+            config["batch"] = {"global_size": 16, "micro_tokens": 4096, "packing": True}
+        return lambda: runner.run_ptrain(name, config, 1)
+
+    name = "DPO pairs/s tiny, long-tailed pairs: packed vs padded"
+    try:
+        packed, padded = paired(run_long(True), run_long(False), 1)
+    except runner.RunFailed as error:
+        if not (feature_missing(error, "packing") or "does not pack" in str(error.stderr)):
+            raise
+        return rows + [not_available(name, "pairs/s", "n/a (DPO packing not in this build)")]
+
+    def waste(totals):
+        return 100 * (1.0 - totals["tokens"] / totals["padded_tokens"])
+    return rows + [row(name, packed["units_per_s"], "pairs/s", padded["units_per_s"],
+                       note=f"padding {waste(packed):.1f}% packed vs {waste(padded):.1f}% padded "
+                            "(micro_tokens 4096 vs micro_size 4 grouped by length)")]
 
 
 def grpo():

@@ -88,7 +88,7 @@ def main():
         small_ptrain = measured["small"][0]
         rest += attempt("activation checkpointing",
                         lambda: figures.activation_checkpointing(fixed_512, small_ptrain)) or []
-    rest += attempt("DPO", figures.dpo) or []
+    rest += attempt("DPO", lambda: figures.dpo(longtail)) or []
     rest += attempt("GRPO", figures.grpo) or []
     peaks.append(attempt("matmul peak", lambda: figures.matmul_peak("matmul_peak_end")))
     peaks = [p for p in peaks if p]

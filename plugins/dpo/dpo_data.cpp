@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <iterator>
+#include <tuple>
 
 namespace ptrain::dpo {
 namespace {
@@ -14,37 +16,107 @@ struct Sequence {
   int64_t shared_tokens;                // trained tokens counted as LD-DPO's shared part
 };
 
-// Rows of inputs tokens[:-1], targets tokens[1:], trained on the completion targets.
-void collate_rows(const std::vector<Sequence>& rows, int64_t pad_id, sdk::TokenBatch& batch, at::Tensor& shared_mask) {
-  for (const Sequence& row : rows) {
-    TORCH_CHECK(!row.prompt->empty(), "a pair needs <bos> or a prompt token before its answers");
+// One side of a pair as a forward reads it: inputs tokens[:-1], targets
+// tokens[1:], and per target whether it is trained and whether it is in
+// LD-DPO's shared part.
+struct SequenceTokens {
+  std::vector<int64_t> inputs;
+  std::vector<int64_t> targets;
+  std::vector<uint8_t> trained;
+  std::vector<uint8_t> shared;
+};
+
+SequenceTokens tokens_of(const Sequence& sequence) {
+  TORCH_CHECK(!sequence.prompt->empty(), "a pair needs <bos> or a prompt token before its answers");
+  std::vector<int64_t> tokens(*sequence.prompt);
+  tokens.insert(tokens.end(), sequence.completion->begin(), sequence.completion->end());
+  SequenceTokens out;
+  out.inputs.assign(tokens.begin(), tokens.end() - 1);
+  out.targets.assign(tokens.begin() + 1, tokens.end());
+  out.trained.assign(out.inputs.size(), 0);
+  out.shared.assign(out.inputs.size(), 0);
+  // Target j is token j+1; the first completion token is token |prompt|.
+  const auto first = static_cast<int64_t>(sequence.prompt->size()) - 1;
+  const auto count = static_cast<int64_t>(sequence.completion->size());
+  const std::vector<uint8_t>& trained = *sequence.trained;
+  int64_t seen = 0;  // trained tokens before position k
+  for (int64_t k = 0; k < count; ++k) {
+    if (!trained.empty() && trained[k] == 0) continue;
+    out.trained[first + k] = 1;
+    out.shared[first + k] = seen++ < sequence.shared_tokens ? 1 : 0;
   }
-  std::vector<std::vector<int64_t>> inputs;
-  std::vector<std::vector<int64_t>> targets;
-  for (const Sequence& row : rows) {
-    std::vector<int64_t> tokens(*row.prompt);
-    tokens.insert(tokens.end(), row.completion->begin(), row.completion->end());
-    inputs.emplace_back(tokens.begin(), tokens.end() - 1);
-    targets.emplace_back(tokens.begin() + 1, tokens.end());
+  return out;
+}
+
+// Rows of sequences laid end to end, right-padded with pad_id: row r holds
+// sequences[rows[r][0]], sequences[rows[r][1]], … When `packed`, the batch
+// carries each document's positions and ids (block-diagonal attention) and
+// `sequence_ids` names the sequence of every position (−1 on padding).
+void collate_rows(const std::vector<SequenceTokens>& sequences, const std::vector<std::vector<int64_t>>& rows,
+                  int64_t pad_id, bool packed, sdk::TokenBatch& batch, at::Tensor& shared_mask,
+                  at::Tensor& sequence_ids) {
+  std::vector<std::vector<int64_t>> inputs(rows.size());
+  std::vector<std::vector<int64_t>> targets(rows.size());
+  std::vector<std::vector<int64_t>> lengths(rows.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    for (const int64_t s : rows[r]) {
+      const SequenceTokens& sequence = sequences.at(s);
+      inputs[r].insert(inputs[r].end(), sequence.inputs.begin(), sequence.inputs.end());
+      targets[r].insert(targets[r].end(), sequence.targets.begin(), sequence.targets.end());
+      lengths[r].push_back(static_cast<int64_t>(sequence.inputs.size()));
+    }
   }
   batch.input_ids = sdk::pad_sequences(inputs, pad_id);
   batch.target_ids = sdk::pad_sequences(targets, pad_id);
   batch.loss_mask = at::zeros(batch.input_ids.sizes(), at::kBool);
   shared_mask = at::zeros(batch.input_ids.sizes(), at::kBool);
+  at::Tensor owners = at::full(batch.input_ids.sizes(), -1, at::kLong);
   auto mask = batch.loss_mask.accessor<bool, 2>();
   auto shared = shared_mask.accessor<bool, 2>();
+  auto owner = owners.accessor<int64_t, 2>();
   for (size_t r = 0; r < rows.size(); ++r) {
-    // Target j is token j+1; the first completion token is token |prompt|.
-    const auto first = static_cast<int64_t>(rows[r].prompt->size()) - 1;
-    const auto count = static_cast<int64_t>(rows[r].completion->size());
-    const std::vector<uint8_t>& trained = *rows[r].trained;
-    int64_t seen = 0;  // trained tokens before position k
-    for (int64_t k = 0; k < count; ++k) {
-      if (!trained.empty() && trained[k] == 0) continue;
-      mask[r][first + k] = true;
-      shared[r][first + k] = seen++ < rows[r].shared_tokens;
+    int64_t offset = 0;
+    for (const int64_t s : rows[r]) {
+      const SequenceTokens& sequence = sequences[s];
+      for (size_t j = 0; j < sequence.inputs.size(); ++j) {
+        mask[r][offset + j] = sequence.trained[j] != 0;
+        shared[r][offset + j] = sequence.shared[j] != 0;
+        owner[r][offset + j] = s;
+      }
+      offset += static_cast<int64_t>(sequence.inputs.size());
     }
   }
+  if (packed) {
+    std::tie(batch.document_ids, batch.position_ids) = sdk::packed_document_layout(lengths);
+    sequence_ids = owners;
+  }
+}
+
+// Each side of each pair as a sequence: chosen of pair i is sequence i,
+// rejected sequence B + i.
+std::vector<SequenceTokens> pair_sequences(const std::vector<TokenizedPair>& pairs, PairBatch& batch) {
+  std::vector<int64_t> chosen_tokens;
+  std::vector<int64_t> rejected_tokens;
+  std::vector<SequenceTokens> chosen;
+  std::vector<SequenceTokens> rejected;
+  for (const TokenizedPair& pair : pairs) {
+    chosen_tokens.push_back(trained_tokens(pair.chosen, pair.chosen_trained));
+    rejected_tokens.push_back(trained_tokens(pair.rejected, pair.rejected_trained));
+    const int64_t shared = std::min(chosen_tokens.back(), rejected_tokens.back());
+    chosen.push_back(tokens_of({&pair.prompt, &pair.chosen, &pair.chosen_trained, shared}));
+    rejected.push_back(tokens_of({&pair.prompt, &pair.rejected, &pair.rejected_trained, shared}));
+  }
+  batch.chosen_tokens = at::tensor(chosen_tokens, at::kLong);
+  batch.rejected_tokens = at::tensor(rejected_tokens, at::kLong);
+  std::move(rejected.begin(), rejected.end(), std::back_inserter(chosen));
+  return chosen;
+}
+
+// Rows {first}, {first + 1}, …, {first + count − 1}: one sequence per row.
+std::vector<std::vector<int64_t>> one_per_row(int64_t first, int64_t count) {
+  std::vector<std::vector<int64_t>> rows;
+  for (int64_t s = first; s < first + count; ++s) rows.push_back({s});
+  return rows;
 }
 
 }  // namespace
@@ -101,34 +173,51 @@ int64_t pair_input_length(const TokenizedPair& pair) {
 
 PairBatch collate_pairs(const std::vector<TokenizedPair>& pairs, int64_t pad_id, bool concatenated) {
   const auto num_pairs = static_cast<int64_t>(pairs.size());
-  std::vector<Sequence> chosen_rows;
-  std::vector<Sequence> rejected_rows;
-  std::vector<int64_t> chosen_tokens;
-  std::vector<int64_t> rejected_tokens;
-  for (int64_t i = 0; i < num_pairs; ++i) {
-    const TokenizedPair& pair = pairs[i];
-    chosen_tokens.push_back(trained_tokens(pair.chosen, pair.chosen_trained));
-    rejected_tokens.push_back(trained_tokens(pair.rejected, pair.rejected_trained));
-    const int64_t shared = std::min(chosen_tokens.back(), rejected_tokens.back());
-    chosen_rows.push_back({&pair.prompt, &pair.chosen, &pair.chosen_trained, shared});
-    rejected_rows.push_back({&pair.prompt, &pair.rejected, &pair.rejected_trained, shared});
-  }
   PairBatch batch;
-  batch.chosen_tokens = at::tensor(chosen_tokens, at::kLong);
-  batch.rejected_tokens = at::tensor(rejected_tokens, at::kLong);
+  const std::vector<SequenceTokens> sequences = pair_sequences(pairs, batch);
+  at::Tensor unused;
   if (concatenated) {
-    std::vector<Sequence> rows(chosen_rows);
-    rows.insert(rows.end(), rejected_rows.begin(), rejected_rows.end());
     batch.forwards.resize(1);
     batch.shared_masks.resize(1);
-    collate_rows(rows, pad_id, batch.forwards[0], batch.shared_masks[0]);
+    collate_rows(sequences, one_per_row(0, 2 * num_pairs), pad_id, false, batch.forwards[0], batch.shared_masks[0],
+                 unused);
   } else {
     batch.forwards.resize(2);
     batch.shared_masks.resize(2);
-    collate_rows(chosen_rows, pad_id, batch.forwards[0], batch.shared_masks[0]);
-    collate_rows(rejected_rows, pad_id, batch.forwards[1], batch.shared_masks[1]);
+    collate_rows(sequences, one_per_row(0, num_pairs), pad_id, false, batch.forwards[0], batch.shared_masks[0],
+                 unused);
+    collate_rows(sequences, one_per_row(num_pairs, num_pairs), pad_id, false, batch.forwards[1],
+                 batch.shared_masks[1], unused);
   }
   return batch;
+}
+
+PairBatch collate_packed_pairs(const std::vector<TokenizedPair>& pairs, const std::vector<std::vector<int64_t>>& rows,
+                               int64_t pad_id) {
+  const auto num_pairs = static_cast<int64_t>(pairs.size());
+  PairBatch batch;
+  const std::vector<SequenceTokens> sequences = pair_sequences(pairs, batch);
+  std::vector<std::vector<int64_t>> sequence_rows;
+  std::vector<int64_t> placed(num_pairs, 0);
+  for (const std::vector<int64_t>& row : rows) {
+    sequence_rows.emplace_back();
+    for (const int64_t pair : row) {
+      TORCH_CHECK(pair >= 0 && pair < num_pairs && placed[pair]++ == 0, "collate_packed_pairs: pair ", pair,
+                  " is out of range or placed twice");
+      sequence_rows.back().push_back(pair);
+      sequence_rows.back().push_back(num_pairs + pair);
+    }
+  }
+  TORCH_CHECK(std::find(placed.begin(), placed.end(), 0) == placed.end(),
+              "collate_packed_pairs: every pair must be placed in a row");
+  batch.forwards.resize(1);
+  batch.shared_masks.resize(1);
+  collate_rows(sequences, sequence_rows, pad_id, true, batch.forwards[0], batch.shared_masks[0], batch.sequence_ids);
+  return batch;
+}
+
+int64_t pair_packed_length(const TokenizedPair& pair) {
+  return static_cast<int64_t>(2 * pair.prompt.size() + pair.chosen.size() + pair.rejected.size()) - 2;
 }
 
 }  // namespace ptrain::dpo

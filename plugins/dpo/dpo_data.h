@@ -63,9 +63,22 @@ struct PairBatch {
   std::vector<at::Tensor> shared_masks;
   at::Tensor chosen_tokens;    // [B] int64, trained tokens of each chosen completion
   at::Tensor rejected_tokens;  // [B] int64
+  // Packed (one forward): [R, T] int64, the sequence each position belongs
+  // to, chosen of pair i = i, rejected = B + i, −1 on padding. Undefined when
+  // each row is one sequence, in the orders above.
+  at::Tensor sequence_ids;
 };
 
 PairBatch collate_pairs(const std::vector<TokenizedPair>& pairs, int64_t pad_id, bool concatenated);
+
+// Packing: one forward whose row r holds, for each pair p of rows[r] in turn,
+// p's chosen and then its rejected sequence, each a document of its own
+// (block-diagonal attention, positions restarting). Every pair appears once.
+PairBatch collate_packed_pairs(const std::vector<TokenizedPair>& pairs, const std::vector<std::vector<int64_t>>& rows,
+                               int64_t pad_id);
+
+// Input tokens of both sides of a pair together: its length in a packed row.
+int64_t pair_packed_length(const TokenizedPair& pair);
 
 // Input length (tokens the forward computes) of the longer side of a pair.
 int64_t pair_input_length(const TokenizedPair& pair);

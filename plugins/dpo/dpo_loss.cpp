@@ -27,7 +27,8 @@ void check_pair_shapes(const PairLogProbs& logps) {
 }  // namespace
 
 SequenceLogProbParts sequence_log_prob_parts(const at::Tensor& token_log_probs, const at::Tensor& loss_mask,
-                                             const at::Tensor& shared_mask) {
+                                             const at::Tensor& shared_mask, const at::Tensor& sequence_ids,
+                                             int64_t num_sequences) {
   TORCH_CHECK(token_log_probs.dim() == 2 && token_log_probs.sizes() == loss_mask.sizes() &&
                   loss_mask.sizes() == shared_mask.sizes(),
               "token_log_probs ", token_log_probs.sizes(), ", loss_mask ", loss_mask.sizes(), " and shared_mask ",
@@ -35,9 +36,22 @@ SequenceLogProbParts sequence_log_prob_parts(const at::Tensor& token_log_probs, 
   const at::Tensor zeros = at::zeros_like(token_log_probs);
   // where() so that nothing outside the mask can leak in.
   const at::Tensor masked = at::where(loss_mask, token_log_probs, zeros);
+  const at::Tensor shared_values = at::where(shared_mask, masked, zeros);
+  const at::Tensor rest_values = at::where(shared_mask, zeros, masked);
   SequenceLogProbParts parts;
-  parts.shared = at::where(shared_mask, masked, zeros).sum(1);
-  parts.rest = at::where(shared_mask, zeros, masked).sum(1);
+  if (!sequence_ids.defined()) {
+    parts.shared = shared_values.sum(1);
+    parts.rest = rest_values.sum(1);
+    return parts;
+  }
+  TORCH_CHECK(sequence_ids.sizes() == token_log_probs.sizes() && sequence_ids.scalar_type() == at::kLong,
+              "sequence_ids must be [R, T] int64 like token_log_probs ", token_log_probs.sizes(), ", got ",
+              sequence_ids.sizes(), " ", sequence_ids.scalar_type());
+  // Padding (−1) holds 0 in both value tensors, so any sequence may take it.
+  const at::Tensor index = sequence_ids.reshape({-1}).clamp_min(0);
+  const at::Tensor sums = at::zeros({num_sequences}, token_log_probs.options());
+  parts.shared = sums.index_add(0, index, shared_values.reshape({-1}));
+  parts.rest = sums.index_add(0, index, rest_values.reshape({-1}));
   return parts;
 }
 

@@ -41,8 +41,12 @@ struct SequenceLogProbParts {
 };
 
 // token_log_probs: [R, T] float, 0 outside loss_mask; loss_mask, shared_mask: [R, T] bool.
+// sequence_ids undefined: row r is sequence r, parts [R]. Packed rows:
+// sequence_ids [R, T] int64 names each position's sequence in
+// [0, num_sequences) (−1 on padding), parts [num_sequences].
 SequenceLogProbParts sequence_log_prob_parts(const at::Tensor& token_log_probs, const at::Tensor& loss_mask,
-                                             const at::Tensor& shared_mask);
+                                             const at::Tensor& shared_mask, const at::Tensor& sequence_ids = {},
+                                             int64_t num_sequences = 0);
 
 // shared + α·rest. [R]
 at::Tensor combine_parts(const SequenceLogProbParts& parts, double ld_alpha);

@@ -40,10 +40,13 @@ ScoredPairs score_pairs(sdk::LanguageModel& model, const PairBatch& batch) {
   ScoredPairs scored;
   if (batch.forwards.size() == 1) {
     const sdk::TokenBatch& forward = batch.forwards[0];
-    TORCH_CHECK(forward.input_ids.size(0) == 2 * num_pairs, "a concatenated forward of ", num_pairs,
-                " pairs must have ", 2 * num_pairs, " rows, got ", forward.input_ids.size(0));
-    const at::Tensor log_probs = model.target_log_probs(forward).log_probs;  // [2B, T]
-    const SequenceLogProbParts parts = sequence_log_prob_parts(log_probs, forward.loss_mask, batch.shared_masks[0]);
+    // One sequence per row (2B rows), or packed rows holding 2B sequences.
+    TORCH_CHECK(batch.sequence_ids.defined() || forward.input_ids.size(0) == 2 * num_pairs,
+                "a concatenated forward of ", num_pairs, " pairs must have ", 2 * num_pairs, " rows, got ",
+                forward.input_ids.size(0));
+    const at::Tensor log_probs = model.target_log_probs(forward).log_probs;  // [R, T]
+    const SequenceLogProbParts parts = sequence_log_prob_parts(log_probs, forward.loss_mask, batch.shared_masks[0],
+                                                               batch.sequence_ids, 2 * num_pairs);
     scored.chosen = {parts.shared.narrow(0, 0, num_pairs), parts.rest.narrow(0, 0, num_pairs)};
     scored.rejected = {parts.shared.narrow(0, num_pairs, num_pairs), parts.rest.narrow(0, num_pairs, num_pairs)};
     return scored;
@@ -334,10 +337,10 @@ void DpoModule::load_state(sdk::Context& ctx, const sdk::PluginState& state) {
 std::vector<std::unique_ptr<sdk::Microbatch>> DpoModule::prepare(sdk::Context& ctx,
                                                                  const std::vector<const sdk::Example*>& examples,
                                                                  const sdk::MicrobatchPlan& plan) {
-  if (plan.packing) {
+  if (plan.packing && config_.use_weighting) {
     throw sdk::ConfigError(
-        "batch.packing = true: the dpo plugin does not pack pairs (the sft plugin does); set "
-        "batch.packing = false");
+        "batch.packing = true with [module] use_weighting = true: WPO's weights read each sequence's full logits "
+        "row, which packed rows do not give; set one of them to false");
   }
   sync_reference_if_due(ctx);
   if (config_.precompute_reference && config_.needs_reference() && !reference_precomputed_) {
@@ -345,18 +348,16 @@ std::vector<std::unique_ptr<sdk::Microbatch>> DpoModule::prepare(sdk::Context& c
   }
 
   std::vector<TokenizedPair> pairs;
-  std::vector<int64_t> lengths;
   pairs.reserve(examples.size());
   for (const sdk::Example* example : examples) {
     const bool prepared = example->index >= 0 && static_cast<size_t>(example->index) < dataset_.size();
     pairs.push_back(prepared ? dataset_[example->index]
                              : tokenize(ctx.tokenizer(), ctx.run_info().max_length, *example));
-    // Both sides are forwarded, so a token budget bounds 2 × the longer side.
-    lengths.push_back(2 * pair_input_length(pairs.back()));
   }
 
-  std::vector<std::unique_ptr<sdk::Microbatch>> microbatches;
-  for (const std::vector<int64_t>& members : sdk::split_into_microbatches(lengths, plan)) {
+  // A microbatch of the pairs at `members` (positions in `pairs`); `rows`
+  // (packing) lists, per packed row, positions in `members`.
+  auto make_microbatch = [&](const std::vector<int64_t>& members, const std::vector<std::vector<int64_t>>* rows) {
     auto microbatch = std::make_unique<DpoMicrobatch>();
     std::vector<TokenizedPair> group;
     std::vector<int64_t> cached_rows;
@@ -364,8 +365,7 @@ std::vector<std::unique_ptr<sdk::Microbatch>> DpoModule::prepare(sdk::Context& c
       const TokenizedPair& pair = pairs[member];
       group.push_back(pair);
       microbatch->truncated_pairs += pair.truncated ? 1 : 0;
-      microbatch->num_tokens +=
-          static_cast<int64_t>(2 * pair.prompt.size() + pair.chosen.size() + pair.rejected.size()) - 2;
+      microbatch->num_tokens += pair_packed_length(pair);
       if (reference_precomputed_) {
         const auto it = cached_row_of_.find(examples[member]->index);
         if (it == cached_row_of_.end()) {
@@ -374,7 +374,8 @@ std::vector<std::unique_ptr<sdk::Microbatch>> DpoModule::prepare(sdk::Context& c
         cached_rows.push_back(it->second);
       }
     }
-    microbatch->pairs = collate_pairs(group, ctx.tokenizer().pad_id(), config_.concatenated);
+    microbatch->pairs = rows != nullptr ? collate_packed_pairs(group, *rows, ctx.tokenizer().pad_id())
+                                        : collate_pairs(group, ctx.tokenizer().pad_id(), config_.concatenated);
     microbatch->num_examples = static_cast<int64_t>(members.size());
     for (const sdk::TokenBatch& forward : microbatch->pairs.forwards) {
       microbatch->padded_tokens += forward.input_ids.numel();
@@ -384,7 +385,36 @@ std::vector<std::unique_ptr<sdk::Microbatch>> DpoModule::prepare(sdk::Context& c
     } else if (reference_) {
       microbatch->reference_parts = reference_parts_of(*reference_, microbatch->pairs);
     }
-    microbatches.push_back(std::move(microbatch));
+    return microbatch;
+  };
+
+  std::vector<std::unique_ptr<sdk::Microbatch>> microbatches;
+  if (plan.packing) {
+    // A pair's two sides lie next to each other in one row, so a row holds up
+    // to 2 × max_length tokens; positions restart per side.
+    sdk::MicrobatchPlan pair_plan = plan;
+    pair_plan.row_tokens = 2 * plan.row_tokens;
+    std::vector<int64_t> packed_lengths;
+    for (const TokenizedPair& pair : pairs) packed_lengths.push_back(pair_packed_length(pair));
+    for (const sdk::PackedMicrobatch& rows : sdk::plan_packed_microbatches(packed_lengths, pair_plan)) {
+      std::vector<int64_t> members;
+      std::vector<std::vector<int64_t>> local_rows;
+      for (const std::vector<int64_t>& row : rows) {
+        local_rows.emplace_back();
+        for (const int64_t member : row) {
+          local_rows.back().push_back(static_cast<int64_t>(members.size()));
+          members.push_back(member);
+        }
+      }
+      microbatches.push_back(make_microbatch(members, &local_rows));
+    }
+    return microbatches;
+  }
+  // Both sides are forwarded, so a token budget bounds 2 × the longer side.
+  std::vector<int64_t> lengths;
+  for (const TokenizedPair& pair : pairs) lengths.push_back(2 * pair_input_length(pair));
+  for (const std::vector<int64_t>& members : sdk::split_into_microbatches(lengths, plan)) {
+    microbatches.push_back(make_microbatch(members, nullptr));
   }
   return microbatches;
 }

@@ -315,16 +315,29 @@ TEST_CASE("DPO: one step gives the full-batch gradient on world sizes 1 and 2", 
     std::vector<at::Tensor> expected;
     for (const auto& [name, parameter] : initial->named_parameters()) expected.push_back(parameter.grad().clone());
 
-    // Micro sizes 8, 4, 2 and 1 pairs: world 2 with accumulation 1, 2 and 4.
-    for (const auto& [world, accumulation] : std::vector<std::pair<int, int>>{{1, 1}, {2, 1}, {2, 2}, {2, 4}}) {
-      const fs::path run_dir = dir / (std::string(c.loss) + "_w" + std::to_string(world) + "_a" +
-                                      std::to_string(accumulation));
+    // Micro sizes 8, 4, 2 and 1 pairs: world 2 with accumulation 1, 2 and 4;
+    // then packed rows (accumulation 0 here) under token budgets on 1 and 2 ranks.
+    struct Split {
+      int world;
+      int accumulation;
+      int64_t packed_tokens;
+    };
+    for (const Split& split : {Split{1, 1, 0}, Split{2, 1, 0}, Split{2, 2, 0}, Split{2, 4, 0},
+                               Split{1, 0, 3 * dpo_test::kMaxLength}, Split{2, 0, 2 * dpo_test::kMaxLength}}) {
+      const std::string layout = split.packed_tokens > 0
+                                     ? " --set batch.packing=true --set batch.micro_tokens=" +
+                                           std::to_string(split.packed_tokens)
+                                     : " --set batch.micro_size=" + std::to_string(8 / split.world / split.accumulation);
+      const fs::path run_dir = dir / (std::string(c.loss) + "_w" + std::to_string(split.world) + "_a" +
+                                      std::to_string(split.accumulation) + "_p" +
+                                      std::to_string(split.packed_tokens));
       const CommandResult result = run_ptrain(
-          "launch --nproc " + std::to_string(world) + " -- train -c " + config_path.string() +
-          " --set module.loss=\"" + c.loss + "\" --set module.beta=" + std::to_string(c.beta) +
-          " --set batch.micro_size=" + std::to_string(8 / world / accumulation) + " --set output_dir=\"" +
-          run_dir.string() + "\"");
-      INFO("loss " << c.loss << ", world " << world << ", accumulation " << accumulation << "\n" << result.output);
+          "launch --nproc " + std::to_string(split.world) + " -- train -c " + config_path.string() +
+          " --set module.loss=\"" + c.loss + "\" --set module.beta=" + std::to_string(c.beta) + layout +
+          " --set output_dir=\"" + run_dir.string() + "\"");
+      INFO("loss " << c.loss << ", world " << split.world << ", accumulation " << split.accumulation
+                   << ", packed tokens " << split.packed_tokens << "\n"
+                   << result.output);
       REQUIRE(result.exit_code == 0);
       const auto trained = model::CausalLm::load_hf_dir(run_dir / "final");
       const auto trained_parameters = trained->named_parameters();

@@ -1,7 +1,8 @@
 // DPO's split invariance (DESIGN.md §2): one step on the same global batch of
-// 8 pairs with micro sizes 1, 2, 4 (8, 4 and 2 accumulation steps) and 8
-// gives the gradient and loss of the full-batch reference computed from the
-// formulas (dpo_test_support.h), within 1e-5 relative, for sigmoid, ipo and
+// 8 pairs with micro sizes 1, 2, 4 (8, 4 and 2 accumulation steps) and 8,
+// and packed rows under three token budgets, gives the gradient and loss of
+// the full-batch reference computed from the formulas (dpo_test_support.h),
+// within 1e-5 relative, for sigmoid, ipo and
 // simpo, with and without the sft term (normalised by the global batch's
 // chosen tokens). World size 1 here; the multi-process test reuses the same
 // reference.
@@ -84,6 +85,22 @@ TEST_CASE("the DPO step gradient equals the full-batch reference for every split
           CHECK(outcome.gradient.global_units == 8);
           const double error = dpo_test::relative_error(outcome.grads, reference_grads);
           INFO("relative gradient error " << error);
+          CHECK(error <= 1e-5);
+          CHECK(outcome.metrics.at("core/loss") == Approx(reference_loss.item<double>()).epsilon(1e-5));
+        }
+        // Packed rows (each pair's two sides in one row, several pairs per
+        // row) under token budgets from one pair per microbatch to all.
+        for (const int64_t budget : {2 * dpo_test::kMaxLength, 3 * dpo_test::kMaxLength, 20 * dpo_test::kMaxLength}) {
+          INFO("packed, micro_tokens " << budget);
+          sdk::MicrobatchPlan plan{0, budget};
+          plan.packing = true;
+          plan.row_tokens = dpo_test::kMaxLength;
+          const dpo_test::StepOutcome outcome =
+              dpo_test::run_step(module, context, example_pointers, plan, parameters, *communicator);
+          REQUIRE(outcome.gradient.has_units);
+          CHECK(outcome.gradient.global_units == 8);
+          const double error = dpo_test::relative_error(outcome.grads, reference_grads);
+          INFO("relative gradient error " << error << ", " << outcome.gradient.num_microbatches << " microbatches");
           CHECK(error <= 1e-5);
           CHECK(outcome.metrics.at("core/loss") == Approx(reference_loss.item<double>()).epsilon(1e-5));
         }

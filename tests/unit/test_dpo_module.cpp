@@ -1,5 +1,5 @@
 // The DPO module on a real tiny model: data checks and truncation,
-// concatenated vs separate forwards, the precomputed reference cache (same
+// concatenated vs separate forwards vs packed rows, the precomputed reference cache (same
 // gradients as a live reference; refused for another model or dataset),
 // TR-DPO syncs, and config errors.
 #include "catch.h"
@@ -149,6 +149,73 @@ TEST_CASE("concatenated and separate forwards give the same loss, metrics and gr
       CHECK(metrics[1].at(name) == Approx(value).epsilon(1e-6).margin(1e-7));
     }
   }
+}
+
+TEST_CASE("packed pairs give the loss, metrics and gradients of one pair per row", "[dpo][forward][packing]") {
+  Setup setup;
+  const std::string reference_dir = save_reference_model("packed_reference", 22);
+  const std::vector<std::map<std::string, sdk::ConfigValue>> variants{
+      {},
+      {{"loss", std::vector<std::string>{"sigmoid", "ipo", "sft"}}, {"loss_weights", std::vector<double>{1.0, 0.5, 0.2}}, {"ld_alpha", 0.5}},
+      {{"loss", std::vector<std::string>{"simpo"}}, {"loss_agg", std::string("token")}}};
+  sdk::MicrobatchPlan packed{0, 4 * dpo_test::kMaxLength};
+  packed.packing = true;
+  packed.row_tokens = dpo_test::kMaxLength;
+  for (size_t v = 0; v < variants.size(); ++v) {
+    INFO("variant " << v);
+    auto overrides = variants[v];
+    overrides["reference_model"] = reference_dir;
+    const sdk::ConfigValues values = dpo_test::dpo_values(overrides);
+    plugin::HostContext context = setup.context(values);
+    dpo::DpoModule module;
+    module.setup(context);
+    const auto examples = dpo_test::pointers_to(setup.examples);
+
+    // The packed rows: several sequences per row, each pair's sides together,
+    // rows longer than the model's max_position_embeddings allowed.
+    const auto microbatches = module.prepare(context, examples, packed);
+    int64_t pairs_seen = 0;
+    int64_t padded = 0;
+    int64_t computed = 0;
+    for (const auto& microbatch : microbatches) {
+      const auto& batch = static_cast<const dpo::DpoMicrobatch&>(*microbatch);
+      REQUIRE(batch.pairs.forwards.size() == 1);
+      REQUIRE(batch.pairs.sequence_ids.defined());
+      const sdk::TokenBatch& forward = batch.pairs.forwards[0];
+      CHECK(forward.document_ids.defined());
+      CHECK(forward.input_ids.size(0) < 2 * batch.num_examples);  // fewer rows than sequences
+      pairs_seen += batch.num_examples;
+      padded += forward.input_ids.numel();
+      computed += batch.num_tokens;
+    }
+    CHECK(pairs_seen == static_cast<int64_t>(setup.examples.size()));
+    INFO("padding share " << 1.0 - static_cast<double>(computed) / static_cast<double>(padded));
+
+    dpo_test::StepOutcome outcomes[2];
+    outcomes[0] = dpo_test::run_step(module, context, examples, {8, 0}, setup.parameters, *setup.communicator);
+    outcomes[1] = dpo_test::run_step(module, context, examples, packed, setup.parameters, *setup.communicator);
+    CHECK(outcomes[1].metrics.at("core/loss") == Approx(outcomes[0].metrics.at("core/loss")).epsilon(1e-6));
+    const double error = dpo_test::relative_error(outcomes[1].grads, outcomes[0].grads);
+    INFO("relative gradient error " << error);
+    CHECK(error <= 1e-5);
+    for (const auto& [name, value] : outcomes[0].metrics) {
+      if (name.rfind("core/", 0) == 0) continue;  // padded token counts differ by design
+      INFO("metric " << name);
+      // Packed rows sum each sequence's float32 log-probs in another order
+      // and through other matmul shapes; a reward, β times a difference of
+      // two such sums, keeps their absolute rounding (2e-7 seen), hence the
+      // absolute margin.
+      CHECK(outcomes[1].metrics.at(name) == Approx(value).epsilon(1e-5).margin(1e-6));
+    }
+  }
+
+  // WPO reads whole logits rows, which packed rows do not give.
+  const sdk::ConfigValues weighted = dpo_test::dpo_values({{"use_weighting", true}});
+  plugin::HostContext context = setup.context(weighted);
+  dpo::DpoModule module;
+  module.setup(context);
+  CHECK_THROWS_WITH(module.prepare(context, dpo_test::pointers_to(setup.examples), packed),
+                    Catch::Contains("use_weighting") && Catch::Contains("batch.packing"));
 }
 
 TEST_CASE("a precomputed reference gives the live reference's gradients, and its cache is reused", "[dpo][reference]") {
