@@ -89,7 +89,7 @@ std::vector<std::pair<std::string, sdk::ConfigSchema>> build_core_sections() {
                  "same either way");
   batch.add_bool("packing", false,
                  "pack several examples into each row of up to data.max_length tokens (best-fit-decreasing, "
-                 "attention and positions kept per example); needs micro_tokens and a plugin that packs (sft; dpo packs pairs into rows of 2 × max_length)");
+                 "attention and positions kept per example); needs micro_tokens and a plugin that packs (sft, dpo)");
   sections.emplace_back("batch", std::move(batch));
 
   sdk::ConfigSchema optim;

@@ -350,9 +350,7 @@ at::Tensor CausalLm::hidden_states(const at::Tensor& input_ids, const at::Tensor
   TORCH_CHECK(input_ids.scalar_type() == at::kLong, "input_ids must be int64, got ", input_ids.scalar_type());
   TORCH_CHECK(input_ids.numel() > 0, "input_ids is empty: ", input_ids.sizes());
   const int64_t t = input_ids.size(1);
-  // A packed row may be longer than max_position_embeddings (DPO packs both
-  // sides of a pair into one row): its documents' own positions must fit.
-  TORCH_CHECK(position_ids.defined() || t <= config_.max_position_embeddings, "input_ids has ", t,
+  TORCH_CHECK(t <= config_.max_position_embeddings, "input_ids has ", t,
               " positions, more than max_position_embeddings = ", config_.max_position_embeddings);
   // Value checks read tensors back: free on the host, a device sync on a GPU,
   // where ids come from host-side collation that the host already checked.
@@ -369,9 +367,8 @@ at::Tensor CausalLm::hidden_states(const at::Tensor& input_ids, const at::Tensor
                 input_ids.sizes(), ", got ", ids->defined() ? format_shape(ids->sizes()) : "");
   }
   if (check_values && position_ids.defined()) {
-    const int64_t limit = std::min(t, config_.max_position_embeddings);
-    TORCH_CHECK(position_ids.min().item<int64_t>() >= 0 && position_ids.max().item<int64_t>() < limit,
-                "position_ids values must be in [0, ", limit, ")");
+    TORCH_CHECK(position_ids.min().item<int64_t>() >= 0 && position_ids.max().item<int64_t>() < t,
+                "position_ids values must be in [0, ", t, ")");
   }
 
   const AttentionLayout layout = attention_layout(t, position_ids, document_ids);

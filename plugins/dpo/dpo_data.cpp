@@ -194,26 +194,26 @@ PairBatch collate_pairs(const std::vector<TokenizedPair>& pairs, int64_t pad_id,
 
 PairBatch collate_packed_pairs(const std::vector<TokenizedPair>& pairs, const std::vector<std::vector<int64_t>>& rows,
                                int64_t pad_id) {
-  const auto num_pairs = static_cast<int64_t>(pairs.size());
+  const auto num_sequences = 2 * static_cast<int64_t>(pairs.size());
   PairBatch batch;
   const std::vector<SequenceTokens> sequences = pair_sequences(pairs, batch);
-  std::vector<std::vector<int64_t>> sequence_rows;
-  std::vector<int64_t> placed(num_pairs, 0);
+  std::vector<int64_t> placed(num_sequences, 0);
   for (const std::vector<int64_t>& row : rows) {
-    sequence_rows.emplace_back();
-    for (const int64_t pair : row) {
-      TORCH_CHECK(pair >= 0 && pair < num_pairs && placed[pair]++ == 0, "collate_packed_pairs: pair ", pair,
-                  " is out of range or placed twice");
-      sequence_rows.back().push_back(pair);
-      sequence_rows.back().push_back(num_pairs + pair);
+    for (const int64_t s : row) {
+      TORCH_CHECK(s >= 0 && s < num_sequences && placed[s]++ == 0, "collate_packed_pairs: sequence ", s,
+                  " is out of range [0, ", num_sequences, ") or placed twice");
     }
   }
   TORCH_CHECK(std::find(placed.begin(), placed.end(), 0) == placed.end(),
-              "collate_packed_pairs: every pair must be placed in a row");
+              "collate_packed_pairs: every sequence of every pair must be placed in a row");
   batch.forwards.resize(1);
   batch.shared_masks.resize(1);
-  collate_rows(sequences, sequence_rows, pad_id, true, batch.forwards[0], batch.shared_masks[0], batch.sequence_ids);
+  collate_rows(sequences, rows, pad_id, true, batch.forwards[0], batch.shared_masks[0], batch.sequence_ids);
   return batch;
+}
+
+int64_t sequence_input_length(const TokenizedPair& pair, bool rejected) {
+  return static_cast<int64_t>(pair.prompt.size() + (rejected ? pair.rejected : pair.chosen).size()) - 1;
 }
 
 int64_t pair_packed_length(const TokenizedPair& pair) {

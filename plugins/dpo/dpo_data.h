@@ -71,13 +71,16 @@ struct PairBatch {
 
 PairBatch collate_pairs(const std::vector<TokenizedPair>& pairs, int64_t pad_id, bool concatenated);
 
-// Packing: one forward whose row r holds, for each pair p of rows[r] in turn,
-// p's chosen and then its rejected sequence, each a document of its own
-// (block-diagonal attention, positions restarting). Every pair appears once.
+// Packing: one forward whose row r holds the sequences rows[r] (chosen of
+// pair i = i, rejected = B + i) end to end, each a document of its own
+// (block-diagonal attention, positions restarting). Every sequence appears once.
 PairBatch collate_packed_pairs(const std::vector<TokenizedPair>& pairs, const std::vector<std::vector<int64_t>>& rows,
                                int64_t pad_id);
 
-// Input tokens of both sides of a pair together: its length in a packed row.
+// Input tokens of one side of a pair: its length in a packed row.
+int64_t sequence_input_length(const TokenizedPair& pair, bool rejected);
+
+// Input tokens of both sides of a pair together.
 int64_t pair_packed_length(const TokenizedPair& pair);
 
 // Input length (tokens the forward computes) of the longer side of a pair.

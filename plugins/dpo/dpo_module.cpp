@@ -10,6 +10,8 @@
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
 
+#include <iterator>
+#include <limits>
 #include <sstream>
 
 namespace ptrain::dpo {
@@ -356,7 +358,8 @@ std::vector<std::unique_ptr<sdk::Microbatch>> DpoModule::prepare(sdk::Context& c
   }
 
   // A microbatch of the pairs at `members` (positions in `pairs`); `rows`
-  // (packing) lists, per packed row, positions in `members`.
+  // (packing) lists the sequences of each packed row, chosen of members[k]
+  // as k and its rejected as |members| + k.
   auto make_microbatch = [&](const std::vector<int64_t>& members, const std::vector<std::vector<int64_t>>* rows) {
     auto microbatch = std::make_unique<DpoMicrobatch>();
     std::vector<TokenizedPair> group;
@@ -390,23 +393,30 @@ std::vector<std::unique_ptr<sdk::Microbatch>> DpoModule::prepare(sdk::Context& c
 
   std::vector<std::unique_ptr<sdk::Microbatch>> microbatches;
   if (plan.packing) {
-    // A pair's two sides lie next to each other in one row, so a row holds up
-    // to 2 × max_length tokens; positions restart per side.
+    // Which pairs share a microbatch: the pairs themselves are packed, both
+    // sides counted, into rows of 2 × max_length under micro_tokens. Then the
+    // microbatch's sequences are packed again into rows of max_length, so no
+    // row is longer than an unpacked one would be (attention costs T² per row).
     sdk::MicrobatchPlan pair_plan = plan;
     pair_plan.row_tokens = 2 * plan.row_tokens;
+    sdk::MicrobatchPlan row_plan = plan;
+    row_plan.micro_tokens = std::numeric_limits<int64_t>::max();
     std::vector<int64_t> packed_lengths;
     for (const TokenizedPair& pair : pairs) packed_lengths.push_back(pair_packed_length(pair));
-    for (const sdk::PackedMicrobatch& rows : sdk::plan_packed_microbatches(packed_lengths, pair_plan)) {
+    for (const sdk::PackedMicrobatch& pair_rows : sdk::plan_packed_microbatches(packed_lengths, pair_plan)) {
       std::vector<int64_t> members;
-      std::vector<std::vector<int64_t>> local_rows;
-      for (const std::vector<int64_t>& row : rows) {
-        local_rows.emplace_back();
-        for (const int64_t member : row) {
-          local_rows.back().push_back(static_cast<int64_t>(members.size()));
-          members.push_back(member);
-        }
+      for (const std::vector<int64_t>& row : pair_rows) members.insert(members.end(), row.begin(), row.end());
+      const auto count = static_cast<int64_t>(members.size());
+      std::vector<int64_t> sequence_lengths(2 * count);
+      for (int64_t k = 0; k < count; ++k) {
+        sequence_lengths[k] = sequence_input_length(pairs[members[k]], false);
+        sequence_lengths[count + k] = sequence_input_length(pairs[members[k]], true);
       }
-      microbatches.push_back(make_microbatch(members, &local_rows));
+      std::vector<std::vector<int64_t>> rows;
+      for (sdk::PackedMicrobatch& part : sdk::plan_packed_microbatches(sequence_lengths, row_plan)) {
+        std::move(part.begin(), part.end(), std::back_inserter(rows));
+      }
+      microbatches.push_back(make_microbatch(members, &rows));
     }
     return microbatches;
   }

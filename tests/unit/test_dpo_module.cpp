@@ -171,8 +171,7 @@ TEST_CASE("packed pairs give the loss, metrics and gradients of one pair per row
     module.setup(context);
     const auto examples = dpo_test::pointers_to(setup.examples);
 
-    // The packed rows: several sequences per row, each pair's sides together,
-    // rows longer than the model's max_position_embeddings allowed.
+    // The packed rows: several sequences per row, none longer than max_length.
     const auto microbatches = module.prepare(context, examples, packed);
     int64_t pairs_seen = 0;
     int64_t padded = 0;
@@ -184,6 +183,7 @@ TEST_CASE("packed pairs give the loss, metrics and gradients of one pair per row
       const sdk::TokenBatch& forward = batch.pairs.forwards[0];
       CHECK(forward.document_ids.defined());
       CHECK(forward.input_ids.size(0) < 2 * batch.num_examples);  // fewer rows than sequences
+      CHECK(forward.input_ids.size(1) <= dpo_test::kMaxLength);
       pairs_seen += batch.num_examples;
       padded += forward.input_ids.numel();
       computed += batch.num_tokens;
