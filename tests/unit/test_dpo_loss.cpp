@@ -192,7 +192,10 @@ class ByteCostModel final : public sdk::LanguageModel {
  public:
   sdk::TargetLogProbs target_log_probs(const sdk::TokenBatch& batch) override {
     const at::Tensor log_probs = -0.01 * batch.target_ids.to(at::kFloat);
-    return {at::where(batch.loss_mask, log_probs, at::zeros_like(log_probs)), at::zeros_like(batch.loss_mask)};
+    sdk::TargetLogProbs out;
+    out.log_probs = at::where(batch.loss_mask, log_probs, at::zeros_like(log_probs));
+    out.is_argmax = at::zeros_like(batch.loss_mask);
+    return out;
   }
   at::Tensor logits(const at::Tensor& input_ids) override {
     return at::zeros({input_ids.size(0), input_ids.size(1), 259});
