@@ -4,9 +4,11 @@
 # (LibTorch 1.13, Catch2 2). Needs root (or sudo) for debootstrap, mount and
 # chroot.
 #
-# The root lives in .cache/trixie-root (git-ignored) and is reused once
-# complete; the build goes to build-trixie/ in the checkout, through the
-# host's ccache directory so repeated runs on one machine are warm.
+# The root lives in ~/.cache/ptrain/trixie-root and is reused once complete,
+# by every checkout on the machine (a fresh CI clone included: creating it and
+# installing LibTorch 2.6 into it takes ~10 minutes); the build goes to
+# build-trixie/ in the checkout, through the host's ccache directory so
+# repeated runs on one machine are warm.
 #
 # Usage: scripts/compat-trixie.sh [command...]   (see "With arguments" below)
 # Environment: PTRAIN_TRIXIE_ROOT (root directory), PTRAIN_TRIXIE_MIRROR
@@ -26,7 +28,7 @@ if [ -z "${PTRAIN_TRIXIE_NAMESPACE:-}" ]; then
 fi
 
 checkout="$PWD"
-root="$(realpath -m "${PTRAIN_TRIXIE_ROOT:-.cache/trixie-root}")"
+root="$(realpath -m "${PTRAIN_TRIXIE_ROOT:-$HOME/.cache/ptrain/trixie-root}")"
 [ "$root" != / ] || { echo "[trixie] PTRAIN_TRIXIE_ROOT must not be /" >&2; exit 2; }
 mirror="${PTRAIN_TRIXIE_MIRROR:-http://deb.debian.org/debian}"
 marker="$root/.ptrain-root-complete"
