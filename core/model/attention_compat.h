@@ -20,7 +20,15 @@ inline constexpr bool kFusedAttention = true;
 inline constexpr bool kFusedAttention = false;
 #endif
 
-// q: [B, heads, T, d]; k, v: [B, kv_heads, T, d], kv_heads dividing heads:
+// What attend() expects the queries to be multiplied by: the fused kernel
+// applies 1/√d itself; the unfused path takes it on the queries ([T, d])
+// rather than on the scores ([T, T]), one pass fewer over the largest tensor,
+// and the rotary kernel that writes the queries folds it in for free.
+inline double query_scale(int64_t head_dim) {
+  return kFusedAttention ? 1.0 : 1.0 / std::sqrt(static_cast<double>(head_dim));
+}
+
+// q: [B, heads, T, d], times query_scale(d); k, v: [B, kv_heads, T, d], kv_heads dividing heads:
 // query head j reads kv head j / (heads / kv_heads), as transformers' repeat_kv.
 // allowed: [B, 1, T, T] bool, true where a query may read a key; undefined
 // means plain causal attention. blocked: its negation, or the causal [T, T]
@@ -44,11 +52,8 @@ inline at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Ten
   (void)allowed;
   // The query heads that share a kv head are stacked into one [group·T, d]
   // matrix, so keys and values are read in place rather than copied per query
-  // head, and each product is one larger matmul. The 1/√d scale goes on the
-  // queries ([T, d]) rather than on the scores ([T, T]): one pass fewer over
-  // the largest tensor, forward and backward.
-  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  const at::Tensor grouped_q = (q * scale).reshape({b, kv_heads, group * t, d});
+  // head, and each product is one larger matmul.
+  const at::Tensor grouped_q = q.reshape({b, kv_heads, group * t, d});
   const at::Tensor scores = at::matmul(grouped_q, k.transpose(-2, -1)).view({b, kv_heads, group, t, t});
   const at::Tensor mask = blocked.dim() == 4 ? blocked.unsqueeze(2) : blocked;  // [B, 1, 1, T, T] or [T, T]
   const at::Tensor probs = at::softmax(scores.masked_fill(mask, -std::numeric_limits<float>::infinity()), -1);

@@ -1,6 +1,7 @@
 #include "core/model/causal_lm.h"
 
 #include "core/model/attention_compat.h"
+#include "core/model/fused_kernels.h"
 #include "core/model/safetensors.h"
 #include "core/model/target_scores.h"
 #include "ptrain/sdk/errors.h"
@@ -77,12 +78,6 @@ NamedTensors read_model_tensors(const fs::path& dir) {
     std::move(part.begin(), part.end(), std::back_inserter(all));
   }
   return all;
-}
-
-// Rotate-half convention: pairs dimension i with i + d/2. x: [..., d]
-at::Tensor rotate_half(const at::Tensor& x) {
-  const int64_t half = x.size(-1) / 2;
-  return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
 }
 
 }  // namespace
@@ -280,8 +275,7 @@ void CausalLm::ensure_rope_cache(int64_t length) {
 }
 
 at::Tensor CausalLm::rms_norm(const at::Tensor& x, const at::Tensor& weight) const {
-  const at::Tensor variance = x.pow(2).mean(-1, /*keepdim=*/true);
-  return weight * (x * at::rsqrt(variance + config_.rms_norm_eps));
+  return fused::rms_norm(x, weight, config_.rms_norm_eps);
 }
 
 // x: [B, T, H] → [B, T, H].
@@ -293,13 +287,13 @@ at::Tensor CausalLm::attention(const Layer& layer, const at::Tensor& x, const At
   const int64_t kv_heads = config_.num_kv_heads;
 
   auto project = [&](const at::Tensor& w, const at::Tensor& bias, int64_t n) {
-    return at::linear(x, w, bias).view({b, t, n, d}).transpose(1, 2);  // [B, n, T, d]
+    return at::linear(x, w, bias).view({b, t, n, d});  // [B, T, n, d]
   };
-  at::Tensor q = project(layer.q_weight, layer.q_bias, heads);
-  at::Tensor k = project(layer.k_weight, layer.k_bias, kv_heads);
-  const at::Tensor v = project(layer.v_weight, layer.v_bias, kv_heads);
-  q = q * layout.cos + rotate_half(q) * layout.sin;
-  k = k * layout.cos + rotate_half(k) * layout.sin;
+  // Rotary embeddings write the [B, n, T, d] layout attention reads.
+  const at::Tensor q = fused::rotary(project(layer.q_weight, layer.q_bias, heads), layout.cos, layout.sin,
+                                     attention_compat::query_scale(d));
+  const at::Tensor k = fused::rotary(project(layer.k_weight, layer.k_bias, kv_heads), layout.cos, layout.sin, 1.0);
+  const at::Tensor v = project(layer.v_weight, layer.v_bias, kv_heads).transpose(1, 2);  // [B, kv_heads, T, d]
   const at::Tensor out = attention_compat::attend(q, k, v, layout.allowed, layout.blocked);  // [B, heads, T, d]
   return at::linear(out.transpose(1, 2).reshape({b, t, heads * d}), layer.o_weight, layer.o_bias);
 }
@@ -319,11 +313,11 @@ CausalLm::AttentionLayout CausalLm::attention_layout(int64_t t, const at::Tensor
   ensure_rope_cache(t);
   AttentionLayout layout;
   if (position_ids.defined()) {
-    // Each token's own position (packed rows restart per document): [B, 1, T, d].
+    // Each token's own position (packed rows restart per document): [B, T, d].
     const int64_t b = position_ids.size(0);
     const at::Tensor flat = position_ids.reshape({-1});
-    layout.cos = rope_cos_.index_select(0, flat).view({b, 1, t, -1});
-    layout.sin = rope_sin_.index_select(0, flat).view({b, 1, t, -1});
+    layout.cos = rope_cos_.index_select(0, flat).view({b, t, -1});
+    layout.sin = rope_sin_.index_select(0, flat).view({b, t, -1});
   } else {
     layout.cos = rope_cos_.narrow(0, 0, t);  // [T, d], the same for every row
     layout.sin = rope_sin_.narrow(0, 0, t);

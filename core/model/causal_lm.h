@@ -121,7 +121,7 @@ class CausalLm : public sdk::LanguageModel {
   static std::vector<std::pair<std::string, std::vector<int64_t>>> expected_parameters(const ModelConfig& config);
 
   // What every layer of one forward shares: rotary tables ([T, d], or
-  // [B, 1, T, d] with position_ids) and which keys each query may read
+  // [B, T, d] with position_ids) and which keys each query may read
   // (attention_compat::attend: `allowed` [B, 1, T, T] for packed rows,
   // undefined for plain causal; `blocked` for the unfused kernel).
   struct AttentionLayout {

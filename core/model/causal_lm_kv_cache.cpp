@@ -4,6 +4,8 @@
 // grouped-query attention, SwiGLU.
 #include "core/model/causal_lm.h"
 
+#include "core/model/fused_kernels.h"
+
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
 
@@ -11,14 +13,6 @@
 #include <limits>
 
 namespace ptrain::model {
-namespace {
-
-at::Tensor rotate_half_of(const at::Tensor& x) {
-  const int64_t half = x.size(-1) / 2;
-  return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
-}
-
-}  // namespace
 
 CausalLm::KvCache CausalLm::new_kv_cache(int64_t batch, int64_t capacity) const {
   const int64_t d = config_.resolved_head_dim();
@@ -37,7 +31,7 @@ void CausalLm::keep_cache_rows(KvCache& cache, const at::Tensor& rows) {
   cache.valid = cache.valid.index_select(0, rows);
 }
 
-// x: [B, t, H]; cos/sin: [B, 1, t, d]; blocked: [B, 1, 1, t, L] bool, true
+// x: [B, t, H]; cos/sin: [B, t, d]; blocked: [B, 1, 1, t, L] bool, true
 // where a query may not read a key; caches: [B, kv_heads, capacity, d].
 at::Tensor CausalLm::cached_attention(const Layer& layer, const at::Tensor& x, const at::Tensor& cos,
                                       const at::Tensor& sin, const at::Tensor& blocked, at::Tensor& key_cache,
@@ -50,22 +44,22 @@ at::Tensor CausalLm::cached_attention(const Layer& layer, const at::Tensor& x, c
   const int64_t length = start + t;
 
   auto project = [&](const at::Tensor& w, const at::Tensor& bias, int64_t n) {
-    return at::linear(x, w, bias).view({b, t, n, d}).transpose(1, 2);  // [B, n, t, d]
+    return at::linear(x, w, bias).view({b, t, n, d});  // [B, t, n, d]
   };
-  at::Tensor q = project(layer.q_weight, layer.q_bias, heads);
-  at::Tensor k = project(layer.k_weight, layer.k_bias, kv_heads);
-  const at::Tensor v = project(layer.v_weight, layer.v_bias, kv_heads);
-  q = q * cos + rotate_half_of(q) * sin;
-  k = k * cos + rotate_half_of(k) * sin;
+  // As in the training forward (attention_compat.h), the 1/√d scale goes on
+  // the queries, folded into the rotary kernel, so both paths round alike.
+  const at::Tensor q = fused::rotary(project(layer.q_weight, layer.q_bias, heads), cos, sin,
+                                     1.0 / std::sqrt(static_cast<double>(d)));  // [B, heads, t, d]
+  const at::Tensor k = fused::rotary(project(layer.k_weight, layer.k_bias, kv_heads), cos, sin, 1.0);
+  const at::Tensor v = project(layer.v_weight, layer.v_bias, kv_heads).transpose(1, 2);  // [B, kv_heads, t, d]
   key_cache.narrow(2, start, t).copy_(k);
   value_cache.narrow(2, start, t).copy_(v);
 
   // Query head j reads kv head j / (heads / kv_heads). As in the training
-  // forward (attention_compat.h), the query heads of one kv head are stacked
-  // into one [group·t, d] matrix and the 1/√d scale goes on the queries, so the
-  // cached keys are read in place and both paths round alike.
+  // forward, the query heads of one kv head are stacked into one [group·t, d]
+  // matrix, so the cached keys are read in place.
   const int64_t group = heads / kv_heads;
-  const at::Tensor grouped_q = (q * (1.0 / std::sqrt(static_cast<double>(d)))).reshape({b, kv_heads, group * t, d});
+  const at::Tensor grouped_q = q.reshape({b, kv_heads, group * t, d});
   const at::Tensor keys = key_cache.narrow(2, 0, length);      // [B, kv, L, d]
   const at::Tensor values = value_cache.narrow(2, 0, length);  // [B, kv, L, d]
   const at::Tensor scores = at::matmul(grouped_q, keys.transpose(-2, -1)).view({b, kv_heads, group, t, length});
@@ -99,8 +93,8 @@ at::Tensor CausalLm::decode_step(const at::Tensor& input_ids, const at::Tensor& 
   ensure_rope_cache(max_position + 1);
   const int64_t d = config_.resolved_head_dim();
   const at::Tensor flat_positions = positions.reshape({-1});
-  const at::Tensor cos = rope_cos_.index_select(0, flat_positions).view({b, 1, t, d});
-  const at::Tensor sin = rope_sin_.index_select(0, flat_positions).view({b, 1, t, d});
+  const at::Tensor cos = rope_cos_.index_select(0, flat_positions).view({b, t, d});
+  const at::Tensor sin = rope_sin_.index_select(0, flat_positions).view({b, t, d});
 
   cache.valid.narrow(1, start, t).copy_(valid);
   // Query slot s reads key slot j ≤ s when j holds a real token; a padding
