@@ -196,10 +196,15 @@ TEST_CASE("SIGTERM saves a checkpoint and exits cleanly, and resuming continues 
   const fs::path run = dir / "run";
   // A constant schedule, so that the learning rate does not depend on max_steps.
   const std::string constant = " --set schedule.name=constant";
-  // Long enough to still be running when the signal comes.
+  // Long enough to still be running when the signal comes. The signal is
+  // sent once the first step is logged (the handler is installed before
+  // training starts): a fixed delay raced with set-up on a loaded machine,
+  // killing the process while it was still tokenizing. 300 s bound the wait.
+  const std::string metrics = (run / "metrics.jsonl").string();
   const CommandResult stopped =
       run_command("sh -c '" + std::string(PTRAIN_EXE) + " " + train_args(config, run, 100000) + constant +
-                  " --set checkpoint.every_steps=0 & pid=$!; sleep 4; kill -TERM $pid; wait $pid'");
+                  " --set checkpoint.every_steps=0 & pid=$!; i=0; while [ ! -s " + metrics +
+                  " ] && [ $i -lt 1500 ]; do sleep 0.2; i=$((i+1)); done; kill -TERM $pid; wait $pid'");
   INFO(stopped.output);
   REQUIRE(stopped.exit_code == 0);
   CHECK_THAT(stopped.output, Catch::Contains("stopped on request after step"));
