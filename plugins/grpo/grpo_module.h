@@ -3,7 +3,8 @@
 //
 // prepare() of a generation step samples G completions for each of the
 // rank's prompts at once ("generate once per effective batch"), scores them,
-// computes group advantages (a prompt's group never leaves its rank), then,
+// computes group advantages (a prompt's group never leaves its rank; the
+// batch-level statistics come from one all-reduce of sums), then,
 // microbatch by microbatch and without gradients, the old-policy log-probs
 // (num_iterations > 1 or top_entropy_quantile < 1) and the reference
 // log-probs (beta > 0) through target_log_probs, never a full log-softmax.

@@ -30,6 +30,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -101,7 +102,16 @@ int run_fault(const dist::LaunchEnv& launch, const std::string& mode, char** arg
   return 0;
 }
 
-// [module] overrides KEY=VALUE: beta and top_entropy_quantile are numbers, the rest strings;
+// The comma-separated items of `text`.
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::istringstream stream(text);
+  for (std::string item; std::getline(stream, item, ',');) items.push_back(item);
+  return items;
+}
+
+// [module] overrides KEY=VALUE: beta and top_entropy_quantile are numbers,
+// reward_funcs and reward_weights comma-separated lists, the rest strings;
 // lm_head_scale=F sharpens the policy instead (grpo_test::sharpen_lm_head).
 std::map<std::string, sdk::ConfigValue> grpo_overrides(int argc, char** argv, double& lm_head_scale) {
   std::map<std::string, sdk::ConfigValue> overrides{{"loss_type", std::string(argv[2])}};
@@ -115,6 +125,12 @@ std::map<std::string, sdk::ConfigValue> grpo_overrides(int argc, char** argv, do
       lm_head_scale = std::stod(value);
     } else if (key == "beta" || key == "top_entropy_quantile") {
       overrides[key] = std::stod(value);
+    } else if (key == "reward_funcs") {
+      overrides[key] = split_list(value);
+    } else if (key == "reward_weights") {
+      std::vector<double> weights;
+      for (const std::string& item : split_list(value)) weights.push_back(std::stod(item));
+      overrides[key] = weights;
     } else {
       overrides[key] = value;
     }

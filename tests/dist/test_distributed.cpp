@@ -463,6 +463,18 @@ TEST_CASE("GRPO: one step on fixed rollouts gives the full-batch gradient on wor
     cases.push_back({"grpo", {"scale_rewards=batch"}, spec});
   }
   {
+    // normalize_then_sum: the sum of group-normalised rewards is normalised over
+    // both ranks' completions (its moments ride on the same all-reduce).
+    grpo_test::ReferenceSpec spec;
+    spec.normalize_then_sum = true;
+    spec.function_rewards = {{{1, 0, 0}, {1, 1, 1}, {1, 0, 0}, {0, 1, 0}},   // accuracy
+                             {{1, 1, 1}, {1, 1, 1}, {1, 0, 0}, {0, 0, 0}}};  // format: ^-?[0-9]+$, ended by <eos>
+    spec.reward_weights = {1.0, 0.5};
+    cases.push_back({"dapo",
+                     {"reward_aggregation=normalize_then_sum", "reward_funcs=accuracy,format", "reward_weights=1,0.5"},
+                     spec});
+  }
+  {
     // The entropy quantile is taken over every rank's tokens (37; 0.55·36 is not an integer).
     grpo_test::ReferenceSpec spec;
     spec.top_entropy_quantile = 0.55;

@@ -167,7 +167,7 @@ struct ReferenceSpec {
   // accuracy (the completion's text equals the answer), weight 1.
   std::vector<std::vector<std::vector<double>>> function_rewards;
   std::vector<double> reward_weights;
-  bool normalize_then_sum = false;    // A = Σ_f w_f·A(r_f) instead of A(Σ_f w_f·r_f)
+  bool normalize_then_sum = false;    // TRL's: c = Σ_f w_f·(group-normalised r_f), A = batch-normalised c
   bool filter_zero_std = false;       // groups whose summed rewards are all equal (within 1e-12) add nothing
   double top_entropy_quantile = 1.0;  // ρ < 1: only tokens with entropy ≥ the (1 − ρ) quantile add loss
 };
@@ -235,6 +235,46 @@ inline std::vector<std::vector<double>> reference_advantages(const std::vector<s
   return advantages;
 }
 
+// TRL's multi_objective_aggregation = "normalize_then_sum" (GDPO), whatever
+// scale_rewards says: per function f, within each group,
+// (r_f − mean) / (unbiased std + 1e-4); c = Σ_f w_f·that; then
+// A = (c − mean(c)) / (unbiased std(c) + 1e-4) over the whole global batch,
+// both moments taken in two passes over the values (the plugin all-reduces
+// sums). function_rewards: [F][P][G].
+inline std::vector<std::vector<double>> reference_normalize_then_sum(
+    const std::vector<std::vector<std::vector<double>>>& function_rewards, const std::vector<double>& weights) {
+  const size_t prompts = function_rewards.front().size();
+  const size_t group = function_rewards.front().front().size();
+  auto mean_of = [](const std::vector<double>& values) {
+    double sum = 0;
+    for (const double v : values) sum += v;
+    return sum / static_cast<double>(values.size());
+  };
+  auto std_of = [&](const std::vector<double>& values) {
+    const double mean = mean_of(values);
+    double squares = 0;
+    for (const double v : values) squares += (v - mean) * (v - mean);
+    return std::sqrt(squares / static_cast<double>(values.size() - 1));
+  };
+  std::vector<std::vector<double>> combined(prompts, std::vector<double>(group, 0.0));
+  for (size_t f = 0; f < function_rewards.size(); ++f) {
+    for (size_t p = 0; p < prompts; ++p) {
+      const std::vector<double>& rewards = function_rewards[f][p];
+      const double mean = mean_of(rewards);
+      const double scale = std_of(rewards) + 1e-4;
+      for (size_t k = 0; k < group; ++k) combined[p][k] += weights[f] * (rewards[k] - mean) / scale;
+    }
+  }
+  std::vector<double> all;
+  for (const auto& row : combined) all.insert(all.end(), row.begin(), row.end());
+  const double batch_mean = mean_of(all);
+  const double batch_scale = std_of(all) + 1e-4;
+  for (auto& row : combined) {
+    for (double& c : row) c = (c - batch_mean) / batch_scale;
+  }
+  return combined;
+}
+
 // The step loss of the whole global batch from the formulas. `old_policy`
 // null: π_old is the policy itself (detached), so the ratio is 1; it is also
 // the policy whose entropies select the tokens when top_entropy_quantile < 1.
@@ -260,13 +300,7 @@ inline at::Tensor reference_step_loss(model::CausalLm& policy, model::CausalLm* 
   }
   std::vector<std::vector<double>> advantages;
   if (spec.normalize_then_sum) {
-    advantages.assign(total.size(), std::vector<double>(total.front().size(), 0.0));
-    for (size_t f = 0; f < function_rewards.size(); ++f) {
-      const auto by_function = reference_advantages(function_rewards[f], spec.scale_rewards);
-      for (size_t p = 0; p < total.size(); ++p) {
-        for (size_t k = 0; k < total[p].size(); ++k) advantages[p][k] += weights[f] * by_function[p][k];
-      }
-    }
+    advantages = reference_normalize_then_sum(function_rewards, weights);
   } else {
     advantages = reference_advantages(total, spec.scale_rewards);
   }

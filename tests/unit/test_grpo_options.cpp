@@ -3,7 +3,8 @@
 // written out by hand, advantages, entropies and quantiles recomputed from
 // their formulas): filter_zero_std_groups (exactly flat groups and groups
 // flat only up to float rounding add no units), top_entropy_quantile (which
-// tokens are kept), reward_aggregation = normalize_then_sum, and GSPO's
+// tokens are kept), reward_aggregation = normalize_then_sum (TRL's
+// formula, by hand on 2 prompts × G = 4 and over every split), and GSPO's
 // sequence-level ratio on the second update of num_iterations = 2, where it
 // differs from the token-level one. Each gradient check runs micro sizes 1,
 // 2, 4 and the whole batch; world size 2: tests/dist.
@@ -208,11 +209,58 @@ TEST_CASE("top_entropy_quantile keeps the tokens at or above the batch's entropy
   }
 }
 
-TEST_CASE("reward_aggregation = normalize_then_sum adds each function's weighted advantage", "[grpo]") {
+TEST_CASE("normalize_then_sum: TRL's advantages, worked out by hand on 2 prompts × G = 4", "[grpo]") {
+  // accuracy and format (^-?[0-9]+$, ended by <eos>), weights 1 and 0.5:
+  //   "1+1=" → 2:  "2" "3" "x" "22"   accuracy (1, 0, 0, 0)   format (1, 1, 0, 1)
+  //   "2+2=" → 4:  "4" "4" "y" "5"    accuracy (1, 1, 0, 0)   format (1, 1, 0, 1)
+  // Each function normalised within its group, (r − mean) / (unbiased std + 1e-4):
+  //   accuracy (1, 0, 0, 0): mean 1/4, std √((9/16 + 3/16) / 3) = 1/2  → (3/4, −1/4, −1/4, −1/4)·a
+  //   format (1, 1, 0, 1):   mean 3/4, std 1/2                        → (1/4, 1/4, −3/4, 1/4)·a
+  //   accuracy (1, 1, 0, 0): mean 1/2, std √(1/3)                     → (b, b, −b, −b)
+  // with a = 1 / (1/2 + 1e-4) = 1.99960008 and b = (1/2) / (√(1/3) + 1e-4) = 0.86587543.
+  // c = accuracy + 0.5·format:
+  //   "1+1=": (7/8·a, −1/8·a, −5/8·a, −1/8·a)             = (1.74965007, −0.24995001, −1.24975005, −0.24995001)
+  //   "2+2=": (b + a/8, b + a/8, −b − 3/8·a, −b + a/8)    = (1.11582544, 1.11582544, −1.61572546, −0.61592542)
+  // Over the whole batch: mean(c) = 0 (each group's c sums to 0), Σc² = 10.22816628,
+  // s(c) = √(10.22816628 / 7) = 1.20878725; A = c / (s(c) + 1e-4).
+  const std::vector<double> expected{1.44732279, -0.20676040, -1.03380200, -0.20676040,
+                                     0.92301862, 0.92301862,  -1.33653942, -0.50949782};
+  const std::vector<grpo_test::Prompt> prompts{{"1+1=", "2", {"2", "3", "x", "22"}},
+                                               {"2+2=", "4", {"4", "4", "y", "5"}}};
+  // The reference of grpo_test_support.h gives the same numbers.
+  const std::vector<std::vector<double>> reference =
+      grpo_test::reference_normalize_then_sum({{{1, 0, 0, 0}, {1, 1, 0, 0}}, {{1, 1, 0, 1}, {1, 1, 0, 1}}}, {1.0, 0.5});
+  for (size_t i = 0; i < expected.size(); ++i) CHECK(reference[i / 4][i % 4] == Approx(expected[i]).epsilon(1e-8));
+
+  // scale_rewards does not act under normalize_then_sum (as in TRL).
+  for (const std::string scale : {"group", "batch", "none"}) {
+    DYNAMIC_SECTION("scale_rewards " << scale) {
+      Fixture f(prompts);
+      const sdk::ConfigValues values =
+          grpo_test::grpo_values({{"num_generations", int64_t{4}},
+                                  {"reward_funcs", std::vector<std::string>{"accuracy", "format"}},
+                                  {"reward_weights", std::vector<double>{1.0, 0.5}},
+                                  {"reward_aggregation", std::string("normalize_then_sum")},
+                                  {"scale_rewards", scale}});
+      Run run(f, values);
+      const dpo_test::StepOutcome outcome =
+          dpo_test::run_step(run.module, run.context, f.pointers, {8, 0}, f.parameters, *f.communicator);
+      CHECK(outcome.metrics.at("reward") == Approx((3.0 + 0.5 * 6.0) / 8.0));
+      const std::vector<grpo::ScoredCompletion>& completions = run.module.completions();
+      REQUIRE(completions.size() == expected.size());
+      for (size_t i = 0; i < expected.size(); ++i) {
+        INFO("completion " << i);
+        CHECK(completions[i].advantage == Approx(expected[i]).epsilon(1e-8));
+      }
+    }
+  }
+}
+
+TEST_CASE("reward_aggregation = normalize_then_sum gives TRL's objective for every scale_rewards and split", "[grpo]") {
   // accuracy and format (^-?[0-9]+$, ended by <eos>) of the default table, by hand.
   const std::vector<std::vector<double>> accuracy{{1, 0, 0}, {1, 1, 1}, {1, 0, 0}, {0, 1, 0}};
   const std::vector<std::vector<double>> format{{1, 1, 1}, {1, 1, 1}, {1, 0, 0}, {0, 0, 0}};
-  for (const std::string scale : {"group", "batch"}) {
+  for (const std::string scale : {"group", "batch", "none"}) {
     DYNAMIC_SECTION("scale_rewards " << scale) {
       Fixture f(grpo_test::global_batch_prompts());
       const sdk::ConfigValues values =
