@@ -21,7 +21,7 @@ std::string join(const std::vector<std::string>& names) {
 
 void declare_grpo_config(sdk::ConfigSchema& schema) {
   schema.add_int("num_generations", 8, "G: completions sampled per prompt; a prompt's G completions form its group", 2);
-  schema.add_int("max_completion_length", 32, "most tokens a completion may have (<eos> included)", 1);
+  schema.add_int("max_completion_length", 256, "most tokens a completion may have (<eos> included)", 1);
   schema.add_float("temperature", 1.0, "sampling temperature; 0: greedy", 0.0);
   schema.add_int("top_k", 0, "sample among the k most likely tokens; 0: off", 0);
   schema.add_float("top_p", 1.0, "nucleus sampling: the smallest set of tokens with probability ≥ top_p", 1e-9, 1.0);
