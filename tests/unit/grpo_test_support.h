@@ -275,6 +275,30 @@ inline std::vector<std::vector<double>> reference_normalize_then_sum(
   return combined;
 }
 
+// One completion token of the table: its ratio π/π_old and its completion's advantage.
+struct TokenRatio {
+  double ratio;
+  double advantage;
+};
+
+// Every completion token of `prompts` in table order, from unpadded
+// forwards of `policy` and `old_policy`; advantages: [P][G].
+inline std::vector<TokenRatio> reference_token_ratios(model::CausalLm& policy, model::CausalLm& old_policy,
+                                                      const std::vector<Prompt>& prompts,
+                                                      const std::vector<std::vector<double>>& advantages) {
+  const at::NoGradGuard no_grad;
+  std::vector<TokenRatio> tokens;
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    for (size_t k = 0; k < prompts[p].completions.size(); ++k) {
+      const std::vector<int64_t> ids = completion_ids(prompts[p].completions[k]);
+      const at::Tensor ratio = at::exp(reference_token_log_probs(policy, prompts[p].prompt, ids) -
+                                       reference_token_log_probs(old_policy, prompts[p].prompt, ids));
+      for (int64_t t = 0; t < ratio.size(0); ++t) tokens.push_back({ratio[t].item<double>(), advantages[p][k]});
+    }
+  }
+  return tokens;
+}
+
 // The step loss of the whole global batch from the formulas. `old_policy`
 // null: π_old is the policy itself (detached), so the ratio is 1; it is also
 // the policy whose entropies select the tokens when top_entropy_quantile < 1.
