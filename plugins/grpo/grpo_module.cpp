@@ -399,17 +399,22 @@ double GrpoModule::loss_divisor(int64_t global_units) const {
   return sdk::loss_divisor(config_.aggregation, global_units);
 }
 
-sdk::LossOut GrpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatch& microbatch) {
-  const auto& batch = static_cast<const GrpoMicrobatch&>(microbatch);
-  const at::Tensor& mask = batch.tokens.loss_mask;
+MicrobatchTerms GrpoModule::token_terms(sdk::Context& ctx, const GrpoMicrobatch& batch) const {
   const sdk::TargetLogProbs scored = ctx.policy().target_log_probs_and_entropy(batch.tokens);
   TokenLossInputs inputs;
   inputs.log_probs = scored.log_probs.to(at::kDouble);
   inputs.old_log_probs = batch.old_log_probs.defined() ? batch.old_log_probs : inputs.log_probs.detach();
   inputs.ref_log_probs = batch.ref_log_probs;
   inputs.advantages = batch.advantages;
-  inputs.mask = mask;
-  const TokenLoss token_loss = grpo_token_loss(inputs, config_);
+  inputs.mask = batch.tokens.loss_mask;
+  return {grpo_token_loss(inputs, config_), scored.entropy};
+}
+
+sdk::LossOut GrpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatch& microbatch) {
+  const auto& batch = static_cast<const GrpoMicrobatch&>(microbatch);
+  const at::Tensor& mask = batch.tokens.loss_mask;
+  const MicrobatchTerms terms = token_terms(ctx, batch);
+  const TokenLoss& token_loss = terms.token_loss;
   // Tokens outside the entropy selection add no loss but still count as units (as in TRL).
   const at::Tensor loss =
       batch.entropy_mask.defined() ? token_loss.loss * batch.entropy_mask.to(at::kDouble) : token_loss.loss;
@@ -429,7 +434,7 @@ sdk::LossOut GrpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatc
   metrics.add("completions/min_length", batch.lengths.min().item<double>());
   metrics.add("completions/max_length", batch.lengths.max().item<double>());
   sdk::add_row_mean(metrics, "completions/clipped_ratio", batch.truncated);
-  if (scored.entropy.defined()) add_token_mean(metrics, "entropy", scored.entropy, mask);
+  if (terms.entropy.defined()) add_token_mean(metrics, "entropy", terms.entropy, mask);
   add_token_mean(metrics, "clip_ratio/low_mean", token_loss.low_clipped, mask);
   add_token_mean(metrics, "clip_ratio/high_mean", token_loss.high_clipped, mask);
   add_token_mean(metrics, "clip_ratio/region_mean", token_loss.low_clipped | token_loss.high_clipped, mask);

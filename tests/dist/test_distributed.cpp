@@ -444,7 +444,7 @@ TEST_CASE("GRPO: one step on fixed rollouts gives the full-batch gradient on wor
     double lm_head_scale = 1.0;
   };
   std::vector<Case> cases;
-  for (const std::string loss_type : {"dapo", "grpo", "dr_grpo"}) {
+  for (const std::string loss_type : {"dapo", "bnpo", "grpo", "dr_grpo"}) {
     grpo_test::ReferenceSpec spec;
     spec.loss_type = loss_type;
     cases.push_back({loss_type, {}, spec});

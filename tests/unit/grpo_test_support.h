@@ -22,6 +22,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -158,9 +159,11 @@ inline at::Tensor reference_token_log_probs(model::CausalLm& model, const std::s
 struct ReferenceSpec {
   std::string loss_type = "dapo";
   std::string scale_rewards = "group";
-  double beta = 0.0;                 // KL to `reference` with kl_estimator
-  std::string kl_estimator = "k3";   // k1 = −x, k2 = x²/2, k3 = eˣ − x − 1, x = log π_ref − log π
-  double epsilon = 0.2;              // clip range (both sides)
+  double beta = 0.0;                   // KL to `reference` with kl_estimator
+  std::string kl_estimator = "k3";     // k1 = −x, k2 = x²/2, k3 = eˣ − x − 1, x = log π_ref − log π
+  double epsilon = 0.2;                // ε_low: the ratio is clipped below at 1 − ε
+  std::optional<double> epsilon_high;  // clipped above at 1 + ε_high; unset: ε
+  std::optional<double> delta;         // dual-clip: a token of A < 0 loses at most −A·δ; unset: off
   bool mask_truncated = false;
   bool sequence_level = false;  // GSPO
   // Each reward function's scores [F][P][G] and weights; empty: one function,
@@ -372,7 +375,9 @@ inline at::Tensor reference_step_loss(model::CausalLm& policy, model::CausalLm* 
       if (spec.sequence_level) log_ratio = log_ratio.mean().expand_as(log_ratio);
       const at::Tensor ratio = at::exp(log_ratio);
       const double a = advantages[p][k];
-      at::Tensor loss = -at::min(ratio * a, ratio.clamp(1 - spec.epsilon, 1 + spec.epsilon) * a);
+      const double high = spec.epsilon_high.value_or(spec.epsilon);
+      at::Tensor loss = -at::min(ratio * a, ratio.clamp(1 - spec.epsilon, 1 + high) * a);
+      if (spec.delta && a < 0) loss = at::min(loss, at::full_like(loss, -a * *spec.delta));
       if (spec.beta > 0) {
         at::Tensor ref_log_probs;
         {

@@ -168,6 +168,17 @@ TEST_CASE("the GRPO step gradient equals the full-batch reference for every loss
           CHECK(outcome.metrics.at("completions/clipped_ratio") == Approx(1.0 / 12.0));
         }
         CHECK(engine.calls == 4);  // one generation per step, whatever the number of microbatches
+
+        // μ = 1: π_old is π detached, so every trained token's ratio is exactly 1, not merely unclipped.
+        int64_t trained_tokens = 0;
+        for (const auto& microbatch : module.prepare(context, pointers, {4, 0})) {
+          const auto& batch = static_cast<const grpo::GrpoMicrobatch&>(*microbatch);
+          const at::Tensor ratio = module.token_terms(context, batch).token_loss.ratio;
+          const at::Tensor trained = ratio.masked_select(batch.tokens.loss_mask);
+          CHECK(at::equal(trained, at::ones_like(trained)));
+          trained_tokens += trained.numel();
+        }
+        CHECK(trained_tokens == (c.mask_truncated ? 29 : 37));  // completion tokens (the truncated one: 8)
       }
     }
   }

@@ -338,3 +338,82 @@ TEST_CASE("GSPO: the second update of num_iterations = 2 uses the sequence-level
     }
   }
 }
+
+TEST_CASE("num_iterations = 2 with ε_low ≠ ε_high and a dual-clip δ: the second update over every split", "[grpo]") {
+  // DAPO's clip-higher ε and verl's default dual-clip bound (clip_ratio_c).
+  constexpr double kEpsilonLow = 0.2;
+  constexpr double kEpsilonHigh = 0.28;
+  constexpr double kDelta = 3.0;
+  Fixture f(grpo_test::global_batch_prompts(), 45);
+  const auto initial = f.policy->frozen_copy();
+  const sdk::ConfigValues values = grpo_test::grpo_values({{"num_iterations", int64_t{2}},
+                                                           {"epsilon_low", kEpsilonLow},
+                                                           {"epsilon_high", kEpsilonHigh},
+                                                           {"delta", kDelta}});
+  Run run(f, values);
+  dpo_test::run_step(run.module, run.context, f.pointers, {4, 0}, f.parameters, *f.communicator);
+  {
+    const at::NoGradGuard no_grad;
+    for (const at::Tensor& parameter : f.parameters) parameter.sub_(parameter.grad() * 2.0);  // SGD, lr 2
+  }
+  run.host.set_step(1, 0);
+
+  // Every branch of the objective acts on some token: ratios from unpadded forwards, accuracy advantages.
+  std::vector<std::vector<double>> accuracy;
+  for (const grpo_test::Prompt& prompt : f.prompts) {
+    std::vector<double> group;
+    for (const std::string& text : prompt.completions) group.push_back(text == prompt.answer ? 1.0 : 0.0);
+    accuracy.push_back(group);
+  }
+  const std::vector<grpo_test::TokenRatio> tokens = grpo_test::reference_token_ratios(
+      *f.policy, *initial, f.prompts, grpo_test::reference_advantages(accuracy, "group"));
+  int64_t low = 0, between = 0, high = 0, dual = 0;
+  double margin = 1.0;
+  for (const grpo_test::TokenRatio& token : tokens) {
+    low += token.advantage < 0 && token.ratio < 1.0 - kEpsilonLow;
+    between += token.advantage > 0 && token.ratio > 1.0 + kEpsilonLow && token.ratio <= 1.0 + kEpsilonHigh;
+    high += token.advantage > 0 && token.ratio > 1.0 + kEpsilonHigh;
+    dual += token.advantage < 0 && token.ratio > kDelta;
+    for (const double bound : {1.0 - kEpsilonLow, 1.0 + kEpsilonLow, 1.0 + kEpsilonHigh, kDelta}) {
+      margin = std::min(margin, std::abs(token.ratio - bound));
+    }
+  }
+  INFO("clipped low " << low << ", between ε_low and ε_high " << between << ", clipped high " << high
+                      << ", dual-clipped " << dual << ", nearest bound " << margin);
+  REQUIRE(low > 0);
+  REQUIRE(between > 0);
+  REQUIRE(high > 0);
+  REQUIRE(dual > 0);
+  REQUIRE(margin > 1e-5);  // float rounding cannot put a ratio on the other side of a bound
+
+  grpo_test::ReferenceSpec spec;
+  spec.epsilon = kEpsilonLow;
+  spec.epsilon_high = kEpsilonHigh;
+  spec.delta = kDelta;
+  std::vector<at::Tensor> expected;
+  const at::Tensor expected_loss = expected_gradient(f, spec, expected, initial.get());
+  // Without the separate ε_high, or without δ, the objective is another one.
+  for (const bool symmetric : {true, false}) {
+    grpo_test::ReferenceSpec other = spec;
+    if (symmetric) {
+      other.epsilon_high.reset();
+    } else {
+      other.delta.reset();
+    }
+    std::vector<at::Tensor> gradient;
+    expected_gradient(f, other, gradient, initial.get());
+    INFO((symmetric ? "ε_high = ε_low" : "no dual clip"));
+    CHECK(testing::relative_error(gradient, expected) > 1e-3);
+  }
+
+  for (const int64_t micro_size : {1, 2, 4, 12}) {
+    INFO("micro_size " << micro_size);
+    const dpo_test::StepOutcome second =
+        dpo_test::run_step(run.module, run.context, {}, {micro_size, 0}, f.parameters, *f.communicator);
+    const double error = testing::relative_error(second.grads, expected);
+    INFO("relative gradient error " << error);
+    CHECK(error <= 1e-5);
+    CHECK(second.metrics.at("core/loss") == Approx(expected_loss.item<double>()).epsilon(1e-5));
+  }
+  CHECK(run.engine.calls == 1);
+}
