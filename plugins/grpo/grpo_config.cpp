@@ -21,7 +21,7 @@ std::string join(const std::vector<std::string>& names) {
 
 void declare_grpo_config(sdk::ConfigSchema& schema) {
   schema.add_int("num_generations", 8, "G: completions sampled per prompt; a prompt's G completions form its group", 2);
-  schema.add_int("max_completion_length", 32, "most tokens a completion may have (<eos> included)", 1);
+  schema.add_int("max_completion_length", 256, "most tokens a completion may have (<eos> included)", 1);
   schema.add_float("temperature", 1.0, "sampling temperature; 0: greedy", 0.0);
   schema.add_int("top_k", 0, "sample among the k most likely tokens; 0: off", 0);
   schema.add_float("top_p", 1.0, "nucleus sampling: the smallest set of tokens with probability ≥ top_p", 1e-9, 1.0);
@@ -41,11 +41,13 @@ void declare_grpo_config(sdk::ConfigSchema& schema) {
   schema.add_float_list("reward_weights", std::vector<double>{},
                         "one weight per reward function; empty: all 1");
   schema.add_string("reward_aggregation", "sum_then_normalize",
-                    "sum_then_normalize: advantages of the weighted reward sum; normalize_then_sum: weighted sum of "
-                    "each function's normalised advantage",
+                    "sum_then_normalize: advantages of the weighted reward sum; normalize_then_sum (GDPO, as TRL's "
+                    "multi_objective_aggregation): each function's rewards normalised within their group, weighted, "
+                    "summed, then normalised over the global batch (scale_rewards does not act)",
                     {"sum_then_normalize", "normalize_then_sum"});
   schema.add_string("scale_rewards", "group",
-                    "divide advantages by the group's reward std (group), the global batch's (batch), or not (none)",
+                    "divide advantages by the group's reward std (group), the global batch's (batch), or not (none); "
+                    "reward_aggregation = sum_then_normalize only",
                     {"group", "batch", "none"});
   schema.add_string("answer_field", "answer", "the dataset field the accuracy reward compares with");
   schema.add_string("format_pattern", "^-?[0-9]+$",

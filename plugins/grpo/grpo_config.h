@@ -20,7 +20,7 @@ enum class KlEstimator { kK1, kK2, kK3 };
 
 struct GrpoConfig {
   int64_t num_generations = 8;  // G completions per prompt
-  int64_t max_completion_length = 32;
+  int64_t max_completion_length = 256;
   sdk::SamplingParams sampling;       // temperature, top_k/p, min_p, repetition penalty, stop strings
   int64_t generation_batch_size = 0;  // sequences decoded together; 0: all of the rank's step
   int64_t num_iterations = 1;         // μ: updates per generated batch

@@ -179,31 +179,47 @@ void GrpoModule::generate_and_score(sdk::Context& ctx, const std::vector<const s
   const at::Tensor weights = at::tensor(config_.reward_weights, at::kDouble);
   const at::Tensor total = (rewards * weights).sum(2);  // [P, G]
 
-  // Global sums for batch-level std (scale_rewards = batch, rewards/<fn>/std): one collective on every rank.
-  at::Tensor sums = at::zeros({3 + 2 * num_functions}, at::kDouble);
+  // normalize_then_sum (TRL's multi_objective_aggregation, GDPO): each
+  // function's rewards normalised within their group, whatever scale_rewards
+  // says, then weighted and summed. A group never leaves its rank, so this is
+  // local; only its normalisation over the global batch (below) needs the sums.
+  at::Tensor combined;  // [P, G]
+  if (config_.reward_aggregation == RewardAggregation::kNormalizeThenSum) {
+    combined = at::zeros({num_prompts, g}, at::kDouble);
+    for (int64_t f = 0; f < num_functions; ++f) {
+      combined += config_.reward_weights[f] * group_advantages(rewards.select(2, f), ScaleRewards::kGroup, 0.0);
+    }
+  }
+
+  // Global sums for batch-level statistics, in one collective on every rank:
+  // [n, Σ total, Σ total², Σ combined, Σ combined², then Σ r_f, Σ r_f² per function]
+  // for scale_rewards = batch, normalize_then_sum and rewards/<fn>/std.
+  at::Tensor sums = at::zeros({5 + 2 * num_functions}, at::kDouble);
   sums[0] = static_cast<double>(num_prompts * g);
   sums[1] = total.sum();
   sums[2] = total.pow(2).sum();
+  if (combined.defined()) {
+    sums[3] = combined.sum();
+    sums[4] = combined.pow(2).sum();
+  }
   for (int64_t f = 0; f < num_functions; ++f) {
-    sums[3 + 2 * f] = rewards.select(2, f).sum();
-    sums[4 + 2 * f] = rewards.select(2, f).pow(2).sum();
+    sums[5 + 2 * f] = rewards.select(2, f).sum();
+    sums[6 + 2 * f] = rewards.select(2, f).pow(2).sum();
   }
   ctx.all_reduce_sum(sums);
   const auto s = [&](int64_t i) { return sums[i].item<double>(); };
   function_batch_stds_.clear();
   for (int64_t f = 0; f < num_functions; ++f) {
-    function_batch_stds_.push_back(std_from_sums(s(0), s(3 + 2 * f), s(4 + 2 * f)));
+    function_batch_stds_.push_back(std_from_sums(s(0), s(5 + 2 * f), s(6 + 2 * f)));
   }
 
-  at::Tensor advantages;
+  at::Tensor advantages;  // [P, G]
   if (config_.reward_aggregation == RewardAggregation::kSumThenNormalize) {
     advantages = group_advantages(total, config_.scale_rewards, std_from_sums(s(0), s(1), s(2)));
   } else {
-    advantages = at::zeros({num_prompts, g}, at::kDouble);
-    for (int64_t f = 0; f < num_functions; ++f) {
-      advantages += config_.reward_weights[f] *
-                    group_advantages(rewards.select(2, f), config_.scale_rewards, function_batch_stds_[f]);
-    }
+    // (combined − its global-batch mean) / (its global-batch unbiased std + 1e-4), as TRL.
+    const double mean = s(0) > 0.0 ? s(3) / s(0) : 0.0;
+    advantages = (combined - mean) / (std_from_sums(s(0), s(3), s(4)) + kAdvantageEpsilon);
   }
   const at::Tensor stds = group_std(total);  // [P]
 
@@ -383,17 +399,22 @@ double GrpoModule::loss_divisor(int64_t global_units) const {
   return sdk::loss_divisor(config_.aggregation, global_units);
 }
 
-sdk::LossOut GrpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatch& microbatch) {
-  const auto& batch = static_cast<const GrpoMicrobatch&>(microbatch);
-  const at::Tensor& mask = batch.tokens.loss_mask;
+MicrobatchTerms GrpoModule::token_terms(sdk::Context& ctx, const GrpoMicrobatch& batch) const {
   const sdk::TargetLogProbs scored = ctx.policy().target_log_probs_and_entropy(batch.tokens);
   TokenLossInputs inputs;
   inputs.log_probs = scored.log_probs.to(at::kDouble);
   inputs.old_log_probs = batch.old_log_probs.defined() ? batch.old_log_probs : inputs.log_probs.detach();
   inputs.ref_log_probs = batch.ref_log_probs;
   inputs.advantages = batch.advantages;
-  inputs.mask = mask;
-  const TokenLoss token_loss = grpo_token_loss(inputs, config_);
+  inputs.mask = batch.tokens.loss_mask;
+  return {grpo_token_loss(inputs, config_), scored.entropy};
+}
+
+sdk::LossOut GrpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatch& microbatch) {
+  const auto& batch = static_cast<const GrpoMicrobatch&>(microbatch);
+  const at::Tensor& mask = batch.tokens.loss_mask;
+  const MicrobatchTerms terms = token_terms(ctx, batch);
+  const TokenLoss& token_loss = terms.token_loss;
   // Tokens outside the entropy selection add no loss but still count as units (as in TRL).
   const at::Tensor loss =
       batch.entropy_mask.defined() ? token_loss.loss * batch.entropy_mask.to(at::kDouble) : token_loss.loss;
@@ -413,7 +434,7 @@ sdk::LossOut GrpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatc
   metrics.add("completions/min_length", batch.lengths.min().item<double>());
   metrics.add("completions/max_length", batch.lengths.max().item<double>());
   sdk::add_row_mean(metrics, "completions/clipped_ratio", batch.truncated);
-  if (scored.entropy.defined()) add_token_mean(metrics, "entropy", scored.entropy, mask);
+  if (terms.entropy.defined()) add_token_mean(metrics, "entropy", terms.entropy, mask);
   add_token_mean(metrics, "clip_ratio/low_mean", token_loss.low_clipped, mask);
   add_token_mean(metrics, "clip_ratio/high_mean", token_loss.high_clipped, mask);
   add_token_mean(metrics, "clip_ratio/region_mean", token_loss.low_clipped | token_loss.high_clipped, mask);

@@ -3,7 +3,8 @@
 //
 // prepare() of a generation step samples G completions for each of the
 // rank's prompts at once ("generate once per effective batch"), scores them,
-// computes group advantages (a prompt's group never leaves its rank), then,
+// computes group advantages (a prompt's group never leaves its rank; the
+// batch-level statistics come from one all-reduce of sums), then,
 // microbatch by microbatch and without gradients, the old-policy log-probs
 // (num_iterations > 1 or top_entropy_quantile < 1) and the reference
 // log-probs (beta > 0) through target_log_probs, never a full log-softmax.
@@ -20,6 +21,7 @@
 #pragma once
 
 #include "grpo_config.h"
+#include "grpo_loss.h"
 
 #include "ptrain/sdk/rewards.h"
 #include "ptrain/sdk/train_module.h"
@@ -59,6 +61,13 @@ struct ScoredCompletion {
   at::Tensor entropy_keep;   // [n] bool, or undefined
 };
 
+// The per-token terms of a microbatch under the current policy, before
+// aggregation (microbatch_loss sums them).
+struct MicrobatchTerms {
+  TokenLoss token_loss;
+  at::Tensor entropy;  // [B, T] of the current policy; undefined when the model gives none
+};
+
 class GrpoModule final : public sdk::TrainModule {
  public:
   void setup(sdk::Context& ctx) override;
@@ -70,6 +79,9 @@ class GrpoModule final : public sdk::TrainModule {
   int64_t count_units(const sdk::Microbatch& microbatch) const override;
   double loss_divisor(int64_t global_units) const override;
   sdk::LossOut microbatch_loss(sdk::Context& ctx, const sdk::Microbatch& microbatch) override;
+
+  // One forward of the policy over `batch` and the objective's terms per token.
+  MicrobatchTerms token_terms(sdk::Context& ctx, const GrpoMicrobatch& batch) const;
 
   const GrpoConfig& config() const { return config_; }
   // The rollouts of the latest generation step on this rank, in request order.

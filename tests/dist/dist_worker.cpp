@@ -7,6 +7,7 @@
 //   dist_worker data DATASET_SIZE GLOBAL_SIZE SEED STEPS
 //   dist_worker die|hang|mismatch TIMEOUT_S PID_DIR
 //   dist_worker grpo LOSS_TYPE MICRO_SIZE GRADIENT_FILE [KEY=VALUE ...]   ([module] overrides)
+//   dist_worker rollouts SEED TEMPERATURE
 #include "grpo_test_support.h"
 
 #include "core/data/global_batch_sampler.h"
@@ -20,16 +21,19 @@
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -101,7 +105,16 @@ int run_fault(const dist::LaunchEnv& launch, const std::string& mode, char** arg
   return 0;
 }
 
-// [module] overrides KEY=VALUE: beta and top_entropy_quantile are numbers, the rest strings;
+// The comma-separated items of `text`.
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::istringstream stream(text);
+  for (std::string item; std::getline(stream, item, ',');) items.push_back(item);
+  return items;
+}
+
+// [module] overrides KEY=VALUE: beta and top_entropy_quantile are numbers,
+// reward_funcs and reward_weights comma-separated lists, the rest strings;
 // lm_head_scale=F sharpens the policy instead (grpo_test::sharpen_lm_head).
 std::map<std::string, sdk::ConfigValue> grpo_overrides(int argc, char** argv, double& lm_head_scale) {
   std::map<std::string, sdk::ConfigValue> overrides{{"loss_type", std::string(argv[2])}};
@@ -115,6 +128,12 @@ std::map<std::string, sdk::ConfigValue> grpo_overrides(int argc, char** argv, do
       lm_head_scale = std::stod(value);
     } else if (key == "beta" || key == "top_entropy_quantile") {
       overrides[key] = std::stod(value);
+    } else if (key == "reward_funcs") {
+      overrides[key] = split_list(value);
+    } else if (key == "reward_weights") {
+      std::vector<double> weights;
+      for (const std::string& item : split_list(value)) weights.push_back(std::stod(item));
+      overrides[key] = weights;
     } else {
       overrides[key] = value;
     }
@@ -162,6 +181,46 @@ int run_grpo(const dist::LaunchEnv& launch, int argc, char** argv) {
   return 0;
 }
 
+// The rollouts the GRPO plugin samples with the real engine (no injection)
+// for this rank's prompts of the injected table's global batch, at seed SEED,
+// step 3 and TEMPERATURE: one RESULT line with every completion's token ids,
+// keyed by prompt and generation index. Threads as `ptrain train` sets them
+// (trainer.cpp: the cores shared by the ranks of the node), so 1 and 2 ranks
+// decode with different thread counts as well as different batches.
+int run_rollouts(const dist::LaunchEnv& launch, char** argv) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  at::set_num_threads(std::max(1, static_cast<int>(cores) / std::max(1, launch.local_world_size)));
+  auto communicator = dist::make_communicator(launch, std::chrono::seconds(60));
+  const auto policy = model::CausalLm::init_random(testing::tiny_model_config(), 31);
+  const tokenizer::ByteTokenizer tokenizer;
+  const std::map<std::string, sdk::ConfigValue> overrides{{"temperature", std::stod(argv[3])},
+                                                          {"max_completion_length", int64_t{16}}};
+  const sdk::ConfigValues values = grpo_test::grpo_values(overrides);
+  plugin::HostContext host(*policy, tokenizer, values, *communicator,
+                           sdk::RunInfo{std::strtoull(argv[2], nullptr, 10), grpo_test::kMaxLength, 3, 0, ""});
+  grpo::GrpoModule module;
+  module.setup(host);
+
+  const std::vector<sdk::Example> examples = grpo_test::to_examples(grpo_test::global_batch_prompts());
+  const auto size = static_cast<int64_t>(examples.size());
+  const data::GlobalBatchSampler sampler(size, size, 0);
+  std::vector<const sdk::Example*> rank_examples;
+  for (const int64_t index : data::rank_example_indices(sampler, 3, launch.rank, launch.world_size)) {
+    rank_examples.push_back(&examples[index]);
+  }
+  module.prepare(host, rank_examples, sdk::MicrobatchPlan{4, 0});
+  const std::vector<grpo::ScoredCompletion>& completions = module.completions();
+  const auto g = static_cast<size_t>(module.config().num_generations);
+  if (completions.size() != rank_examples.size() * g) throw sdk::PluginError("unexpected number of completions");
+  nlohmann::json rollouts = nlohmann::json::array();
+  for (size_t i = 0; i < completions.size(); ++i) {
+    rollouts.push_back(
+        {{"prompt", rank_examples[i / g]->index}, {"generation", i % g}, {"ids", completions[i].completion_ids}});
+  }
+  std::cout << "RESULT " << nlohmann::json{{"rank", launch.rank}, {"rollouts", rollouts}}.dump() << std::endl;
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -177,6 +236,7 @@ int main(int argc, char** argv) {
     if (mode == "data" && argc == 6) return run_data(launch, argv);
     if ((mode == "die" || mode == "hang" || mode == "mismatch") && argc == 4) return run_fault(launch, mode, argv);
     if (mode == "grpo" && argc >= 5) return run_grpo(launch, argc, argv);
+    if (mode == "rollouts" && argc == 4) return run_rollouts(launch, argv);
     std::cerr << "dist_worker: bad arguments for mode '" << mode << "'\n";
     return 2;
   } catch (const std::exception& error) {

@@ -444,7 +444,7 @@ TEST_CASE("GRPO: one step on fixed rollouts gives the full-batch gradient on wor
     double lm_head_scale = 1.0;
   };
   std::vector<Case> cases;
-  for (const std::string loss_type : {"dapo", "grpo", "dr_grpo"}) {
+  for (const std::string loss_type : {"dapo", "bnpo", "grpo", "dr_grpo"}) {
     grpo_test::ReferenceSpec spec;
     spec.loss_type = loss_type;
     cases.push_back({loss_type, {}, spec});
@@ -461,6 +461,18 @@ TEST_CASE("GRPO: one step on fixed rollouts gives the full-batch gradient on wor
     spec.loss_type = "grpo";
     spec.scale_rewards = "batch";
     cases.push_back({"grpo", {"scale_rewards=batch"}, spec});
+  }
+  {
+    // normalize_then_sum: the sum of group-normalised rewards is normalised over
+    // both ranks' completions (its moments ride on the same all-reduce).
+    grpo_test::ReferenceSpec spec;
+    spec.normalize_then_sum = true;
+    spec.function_rewards = {{{1, 0, 0}, {1, 1, 1}, {1, 0, 0}, {0, 1, 0}},   // accuracy
+                             {{1, 1, 1}, {1, 1, 1}, {1, 0, 0}, {0, 0, 0}}};  // format: ^-?[0-9]+$, ended by <eos>
+    spec.reward_weights = {1.0, 0.5};
+    cases.push_back({"dapo",
+                     {"reward_aggregation=normalize_then_sum", "reward_funcs=accuracy,format", "reward_weights=1,0.5"},
+                     spec});
   }
   {
     // The entropy quantile is taken over every rank's tokens (37; 0.55·36 is not an integer).
@@ -498,6 +510,48 @@ TEST_CASE("GRPO: one step on fixed rollouts gives the full-batch gradient on wor
       const double error = testing::relative_error(gradient, expected);
       INFO("relative gradient error " << error);
       CHECK(error <= 1e-5);
+    }
+  }
+}
+
+TEST_CASE("GRPO rollouts are the same token for token on 1 and 2 ranks, greedy and sampled", "[dist][grpo]") {
+  // The plugin's own generation (the real KV-cache engine, nothing injected)
+  // of the 4 prompts × 3 completions of grpo_test_support.h, up to 16 tokens
+  // each: on 2 ranks each decodes its 2 prompts, in another batch and with
+  // 1 thread instead of 2, yet every sequence draws from its own generator.
+  for (const std::string temperature : {"0", "1"}) {
+    DYNAMIC_SECTION("temperature " << temperature) {
+      std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> by_world[2];
+      for (const int world : {1, 2}) {
+        const CommandResult result = run_ptrain(launch_worker(world, "rollouts 5 " + temperature));
+        INFO("world size " << world << "\n" << result.output);
+        REQUIRE(result.exit_code == 0);
+        const auto by_rank = results_by_rank(result.output);
+        REQUIRE(static_cast<int>(by_rank.size()) == world);
+        for (const auto& [rank, values] : by_rank) {
+          CHECK(values["rollouts"].size() == static_cast<size_t>(12 / world));  // each rank its half of the prompts
+          for (const auto& rollout : values["rollouts"]) {
+            const std::pair<int64_t, int64_t> key{rollout["prompt"].get<int64_t>(),
+                                                  rollout["generation"].get<int64_t>()};
+            CHECK(by_world[world - 1].count(key) == 0);
+            by_world[world - 1][key] = rollout["ids"].get<std::vector<int64_t>>();
+          }
+        }
+      }
+      REQUIRE(by_world[0].size() == 12);
+      REQUIRE(by_world[1].size() == 12);
+      for (const auto& [key, ids] : by_world[0]) {
+        INFO("prompt " << key.first << ", generation " << key.second);
+        CHECK_FALSE(ids.empty());
+        CHECK(by_world[1].at(key) == ids);
+      }
+      // Greedy gives a group G equal completions; sampling gives each its own.
+      for (int64_t prompt = 0; prompt < 4; ++prompt) {
+        const std::set<std::vector<int64_t>> distinct{by_world[0].at({prompt, 0}), by_world[0].at({prompt, 1}),
+                                                      by_world[0].at({prompt, 2})};
+        INFO("prompt " << prompt);
+        CHECK(distinct.size() == (temperature == "0" ? 1u : 3u));
+      }
     }
   }
 }

@@ -22,6 +22,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -158,16 +159,18 @@ inline at::Tensor reference_token_log_probs(model::CausalLm& model, const std::s
 struct ReferenceSpec {
   std::string loss_type = "dapo";
   std::string scale_rewards = "group";
-  double beta = 0.0;                 // KL to `reference` with kl_estimator
-  std::string kl_estimator = "k3";   // k1 = −x, k2 = x²/2, k3 = eˣ − x − 1, x = log π_ref − log π
-  double epsilon = 0.2;              // clip range (both sides)
+  double beta = 0.0;                   // KL to `reference` with kl_estimator
+  std::string kl_estimator = "k3";     // k1 = −x, k2 = x²/2, k3 = eˣ − x − 1, x = log π_ref − log π
+  double epsilon = 0.2;                // ε_low: the ratio is clipped below at 1 − ε
+  std::optional<double> epsilon_high;  // clipped above at 1 + ε_high; unset: ε
+  std::optional<double> delta;         // dual-clip: a token of A < 0 loses at most −A·δ; unset: off
   bool mask_truncated = false;
   bool sequence_level = false;  // GSPO
   // Each reward function's scores [F][P][G] and weights; empty: one function,
   // accuracy (the completion's text equals the answer), weight 1.
   std::vector<std::vector<std::vector<double>>> function_rewards;
   std::vector<double> reward_weights;
-  bool normalize_then_sum = false;    // A = Σ_f w_f·A(r_f) instead of A(Σ_f w_f·r_f)
+  bool normalize_then_sum = false;    // TRL's: c = Σ_f w_f·(group-normalised r_f), A = batch-normalised c
   bool filter_zero_std = false;       // groups whose summed rewards are all equal (within 1e-12) add nothing
   double top_entropy_quantile = 1.0;  // ρ < 1: only tokens with entropy ≥ the (1 − ρ) quantile add loss
 };
@@ -235,6 +238,70 @@ inline std::vector<std::vector<double>> reference_advantages(const std::vector<s
   return advantages;
 }
 
+// TRL's multi_objective_aggregation = "normalize_then_sum" (GDPO), whatever
+// scale_rewards says: per function f, within each group,
+// (r_f − mean) / (unbiased std + 1e-4); c = Σ_f w_f·that; then
+// A = (c − mean(c)) / (unbiased std(c) + 1e-4) over the whole global batch,
+// both moments taken in two passes over the values (the plugin all-reduces
+// sums). function_rewards: [F][P][G].
+inline std::vector<std::vector<double>> reference_normalize_then_sum(
+    const std::vector<std::vector<std::vector<double>>>& function_rewards, const std::vector<double>& weights) {
+  const size_t prompts = function_rewards.front().size();
+  const size_t group = function_rewards.front().front().size();
+  auto mean_of = [](const std::vector<double>& values) {
+    double sum = 0;
+    for (const double v : values) sum += v;
+    return sum / static_cast<double>(values.size());
+  };
+  auto std_of = [&](const std::vector<double>& values) {
+    const double mean = mean_of(values);
+    double squares = 0;
+    for (const double v : values) squares += (v - mean) * (v - mean);
+    return std::sqrt(squares / static_cast<double>(values.size() - 1));
+  };
+  std::vector<std::vector<double>> combined(prompts, std::vector<double>(group, 0.0));
+  for (size_t f = 0; f < function_rewards.size(); ++f) {
+    for (size_t p = 0; p < prompts; ++p) {
+      const std::vector<double>& rewards = function_rewards[f][p];
+      const double mean = mean_of(rewards);
+      const double scale = std_of(rewards) + 1e-4;
+      for (size_t k = 0; k < group; ++k) combined[p][k] += weights[f] * (rewards[k] - mean) / scale;
+    }
+  }
+  std::vector<double> all;
+  for (const auto& row : combined) all.insert(all.end(), row.begin(), row.end());
+  const double batch_mean = mean_of(all);
+  const double batch_scale = std_of(all) + 1e-4;
+  for (auto& row : combined) {
+    for (double& c : row) c = (c - batch_mean) / batch_scale;
+  }
+  return combined;
+}
+
+// One completion token of the table: its ratio π/π_old and its completion's advantage.
+struct TokenRatio {
+  double ratio;
+  double advantage;
+};
+
+// Every completion token of `prompts` in table order, from unpadded
+// forwards of `policy` and `old_policy`; advantages: [P][G].
+inline std::vector<TokenRatio> reference_token_ratios(model::CausalLm& policy, model::CausalLm& old_policy,
+                                                      const std::vector<Prompt>& prompts,
+                                                      const std::vector<std::vector<double>>& advantages) {
+  const at::NoGradGuard no_grad;
+  std::vector<TokenRatio> tokens;
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    for (size_t k = 0; k < prompts[p].completions.size(); ++k) {
+      const std::vector<int64_t> ids = completion_ids(prompts[p].completions[k]);
+      const at::Tensor ratio = at::exp(reference_token_log_probs(policy, prompts[p].prompt, ids) -
+                                       reference_token_log_probs(old_policy, prompts[p].prompt, ids));
+      for (int64_t t = 0; t < ratio.size(0); ++t) tokens.push_back({ratio[t].item<double>(), advantages[p][k]});
+    }
+  }
+  return tokens;
+}
+
 // The step loss of the whole global batch from the formulas. `old_policy`
 // null: π_old is the policy itself (detached), so the ratio is 1; it is also
 // the policy whose entropies select the tokens when top_entropy_quantile < 1.
@@ -260,13 +327,7 @@ inline at::Tensor reference_step_loss(model::CausalLm& policy, model::CausalLm* 
   }
   std::vector<std::vector<double>> advantages;
   if (spec.normalize_then_sum) {
-    advantages.assign(total.size(), std::vector<double>(total.front().size(), 0.0));
-    for (size_t f = 0; f < function_rewards.size(); ++f) {
-      const auto by_function = reference_advantages(function_rewards[f], spec.scale_rewards);
-      for (size_t p = 0; p < total.size(); ++p) {
-        for (size_t k = 0; k < total[p].size(); ++k) advantages[p][k] += weights[f] * by_function[p][k];
-      }
-    }
+    advantages = reference_normalize_then_sum(function_rewards, weights);
   } else {
     advantages = reference_advantages(total, spec.scale_rewards);
   }
@@ -314,7 +375,9 @@ inline at::Tensor reference_step_loss(model::CausalLm& policy, model::CausalLm* 
       if (spec.sequence_level) log_ratio = log_ratio.mean().expand_as(log_ratio);
       const at::Tensor ratio = at::exp(log_ratio);
       const double a = advantages[p][k];
-      at::Tensor loss = -at::min(ratio * a, ratio.clamp(1 - spec.epsilon, 1 + spec.epsilon) * a);
+      const double high = spec.epsilon_high.value_or(spec.epsilon);
+      at::Tensor loss = -at::min(ratio * a, ratio.clamp(1 - spec.epsilon, 1 + high) * a);
+      if (spec.delta && a < 0) loss = at::min(loss, at::full_like(loss, -a * *spec.delta));
       if (spec.beta > 0) {
         at::Tensor ref_log_probs;
         {

@@ -168,6 +168,17 @@ TEST_CASE("the GRPO step gradient equals the full-batch reference for every loss
           CHECK(outcome.metrics.at("completions/clipped_ratio") == Approx(1.0 / 12.0));
         }
         CHECK(engine.calls == 4);  // one generation per step, whatever the number of microbatches
+
+        // μ = 1: π_old is π detached, so every trained token's ratio is exactly 1, not merely unclipped.
+        int64_t trained_tokens = 0;
+        for (const auto& microbatch : module.prepare(context, pointers, {4, 0})) {
+          const auto& batch = static_cast<const grpo::GrpoMicrobatch&>(*microbatch);
+          const at::Tensor ratio = module.token_terms(context, batch).token_loss.ratio;
+          const at::Tensor trained = ratio.masked_select(batch.tokens.loss_mask);
+          CHECK(at::equal(trained, at::ones_like(trained)));
+          trained_tokens += trained.numel();
+        }
+        CHECK(trained_tokens == (c.mask_truncated ? 29 : 37));  // completion tokens (the truncated one: 8)
       }
     }
   }
@@ -238,4 +249,119 @@ TEST_CASE("the built-in rewards score what their definitions say", "[grpo]") {
   const sdk::Example no_answer{1, "prompts.jsonl:2", nlohmann::json{{"prompt", "1+1="}}};
   CHECK_THROWS_WITH(grpo::make_builtin_reward("accuracy", config)->score({{&no_answer, "", "2", 2, false}}),
                     Catch::Contains("prompts.jsonl:2") && Catch::Contains("answer"));
+}
+
+TEST_CASE("GRPO metrics equal their formulas: reward stds, entropy, kl and clip ratios with ε_low ≠ ε_high",
+          "[grpo][metrics]") {
+  auto policy = model::CausalLm::init_random(testing::tiny_model_config(), 24);
+  const auto initial = policy->frozen_copy();
+  const fs::path reference_dir =
+      fs::temp_directory_path() / ("ptrain_grpo_metrics_reference_" + std::to_string(::getpid()));
+  model::CausalLm::init_random(testing::tiny_model_config(), 25)->save_hf_dir(reference_dir);
+  const auto reference = model::CausalLm::load_hf_dir(reference_dir);
+  const std::vector<at::Tensor> parameters = dpo_test::parameters_of(*policy);
+  Batch batch;
+  const auto& [tokenizer, prompts, examples, pointers, communicator] = batch;
+  constexpr double kEpsilonLow = 0.05;
+  constexpr double kEpsilonHigh = 0.2;
+  const sdk::ConfigValues values =
+      grpo_test::grpo_values({{"reward_funcs", std::vector<std::string>{"accuracy", "format"}},
+                              {"reward_weights", std::vector<double>{1.0, 0.5}},
+                              {"num_iterations", int64_t{2}},
+                              {"epsilon_low", kEpsilonLow},
+                              {"epsilon_high", kEpsilonHigh},
+                              {"beta", 0.05},
+                              {"kl_estimator", std::string("k3")},
+                              {"reference_model", reference_dir.string()}});
+  plugin::HostContext host(*policy, tokenizer, values, *communicator, sdk::RunInfo{0, grpo_test::kMaxLength, 0, 0, ""});
+  grpo_test::FixedRolloutEngine engine(prompts);
+  grpo_test::InjectedContext context(host, engine);
+  grpo::GrpoModule module;
+  module.setup(context);
+
+  // Rewards of the table by hand (format: ^-?[0-9]+$ and ended by <eos>), r = accuracy + 0.5·format:
+  //   "1+1=":  accuracy (1, 0, 0)  format (1, 1, 1)  r (1.5, 0.5, 0.5)  mean 5/6, std √((4/9 + 1/9 + 1/9) / 2) = √(1/3)
+  //   "7*6=":  accuracy (1, 1, 1)  format (1, 1, 1)  r (1.5, 1.5, 1.5)  std 0
+  //   "9-4=":  accuracy (1, 0, 0)  format (1, 0, 0)  r (1.5, 0, 0)      mean 1/2, std √((1 + 1/4 + 1/4) / 2) = √(3/4)
+  //   "q":     accuracy (0, 1, 0)  format (0, 0, 0)  r (0, 1, 0)        mean 1/3, std √(1/3)
+  // reward_std: the mean of the groups' stds; rewards/<fn>/std: the unbiased std over all 12 completions,
+  // accuracy six 1s: √(12·(1/4) / 11) = √(3/11); format seven 1s: √((7·(5/12)² + 5·(7/12)²) / 11) = √(35/132).
+  const std::vector<std::vector<double>> total{{1.5, 0.5, 0.5}, {1.5, 1.5, 1.5}, {1.5, 0, 0}, {0, 1, 0}};
+  const double reward_std = (2.0 * std::sqrt(1.0 / 3.0) + std::sqrt(0.75)) / 4.0;
+  const std::vector<std::vector<double>> advantages = grpo_test::reference_advantages(total, "group");
+
+  // Token means over the 37 completion tokens of the table (all trained), from unpadded forwards.
+  auto expected_entropy = [&](model::CausalLm& model) {
+    double sum = 0.0;
+    for (const grpo_test::Prompt& prompt : prompts) {
+      for (const std::string& text : prompt.completions) {
+        sum += grpo_test::reference_token_entropies(model, prompt.prompt, grpo_test::completion_ids(text))
+                   .sum()
+                   .item<double>();
+      }
+    }
+    return sum / 37.0;
+  };
+  auto expected_kl = [&](model::CausalLm& model) {  // k3 = eˣ − x − 1, x = log π_ref − log π
+    const at::NoGradGuard no_grad;
+    double sum = 0.0;
+    for (const grpo_test::Prompt& prompt : prompts) {
+      for (const std::string& text : prompt.completions) {
+        const std::vector<int64_t> ids = grpo_test::completion_ids(text);
+        const at::Tensor x = grpo_test::reference_token_log_probs(*reference, prompt.prompt, ids) -
+                             grpo_test::reference_token_log_probs(model, prompt.prompt, ids);
+        sum += (at::exp(x) - x - 1.0).sum().item<double>();
+      }
+    }
+    return sum / 37.0;
+  };
+  auto check_common = [&](const std::map<std::string, double>& metrics) {
+    CHECK(metrics.at("reward") == Approx((6.0 + 0.5 * 7.0) / 12.0).epsilon(1e-12));
+    CHECK(metrics.at("reward_std") == Approx(reward_std).epsilon(1e-12));
+    CHECK(metrics.at("rewards/accuracy/std") == Approx(std::sqrt(3.0 / 11.0)).epsilon(1e-12));
+    CHECK(metrics.at("rewards/format/std") == Approx(std::sqrt(35.0 / 132.0)).epsilon(1e-12));
+    CHECK(metrics.at("entropy") == Approx(expected_entropy(*policy)).epsilon(1e-5));
+    const double kl = expected_kl(*policy);
+    REQUIRE(kl > 1e-3);  // the reference differs from the policy
+    CHECK(metrics.at("kl") == Approx(kl).epsilon(1e-4));
+  };
+
+  const dpo_test::StepOutcome first = dpo_test::run_step(module, context, pointers, {4, 0}, parameters, *communicator);
+  check_common(first.metrics);
+  CHECK(first.metrics.at("clip_ratio/low_mean") == 0.0);
+  CHECK(first.metrics.at("clip_ratio/high_mean") == 0.0);
+  CHECK(first.metrics.at("clip_ratio/region_mean") == 0.0);
+
+  {
+    const at::NoGradGuard no_grad;
+    for (const at::Tensor& parameter : parameters) parameter.sub_(parameter.grad() * 2.0);  // SGD, lr 2
+  }
+  host.set_step(1, 0);
+  const dpo_test::StepOutcome second = dpo_test::run_step(module, context, {}, {5, 0}, parameters, *communicator);
+  REQUIRE(engine.calls == 1);
+  check_common(second.metrics);
+
+  // Clipped tokens from ratios of unpadded forwards of the updated and the generating policy.
+  const std::vector<grpo_test::TokenRatio> tokens =
+      grpo_test::reference_token_ratios(*policy, *initial, prompts, advantages);
+  REQUIRE(tokens.size() == 37);
+  double low = 0, high = 0, between = 0, margin = 1.0;
+  for (const grpo_test::TokenRatio& token : tokens) {
+    low += token.advantage < 0 && token.ratio < 1.0 - kEpsilonLow ? 1 : 0;
+    high += token.advantage > 0 && token.ratio > 1.0 + kEpsilonHigh ? 1 : 0;
+    // Clipped under a symmetric ε_low, not under ε_high: only a separate ε_high gets these right.
+    between += token.advantage > 0 && token.ratio > 1.0 + kEpsilonLow && token.ratio <= 1.0 + kEpsilonHigh ? 1 : 0;
+    for (const double bound : {1.0 - kEpsilonLow, 1.0 + kEpsilonLow, 1.0 + kEpsilonHigh}) {
+      margin = std::min(margin, std::abs(token.ratio - bound));
+    }
+  }
+  INFO("low " << low << ", high " << high << ", between ε_low and ε_high " << between << ", nearest bound " << margin);
+  REQUIRE(low > 0);
+  REQUIRE(high > 0);
+  REQUIRE(between > 0);
+  REQUIRE(margin > 1e-5);  // float rounding cannot put a ratio on the other side of a bound
+  CHECK(second.metrics.at("clip_ratio/low_mean") == Approx(low / 37.0).epsilon(1e-12));
+  CHECK(second.metrics.at("clip_ratio/high_mean") == Approx(high / 37.0).epsilon(1e-12));
+  CHECK(second.metrics.at("clip_ratio/region_mean") == Approx((low + high) / 37.0).epsilon(1e-12));
+  fs::remove_all(reference_dir);
 }

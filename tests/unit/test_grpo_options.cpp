@@ -3,7 +3,8 @@
 // written out by hand, advantages, entropies and quantiles recomputed from
 // their formulas): filter_zero_std_groups (exactly flat groups and groups
 // flat only up to float rounding add no units), top_entropy_quantile (which
-// tokens are kept), reward_aggregation = normalize_then_sum, and GSPO's
+// tokens are kept), reward_aggregation = normalize_then_sum (TRL's
+// formula, by hand on 2 prompts × G = 4 and over every split), and GSPO's
 // sequence-level ratio on the second update of num_iterations = 2, where it
 // differs from the token-level one. Each gradient check runs micro sizes 1,
 // 2, 4 and the whole batch; world size 2: tests/dist.
@@ -208,11 +209,58 @@ TEST_CASE("top_entropy_quantile keeps the tokens at or above the batch's entropy
   }
 }
 
-TEST_CASE("reward_aggregation = normalize_then_sum adds each function's weighted advantage", "[grpo]") {
+TEST_CASE("normalize_then_sum: TRL's advantages, worked out by hand on 2 prompts × G = 4", "[grpo]") {
+  // accuracy and format (^-?[0-9]+$, ended by <eos>), weights 1 and 0.5:
+  //   "1+1=" → 2:  "2" "3" "x" "22"   accuracy (1, 0, 0, 0)   format (1, 1, 0, 1)
+  //   "2+2=" → 4:  "4" "4" "y" "5"    accuracy (1, 1, 0, 0)   format (1, 1, 0, 1)
+  // Each function normalised within its group, (r − mean) / (unbiased std + 1e-4):
+  //   accuracy (1, 0, 0, 0): mean 1/4, std √((9/16 + 3/16) / 3) = 1/2  → (3/4, −1/4, −1/4, −1/4)·a
+  //   format (1, 1, 0, 1):   mean 3/4, std 1/2                        → (1/4, 1/4, −3/4, 1/4)·a
+  //   accuracy (1, 1, 0, 0): mean 1/2, std √(1/3)                     → (b, b, −b, −b)
+  // with a = 1 / (1/2 + 1e-4) = 1.99960008 and b = (1/2) / (√(1/3) + 1e-4) = 0.86587543.
+  // c = accuracy + 0.5·format:
+  //   "1+1=": (7/8·a, −1/8·a, −5/8·a, −1/8·a)             = (1.74965007, −0.24995001, −1.24975005, −0.24995001)
+  //   "2+2=": (b + a/8, b + a/8, −b − 3/8·a, −b + a/8)    = (1.11582544, 1.11582544, −1.61572546, −0.61592542)
+  // Over the whole batch: mean(c) = 0 (each group's c sums to 0), Σc² = 10.22816628,
+  // s(c) = √(10.22816628 / 7) = 1.20878725; A = c / (s(c) + 1e-4).
+  const std::vector<double> expected{1.44732279, -0.20676040, -1.03380200, -0.20676040,
+                                     0.92301862, 0.92301862,  -1.33653942, -0.50949782};
+  const std::vector<grpo_test::Prompt> prompts{{"1+1=", "2", {"2", "3", "x", "22"}},
+                                               {"2+2=", "4", {"4", "4", "y", "5"}}};
+  // The reference of grpo_test_support.h gives the same numbers.
+  const std::vector<std::vector<double>> reference =
+      grpo_test::reference_normalize_then_sum({{{1, 0, 0, 0}, {1, 1, 0, 0}}, {{1, 1, 0, 1}, {1, 1, 0, 1}}}, {1.0, 0.5});
+  for (size_t i = 0; i < expected.size(); ++i) CHECK(reference[i / 4][i % 4] == Approx(expected[i]).epsilon(1e-8));
+
+  // scale_rewards does not act under normalize_then_sum (as in TRL).
+  for (const std::string scale : {"group", "batch", "none"}) {
+    DYNAMIC_SECTION("scale_rewards " << scale) {
+      Fixture f(prompts);
+      const sdk::ConfigValues values =
+          grpo_test::grpo_values({{"num_generations", int64_t{4}},
+                                  {"reward_funcs", std::vector<std::string>{"accuracy", "format"}},
+                                  {"reward_weights", std::vector<double>{1.0, 0.5}},
+                                  {"reward_aggregation", std::string("normalize_then_sum")},
+                                  {"scale_rewards", scale}});
+      Run run(f, values);
+      const dpo_test::StepOutcome outcome =
+          dpo_test::run_step(run.module, run.context, f.pointers, {8, 0}, f.parameters, *f.communicator);
+      CHECK(outcome.metrics.at("reward") == Approx((3.0 + 0.5 * 6.0) / 8.0));
+      const std::vector<grpo::ScoredCompletion>& completions = run.module.completions();
+      REQUIRE(completions.size() == expected.size());
+      for (size_t i = 0; i < expected.size(); ++i) {
+        INFO("completion " << i);
+        CHECK(completions[i].advantage == Approx(expected[i]).epsilon(1e-8));
+      }
+    }
+  }
+}
+
+TEST_CASE("reward_aggregation = normalize_then_sum gives TRL's objective for every scale_rewards and split", "[grpo]") {
   // accuracy and format (^-?[0-9]+$, ended by <eos>) of the default table, by hand.
   const std::vector<std::vector<double>> accuracy{{1, 0, 0}, {1, 1, 1}, {1, 0, 0}, {0, 1, 0}};
   const std::vector<std::vector<double>> format{{1, 1, 1}, {1, 1, 1}, {1, 0, 0}, {0, 0, 0}};
-  for (const std::string scale : {"group", "batch"}) {
+  for (const std::string scale : {"group", "batch", "none"}) {
     DYNAMIC_SECTION("scale_rewards " << scale) {
       Fixture f(grpo_test::global_batch_prompts());
       const sdk::ConfigValues values =
@@ -289,4 +337,83 @@ TEST_CASE("GSPO: the second update of num_iterations = 2 uses the sequence-level
       CHECK(run.engine.calls == 1);
     }
   }
+}
+
+TEST_CASE("num_iterations = 2 with ε_low ≠ ε_high and a dual-clip δ: the second update over every split", "[grpo]") {
+  // DAPO's clip-higher ε and verl's default dual-clip bound (clip_ratio_c).
+  constexpr double kEpsilonLow = 0.2;
+  constexpr double kEpsilonHigh = 0.28;
+  constexpr double kDelta = 3.0;
+  Fixture f(grpo_test::global_batch_prompts(), 45);
+  const auto initial = f.policy->frozen_copy();
+  const sdk::ConfigValues values = grpo_test::grpo_values({{"num_iterations", int64_t{2}},
+                                                           {"epsilon_low", kEpsilonLow},
+                                                           {"epsilon_high", kEpsilonHigh},
+                                                           {"delta", kDelta}});
+  Run run(f, values);
+  dpo_test::run_step(run.module, run.context, f.pointers, {4, 0}, f.parameters, *f.communicator);
+  {
+    const at::NoGradGuard no_grad;
+    for (const at::Tensor& parameter : f.parameters) parameter.sub_(parameter.grad() * 2.0);  // SGD, lr 2
+  }
+  run.host.set_step(1, 0);
+
+  // Every branch of the objective acts on some token: ratios from unpadded forwards, accuracy advantages.
+  std::vector<std::vector<double>> accuracy;
+  for (const grpo_test::Prompt& prompt : f.prompts) {
+    std::vector<double> group;
+    for (const std::string& text : prompt.completions) group.push_back(text == prompt.answer ? 1.0 : 0.0);
+    accuracy.push_back(group);
+  }
+  const std::vector<grpo_test::TokenRatio> tokens = grpo_test::reference_token_ratios(
+      *f.policy, *initial, f.prompts, grpo_test::reference_advantages(accuracy, "group"));
+  int64_t low = 0, between = 0, high = 0, dual = 0;
+  double margin = 1.0;
+  for (const grpo_test::TokenRatio& token : tokens) {
+    low += token.advantage < 0 && token.ratio < 1.0 - kEpsilonLow;
+    between += token.advantage > 0 && token.ratio > 1.0 + kEpsilonLow && token.ratio <= 1.0 + kEpsilonHigh;
+    high += token.advantage > 0 && token.ratio > 1.0 + kEpsilonHigh;
+    dual += token.advantage < 0 && token.ratio > kDelta;
+    for (const double bound : {1.0 - kEpsilonLow, 1.0 + kEpsilonLow, 1.0 + kEpsilonHigh, kDelta}) {
+      margin = std::min(margin, std::abs(token.ratio - bound));
+    }
+  }
+  INFO("clipped low " << low << ", between ε_low and ε_high " << between << ", clipped high " << high
+                      << ", dual-clipped " << dual << ", nearest bound " << margin);
+  REQUIRE(low > 0);
+  REQUIRE(between > 0);
+  REQUIRE(high > 0);
+  REQUIRE(dual > 0);
+  REQUIRE(margin > 1e-5);  // float rounding cannot put a ratio on the other side of a bound
+
+  grpo_test::ReferenceSpec spec;
+  spec.epsilon = kEpsilonLow;
+  spec.epsilon_high = kEpsilonHigh;
+  spec.delta = kDelta;
+  std::vector<at::Tensor> expected;
+  const at::Tensor expected_loss = expected_gradient(f, spec, expected, initial.get());
+  // Without the separate ε_high, or without δ, the objective is another one.
+  for (const bool symmetric : {true, false}) {
+    grpo_test::ReferenceSpec other = spec;
+    if (symmetric) {
+      other.epsilon_high.reset();
+    } else {
+      other.delta.reset();
+    }
+    std::vector<at::Tensor> gradient;
+    expected_gradient(f, other, gradient, initial.get());
+    INFO((symmetric ? "ε_high = ε_low" : "no dual clip"));
+    CHECK(testing::relative_error(gradient, expected) > 1e-3);
+  }
+
+  for (const int64_t micro_size : {1, 2, 4, 12}) {
+    INFO("micro_size " << micro_size);
+    const dpo_test::StepOutcome second =
+        dpo_test::run_step(run.module, run.context, {}, {micro_size, 0}, f.parameters, *f.communicator);
+    const double error = testing::relative_error(second.grads, expected);
+    INFO("relative gradient error " << error);
+    CHECK(error <= 1e-5);
+    CHECK(second.metrics.at("core/loss") == Approx(expected_loss.item<double>()).epsilon(1e-5));
+  }
+  CHECK(run.engine.calls == 1);
 }
