@@ -47,10 +47,8 @@ struct ThreadCount {
   ~ThreadCount() { at::set_num_threads(saved); }
 };
 
-}  // namespace
-
-TEST_CASE("fused rms_norm equals weight * x / sqrt(mean(x^2) + eps), values and gradients", "[model][fused]") {
-  const int threads = GENERATE(1, 2);
+// One case of the rms_norm check.
+void check_rms_norm(int threads) {
   const ThreadCount thread_count(threads);
   at::manual_seed(3);
   // 200 rows of 300: several parallel chunks, and a width that is no multiple of a vector.
@@ -77,21 +75,8 @@ TEST_CASE("fused rms_norm equals weight * x / sqrt(mean(x^2) + eps), values and 
   CHECK(at::isfinite(x_leaf.grad()).all().item<bool>());
 }
 
-TEST_CASE("fused rms_norm reads non-contiguous input, and other dtypes take the same function", "[model][fused]") {
-  at::manual_seed(4);
-  const at::Tensor x = at::randn({16, 6}).t();  // [6, 16], transposed strides
-  const at::Tensor weight = at::randn({16});
-  const at::Tensor expected = textbook_rms_norm(x.to(at::kDouble), weight.to(at::kDouble), 1e-5);
-  CHECK(max_relative_error(fused::rms_norm(x, weight, 1e-5), expected) < 1e-6);
-  // float64 is not the fused kernel's: the composite expression, to float64 rounding.
-  CHECK(max_relative_error(fused::rms_norm(x.to(at::kDouble), weight.to(at::kDouble), 1e-5), expected) < 1e-12);
-}
-
-TEST_CASE("fused rotary equals scale * (x cos + rotate_half(x) sin) in [B, n, T, d], values and gradients",
-          "[model][fused]") {
-  const int threads = GENERATE(1, 2);
-  const bool per_row = GENERATE(false, true);
-  const double scale = GENERATE(1.0, 0.125);
+// One case of the rotary check.
+void check_rotary(int threads, bool per_row, double scale) {
   const ThreadCount thread_count(threads);
   at::manual_seed(5);
   const int64_t b = 3, t = 40, n = 4, d = 16;
@@ -119,6 +104,31 @@ TEST_CASE("fused rotary equals scale * (x cos + rotate_half(x) sin) in [B, n, T,
   CHECK(max_relative_error(x_leaf.grad(), x64.grad()) < 1e-6);
   // The composite path (float64 here) is the same function.
   CHECK(max_relative_error(fused::rotary(x.to(at::kDouble), cos, sin, scale), expected.detach()) < 1e-6);
+}
+
+}  // namespace
+
+TEST_CASE("fused rms_norm equals weight * x / sqrt(mean(x^2) + eps), values and gradients", "[model][fused]") {
+  for (const int threads : {1, 2}) check_rms_norm(threads);
+}
+
+TEST_CASE("fused rotary equals scale * (x cos + rotate_half(x) sin) in [B, n, T, d], values and gradients",
+          "[model][fused]") {
+  for (const int threads : {1, 2}) {
+    for (const bool per_row : {false, true}) {
+      for (const double scale : {1.0, 0.125}) check_rotary(threads, per_row, scale);
+    }
+  }
+}
+
+TEST_CASE("fused rms_norm reads non-contiguous input, and other dtypes take the same function", "[model][fused]") {
+  at::manual_seed(4);
+  const at::Tensor x = at::randn({16, 6}).t();  // [6, 16], transposed strides
+  const at::Tensor weight = at::randn({16});
+  const at::Tensor expected = textbook_rms_norm(x.to(at::kDouble), weight.to(at::kDouble), 1e-5);
+  CHECK(max_relative_error(fused::rms_norm(x, weight, 1e-5), expected) < 1e-6);
+  // float64 is not the fused kernel's: the composite expression, to float64 rounding.
+  CHECK(max_relative_error(fused::rms_norm(x.to(at::kDouble), weight.to(at::kDouble), 1e-5), expected) < 1e-12);
 }
 
 TEST_CASE("fused rotary names a table of the wrong shape", "[model][fused]") {
