@@ -95,7 +95,7 @@ struct RotaryTables {
 };
 
 // out[i] = scale·(x[i]·cos[i] − x[i+half]·sin[i]),  out[i+half] = scale·(x[i+half]·cos[i+half] + x[i]·sin[i+half])
-// over x: [B, T, n, d] → out: [B, n, T, d]; `transpose` runs the adjoint,
+// over x: [B, T, n, d] → out: [B, n, T, d]; `adjoint` runs the transpose map,
 // from dout: [B, n, T, d] to dx: [B, T, n, d]:
 // dx[i] = scale·(g[i]·cos[i] + g[i+half]·sin[i+half]),  dx[i+half] = scale·(g[i+half]·cos[i+half] − g[i]·sin[i]).
 void rotate(const float* in, float* out, const RotaryTables& tables, int64_t b, int64_t t, int64_t n, int64_t d,
