@@ -309,18 +309,27 @@ TEST_CASE("TR-DPO mixes the policy into the reference before every sync_referenc
     plugin::HostContext context = setup.context(values, 0);
     module.setup(context);
   }
-  // Training moves the policy away from its frozen copy.
+  const auto metrics_at = [&](int64_t step) {
+    plugin::HostContext context = setup.context(values, step);
+    return dpo_test::run_step(module, context, examples, {4, 0}, setup.parameters, *setup.communicator).metrics;
+  };
+  // The initial policy's log-probs, the frozen reference's until the first sync.
+  const double initial_logps_chosen = metrics_at(1).at("logps/chosen");
+  // Training moves the policy away from its frozen copy (seeded: the test must not depend on the run).
   {
     const at::NoGradGuard no_grad;
+    at::manual_seed(17);
     for (const at::Tensor& parameter : setup.parameters) parameter.add_(0.05 * at::randn_like(parameter));
   }
-  const auto rewards_chosen_at = [&](int64_t step) {
-    plugin::HostContext context = setup.context(values, step);
-    return dpo_test::run_step(module, context, examples, {4, 0}, setup.parameters, *setup.communicator)
-        .metrics.at("rewards/chosen");
-  };
-  CHECK(std::abs(rewards_chosen_at(1)) > 1e-3);  // reference is still the initial policy
-  CHECK(std::abs(rewards_chosen_at(2)) < 1e-6);  // α = 1: reference = policy (up to float rounding)
+  // rewards/chosen = β · mean over pairs of (log π(chosen) − log π_ref(chosen)): linear, so the means commute.
+  const std::map<std::string, double> before_sync = metrics_at(1);
+  const double moved = before_sync.at("logps/chosen") - initial_logps_chosen;
+  REQUIRE(std::abs(moved) > 1e-3);
+  CHECK(before_sync.at("rewards/chosen") == Approx(0.1 * moved).margin(1e-5));  // logps are float sums near -100
+  // Step 2 syncs with α = 1: reference = policy, so every implicit reward is 0 (up to float rounding).
+  const std::map<std::string, double> after_sync = metrics_at(2);
+  CHECK(std::abs(after_sync.at("rewards/chosen")) < 1e-6);
+  CHECK(std::abs(after_sync.at("rewards/rejected")) < 1e-6);
 }
 
 TEST_CASE("DPO config errors name the key and the problem", "[dpo][config]") {
