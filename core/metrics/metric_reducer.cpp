@@ -18,19 +18,28 @@ MetricReducer::MetricReducer(std::vector<sdk::MetricSpec> specs) : specs_(std::m
 
 void MetricReducer::reset() {
   slots_.assign(specs_.size(), Slot{});
+  tensor_values_.clear();
   for (size_t i = 0; i < specs_.size(); ++i) {
     // Extremes are kept as maxima: min metrics are stored negated.
     slots_[i].extreme = -std::numeric_limits<double>::infinity();
   }
 }
 
-void MetricReducer::add(const std::string& name, double value, double weight) {
+size_t MetricReducer::slot_of(const std::string& name) const {
   const auto found = index_.find(name);
   if (found == index_.end()) {
     throw sdk::PluginError("metric '" + name + "' was emitted but not declared in metric_specs()");
   }
-  Slot& slot = slots_[found->second];
-  switch (specs_[found->second].reduction) {
+  return found->second;
+}
+
+void MetricReducer::add(const std::string& name, double value, double weight) {
+  add_to_slot(slot_of(name), value, weight);
+}
+
+void MetricReducer::add_to_slot(size_t index, double value, double weight) {
+  Slot& slot = slots_[index];
+  switch (specs_[index].reduction) {
     case sdk::Reduction::kSum:
     case sdk::Reduction::kMean:
       slot.sum += value;
@@ -52,10 +61,36 @@ void MetricReducer::add(const std::string& name, double value, double weight) {
 }
 
 void MetricReducer::add(const sdk::MetricList& metrics) {
-  for (const auto& metric : metrics.values()) add(metric.name, metric.value, metric.weight);
+  for (const auto& metric : metrics.values()) {
+    if (metric.value_tensor.defined()) {
+      tensor_values_.push_back({slot_of(metric.name), metric.value_tensor, metric.weight_tensor, metric.weight});
+    } else {
+      add(metric.name, metric.value, metric.weight);
+    }
+  }
+}
+
+void MetricReducer::read_tensor_values() {
+  if (tensor_values_.empty()) return;
+  // One stack and one copy to the host for the whole step, on the first value's device.
+  const at::Device device = tensor_values_.front().value.device();
+  std::vector<at::Tensor> scalars;
+  scalars.reserve(2 * tensor_values_.size());
+  for (const TensorValue& entry : tensor_values_) scalars.push_back(entry.value.to(device));
+  for (const TensorValue& entry : tensor_values_) {
+    if (entry.weight.defined()) scalars.push_back(entry.weight.to(device));
+  }
+  const at::Tensor host = at::stack(scalars).to(at::kCPU).contiguous();
+  const double* read = host.data_ptr<double>();
+  const double* weights = read + tensor_values_.size();
+  for (const TensorValue& entry : tensor_values_) {
+    add_to_slot(entry.slot, *read++, entry.weight.defined() ? *weights++ : entry.weight_value);
+  }
+  tensor_values_.clear();
 }
 
 std::map<std::string, double> MetricReducer::reduce(dist::Communicator& communicator) {
+  read_tensor_values();
   const auto count = static_cast<int64_t>(specs_.size());
   std::vector<double> packed_sums(2 * count);
   std::vector<double> packed_extremes(count);

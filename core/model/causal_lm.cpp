@@ -16,6 +16,7 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <utility>
 
 namespace ptrain::model {
 namespace {
@@ -78,6 +79,15 @@ NamedTensors read_model_tensors(const fs::path& dir) {
     std::move(part.begin(), part.end(), std::back_inserter(all));
   }
   return all;
+}
+
+// [min, max] of a non-empty int64 tensor on the host, read from its memory:
+// one pass, and no tensor-to-scalar read inside the training loop.
+std::pair<int64_t, int64_t> host_value_range(const at::Tensor& ids) {
+  const at::Tensor contiguous = ids.contiguous();
+  const int64_t* data = contiguous.data_ptr<int64_t>();
+  const auto [min_it, max_it] = std::minmax_element(data, data + contiguous.numel());
+  return {*min_it, *max_it};
 }
 
 }  // namespace
@@ -350,8 +360,7 @@ at::Tensor CausalLm::hidden_states(const at::Tensor& input_ids, const at::Tensor
   // where ids come from host-side collation that the host already checked.
   const bool check_values = input_ids.is_cpu();
   if (check_values) {
-    const int64_t min_id = input_ids.min().item<int64_t>();
-    const int64_t max_id = input_ids.max().item<int64_t>();
+    const auto [min_id, max_id] = host_value_range(input_ids);
     TORCH_CHECK(min_id >= 0 && max_id < config_.vocab_size, "input_ids values must be in [0, ", config_.vocab_size,
                 "), got range [", min_id, ", ", max_id, "]");
   }
@@ -361,8 +370,8 @@ at::Tensor CausalLm::hidden_states(const at::Tensor& input_ids, const at::Tensor
                 input_ids.sizes(), ", got ", ids->defined() ? format_shape(ids->sizes()) : "");
   }
   if (check_values && position_ids.defined()) {
-    TORCH_CHECK(position_ids.min().item<int64_t>() >= 0 && position_ids.max().item<int64_t>() < t,
-                "position_ids values must be in [0, ", t, ")");
+    const auto [min_position, max_position] = host_value_range(position_ids);
+    TORCH_CHECK(min_position >= 0 && max_position < t, "position_ids values must be in [0, ", t, ")");
   }
 
   const AttentionLayout layout = attention_layout(t, position_ids, document_ids);
@@ -406,8 +415,7 @@ sdk::TargetLogProbs CausalLm::score_targets(const sdk::TokenBatch& batch, bool w
   const at::Tensor targets = target_ids.reshape({-1}).index_select(0, rows);  // [M]
   // As in hidden_states: no value check (a device sync) on a GPU.
   if (targets.is_cpu() && targets.numel() > 0) {
-    const int64_t min_id = targets.min().item<int64_t>();
-    const int64_t max_id = targets.max().item<int64_t>();
+    const auto [min_id, max_id] = host_value_range(targets);
     TORCH_CHECK(min_id >= 0 && max_id < config_.vocab_size, "target_ids values at loss_mask positions must be in [0, ",
                 config_.vocab_size, "), got range [", min_id, ", ", max_id, "]");
   }
@@ -418,13 +426,16 @@ sdk::TargetLogProbs CausalLm::score_targets(const sdk::TokenBatch& batch, bool w
   // rows at a time (target_scores.h).
   const TargetScores scores = score_target_rows(selected, lm_head_weight(), targets, with_entropy);
 
-  // masked_scatter fills true positions in row-major order, the order of `rows`.
+  // Back to [B, T] at `rows`, zeros elsewhere. index_copy rather than
+  // masked_scatter: the latter's backward (masked_select) reads its output
+  // size back to the host, a sync per microbatch on a GPU.
+  const auto scatter = [&](const at::Tensor& values, const at::TensorOptions& options) {
+    return at::zeros({b * t}, options).index_copy(0, rows, values).view({b, t});
+  };
   sdk::TargetLogProbs out;
-  out.log_probs = at::zeros({b, t}, hidden.options()).masked_scatter(loss_mask, scores.log_probs);
-  out.is_argmax = at::zeros({b, t}, at::kBool).masked_scatter(loss_mask, scores.is_argmax);
-  if (with_entropy) {
-    out.entropy = at::zeros({b, t}, hidden.options().requires_grad(false)).masked_scatter(loss_mask, scores.entropy);
-  }
+  out.log_probs = scatter(scores.log_probs, hidden.options());
+  out.is_argmax = scatter(scores.is_argmax, hidden.options().dtype(at::kBool));
+  if (with_entropy) out.entropy = scatter(scores.entropy, hidden.options().requires_grad(false));
   return out;
 }
 

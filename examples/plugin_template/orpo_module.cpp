@@ -77,14 +77,14 @@ sdk::LossOut OrpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatc
   const PairLosses losses = orpo_losses(chosen, rejected, config_.lambda);
   out.loss_sum = losses.loss.sum();
 
-  const auto pairs = static_cast<double>(batch.pairs);
-  const auto mean_of = [&](const at::Tensor& per_pair) { return per_pair.detach().sum().item<double>() / pairs; };
-  out.metrics.add("nll_chosen", mean_of(losses.nll_chosen), pairs);
-  out.metrics.add("odds_ratio_loss", mean_of(losses.odds_ratio_loss), pairs);
-  out.metrics.add("log_odds_ratio", mean_of(losses.log_odds_ratio), pairs);
-  out.metrics.add("rewards/accuracy", mean_of(losses.log_odds_ratio.gt(0).to(at::kDouble)), pairs);
-  out.metrics.add("logps/chosen", mean_of(chosen), pairs);
-  out.metrics.add("logps/rejected", mean_of(rejected), pairs);
+  // Means over the microbatch's pairs, weighted by the pair count (split-invariant),
+  // left in tensors: the core reads every metric of a step after its last microbatch.
+  sdk::add_row_mean(out.metrics, "nll_chosen", losses.nll_chosen);
+  sdk::add_row_mean(out.metrics, "odds_ratio_loss", losses.odds_ratio_loss);
+  sdk::add_row_mean(out.metrics, "log_odds_ratio", losses.log_odds_ratio);
+  sdk::add_row_mean(out.metrics, "rewards/accuracy", losses.log_odds_ratio.gt(0).to(at::kDouble));
+  sdk::add_row_mean(out.metrics, "logps/chosen", chosen);
+  sdk::add_row_mean(out.metrics, "logps/rejected", rejected);
   out.metrics.add("truncated_pairs", static_cast<double>(batch.truncated_pairs));
   return out;
 }

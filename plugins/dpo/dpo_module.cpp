@@ -286,11 +286,12 @@ void DpoModule::sync_reference_if_due(sdk::Context& ctx) {
 
 void DpoModule::end_step(sdk::Context& ctx) {
   if (!config_.has_loss(LossType::kBcoPair)) return;
-  at::Tensor totals = at::tensor({bco_reward_sum_, bco_reward_count_}, at::kDouble);
+  const double reward_sum = bco_reward_sum_.defined() ? bco_reward_sum_.item<double>() : 0.0;
+  at::Tensor totals = at::tensor({reward_sum, bco_reward_count_}, at::kDouble);
   ctx.all_reduce_sum(totals);
   bco_global_sum_ += totals[0].item<double>();
   bco_global_count_ += totals[1].item<double>();
-  bco_reward_sum_ = 0.0;
+  bco_reward_sum_ = at::Tensor();
   bco_reward_count_ = 0.0;
   bco_delta_ = bco_global_count_ > 0.0 ? bco_global_sum_ / bco_global_count_ : 0.0;
 }
@@ -481,8 +482,8 @@ sdk::LossOut DpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatch
       const at::Tensor nll_sum = -(scored.chosen.shared + scored.chosen.rest).to(at::kDouble).sum();
       out.extra_loss_sums.push_back(config_.loss_weights[j] * nll_sum);
       if (report_components) {
-        const auto tokens = static_cast<double>(pairs.chosen_tokens.sum().item<int64_t>());
-        out.metrics.add("loss/sft", nll_sum.item<double>() / tokens, tokens);
+        const at::Tensor tokens = pairs.chosen_tokens.sum().to(at::kDouble);
+        out.metrics.add("loss/sft", nll_sum / tokens.clamp_min(1.0), tokens);
       }
       continue;
     }
@@ -523,7 +524,9 @@ sdk::LossOut DpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatch
     out.metrics.add("bco/delta", bco_delta_);
     // The sum form of the rewards is what bco_pair shifts by δ.
     const PairRewards sum_rewards = pair_rewards(LossType::kBcoPair, logps, config_.beta);
-    bco_reward_sum_ += (sum_rewards.chosen.sum() + sum_rewards.rejected.sum()).item<double>();
+    // Kept as a tensor until end_step: a read here would wait for the microbatch on a GPU.
+    const at::Tensor reward_sum = (sum_rewards.chosen.sum() + sum_rewards.rejected.sum()).detach();
+    bco_reward_sum_ = bco_reward_sum_.defined() ? bco_reward_sum_ + reward_sum : reward_sum;
     bco_reward_count_ += 2.0 * static_cast<double>(num_pairs);
   }
   return out;

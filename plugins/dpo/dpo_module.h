@@ -87,7 +87,7 @@ class DpoModule final : public sdk::TrainModule {
   // bco_pair's δ: the mean reward (chosen and rejected) of all earlier steps,
   // held fixed within a step so that the step's loss is a sum over pairs.
   double bco_delta_ = 0.0;
-  double bco_reward_sum_ = 0.0;  // this rank, this step
+  at::Tensor bco_reward_sum_;    // this rank, this step (undefined: 0); read in end_step
   double bco_reward_count_ = 0.0;
   double bco_global_sum_ = 0.0;  // all ranks, all finished steps
   double bco_global_count_ = 0.0;

@@ -42,13 +42,14 @@ void gather_completion_values(const at::Tensor& values, std::vector<ScoredComple
   }
 }
 
-// A weighted-mean metric over the trained tokens of a microbatch.
+// A weighted-mean metric over the trained tokens of a microbatch, kept in
+// tensors (the core reads them after the step's last microbatch). No tokens:
+// weight 0, so the value (0 then) adds nothing.
 void add_token_mean(sdk::MetricList& metrics, const std::string& name, const at::Tensor& per_token,
                     const at::Tensor& mask) {
-  const auto tokens = static_cast<double>(mask.sum().item<int64_t>());
-  if (tokens > 0) {
-    metrics.add(name, (per_token.to(at::kDouble) * mask).sum().item<double>() / tokens, tokens);
-  }
+  const at::Tensor tokens = mask.sum().to(at::kDouble);
+  const at::Tensor sum = (per_token.detach().to(at::kDouble) * mask).sum();
+  metrics.add(name, sum / tokens.clamp_min(1.0), tokens);
 }
 
 }  // namespace
@@ -431,8 +432,8 @@ sdk::LossOut GrpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatc
     metrics.add("rewards/" + config_.reward_funcs[f] + "/std", function_batch_stds_[f]);
   }
   sdk::add_row_mean(metrics, "completions/mean_length", batch.lengths);
-  metrics.add("completions/min_length", batch.lengths.min().item<double>());
-  metrics.add("completions/max_length", batch.lengths.max().item<double>());
+  metrics.add("completions/min_length", batch.lengths.min());
+  metrics.add("completions/max_length", batch.lengths.max());
   sdk::add_row_mean(metrics, "completions/clipped_ratio", batch.truncated);
   if (terms.entropy.defined()) add_token_mean(metrics, "entropy", terms.entropy, mask);
   add_token_mean(metrics, "clip_ratio/low_mean", token_loss.low_clipped, mask);

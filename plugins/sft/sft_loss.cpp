@@ -34,10 +34,12 @@ sdk::TokenBatch padded_rows(const std::vector<std::vector<int64_t>>& inputs,
 
 }  // namespace
 
-bool TokenizedExample::has_trainable_target() const {
-  return std::any_of(trainable.begin() + std::min<size_t>(1, trainable.size()), trainable.end(),
-                     [](uint8_t flag) { return flag != 0; });
+int64_t TokenizedExample::trainable_targets() const {
+  return std::count_if(trainable.begin() + std::min<size_t>(1, trainable.size()), trainable.end(),
+                       [](uint8_t flag) { return flag != 0; });
 }
+
+bool TokenizedExample::has_trainable_target() const { return trainable_targets() > 0; }
 
 TokenizedExample tokenize_example(const sdk::Tokenizer& tokenizer, std::string_view prompt, std::string_view completion,
                                   int64_t max_length) {

@@ -26,7 +26,8 @@ struct TokenizedExample {
   int64_t completion_start = 0;    // prompt/completion: index in `tokens` of the first completion token
   bool truncated = false;          // tokens were cut at max_length
 
-  // Whether any target (tokens[1:]) is trained on; an example without one is skipped.
+  // Targets (tokens[1:]) trained on; an example without one is skipped.
+  int64_t trainable_targets() const;
   bool has_trainable_target() const;
 };
 

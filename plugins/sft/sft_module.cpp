@@ -155,6 +155,7 @@ std::vector<std::unique_ptr<sdk::Microbatch>> SftModule::prepare(sdk::Context& c
         for (const int64_t member : row) {
           packed_rows.back().push_back(tokenized[member]);
           microbatch->num_tokens += input_lengths[member];
+          microbatch->trainable_tokens += tokenized[member].trainable_targets();
           microbatch->truncated_examples += tokenized[member].truncated ? 1 : 0;
           ++microbatch->num_examples;
         }
@@ -172,6 +173,7 @@ std::vector<std::unique_ptr<sdk::Microbatch>> SftModule::prepare(sdk::Context& c
     for (const int64_t member : members) {
       group.push_back(tokenized[member]);
       microbatch->num_tokens += input_lengths[member];
+      microbatch->trainable_tokens += tokenized[member].trainable_targets();
       microbatch->truncated_examples += tokenized[member].truncated ? 1 : 0;
     }
     microbatch->tokens = collate_examples(group, tokenizer.pad_id());
@@ -199,11 +201,12 @@ sdk::LossOut SftModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatch
   sdk::LossOut out;
   out.loss_sum = sdk::aggregate_loss_sum(token_nll, batch.tokens, config_.aggregation);
 
+  // Metric values stay tensors: the core reads a step's metrics after its last microbatch.
   const at::Tensor& mask = batch.tokens.loss_mask;
-  const auto trainable = static_cast<double>(mask.sum().item<int64_t>());
+  const auto trainable = static_cast<double>(batch.trainable_tokens);
   if (trainable > 0) {
-    const auto correct = static_cast<double>(scored.is_argmax.logical_and(mask).sum().item<int64_t>());
-    const double nll_sum = token_nll.detach().masked_select(mask).sum().item<double>();
+    const at::Tensor correct = scored.is_argmax.logical_and(mask).sum().to(at::kDouble);
+    const at::Tensor nll_sum = token_nll.detach().to(at::kDouble).sum();  // 0 outside the mask
     out.metrics.add("token_accuracy", correct / trainable, trainable);
     out.metrics.add("nll_per_token", nll_sum / trainable, trainable);
   }

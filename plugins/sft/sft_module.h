@@ -13,6 +13,7 @@ namespace ptrain::sft {
 
 struct SftMicrobatch final : sdk::Microbatch {
   sdk::TokenBatch tokens;
+  int64_t trainable_tokens = 0;  // the loss mask's count, known on the host
   int64_t truncated_examples = 0;
   int64_t skipped_examples = 0;  // examples of the step left out: no trainable target after truncation
 };

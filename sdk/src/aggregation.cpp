@@ -30,9 +30,10 @@ at::Tensor sequence_index(const at::Tensor& loss_mask, const at::Tensor& documen
 }
 
 // Trainable tokens of every sequence that has one. [S] float.
+// Every position adds its mask bit (no masked_select: its output size would be
+// read back to the host, a sync inside the microbatch loop on a GPU).
 at::Tensor tokens_per_sequence(const at::Tensor& loss_mask, const at::Tensor& sequences, at::ScalarType type) {
-  const at::Tensor index = sequences.masked_select(loss_mask);
-  return at::zeros({loss_mask.numel()}, type).index_add_(0, index, at::ones(index.sizes(), type));
+  return at::zeros({loss_mask.numel()}, type).index_add_(0, sequences.reshape({-1}), loss_mask.reshape({-1}).to(type));
 }
 
 int64_t count_units(const at::Tensor& loss_mask, const at::Tensor& document_ids, const AggregationSpec& spec) {

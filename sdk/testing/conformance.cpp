@@ -88,6 +88,7 @@ class Harness {
     report.checks.push_back(check_units(run));
     report.checks.push_back(check_metrics(variants));
     report.checks.push_back(check_zero_units(run));
+    report.checks.push_back(check_scalar_reads(run));
     if (spec_.check_world_size_2) report.checks.push_back(check_world_size_2());
     return report;
   }
@@ -236,6 +237,22 @@ class Harness {
                       format_number(error) + ") or the units (" + std::to_string(with_zero.result.global_units) +
                       " vs " + std::to_string(reference_.result.global_units) + ");";
     }
+  }
+
+  CheckResult check_scalar_reads(InProcessRun& run) {
+    CheckResult check{"no_scalar_reads", true, ""};
+    const LoopReads loop = run.loop_scalar_reads(global_batch_, {2, 0});
+    if (loop.reads > 0) {
+      check.passed = false;
+      check.detail += " " + std::to_string(loop.reads) + " reads in a loop of " + std::to_string(loop.microbatches) +
+                      " microbatches;";
+    }
+    return finished(check,
+                    "the microbatch loop (" + std::to_string(loop.microbatches) +
+                        " microbatches of 2 examples) reads no tensor back to the host",
+                    "microbatch_loss reads tensors back to the host (item(), a tensor as a bool or a number), a "
+                    "device sync per microbatch on a GPU; add metric values as tensors (MetricList::add) and count "
+                    "units in prepare():");
   }
 
   CheckResult check_world_size_2() {

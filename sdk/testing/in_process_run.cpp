@@ -1,5 +1,7 @@
 #include "in_process_run.h"
 
+#include "scalar_reads.h"
+
 #include "core/data/global_batch_sampler.h"
 #include "core/metrics/metric_reducer.h"
 #include "core/train/run_setup.h"
@@ -55,6 +57,16 @@ StepOutcome InProcessRun::step(const std::vector<int64_t>& example_indices, cons
   outcome.metrics = reducer.reduce(*communicator_);
   for (const at::Tensor& parameter : parameters_) outcome.gradients.push_back(parameter.grad().detach().clone());
   return outcome;
+}
+
+LoopReads InProcessRun::loop_scalar_reads(const std::vector<int64_t>& example_indices,
+                                          const sdk::MicrobatchPlan& plan) {
+  LoopReadObserver observed(*module_);
+  metrics::MetricReducer reducer(train::step_metric_specs(observed));
+  train::accumulate_gradients(observed, *context_, pointers(example_indices), plan, parameters_, *communicator_,
+                              *grad_sync_, reducer);
+  reducer.reduce(*communicator_);
+  return {observed.microbatches(), observed.reads()};
 }
 
 std::vector<MicrobatchUnits> InProcessRun::audit_units(const std::vector<int64_t>& example_indices,

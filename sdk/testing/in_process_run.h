@@ -28,6 +28,12 @@ struct StepOutcome {
   std::map<std::string, double> metrics;  // reduced: core/loss, core/tokens, ... and the plugin's
 };
 
+// Tensor-to-scalar reads counted inside one step's microbatch loop.
+struct LoopReads {
+  int64_t microbatches = 0;
+  int64_t reads = 0;
+};
+
 // What the plugin reported per microbatch when asked directly.
 struct MicrobatchUnits {
   std::vector<int64_t> before_forward;  // count_units, then count_extra_units
@@ -50,6 +56,9 @@ class InProcessRun {
 
   // accumulate_gradients() over these examples, split by `plan`.
   StepOutcome step(const std::vector<int64_t>& example_indices, const sdk::MicrobatchPlan& plan);
+
+  // step(), counting the tensor-to-scalar reads of its microbatch loop (scalar_reads.h).
+  LoopReads loop_scalar_reads(const std::vector<int64_t>& example_indices, const sdk::MicrobatchPlan& plan);
 
   // prepare(), then per microbatch: counts, the forward (no backward), counts again.
   std::vector<MicrobatchUnits> audit_units(const std::vector<int64_t>& example_indices,

@@ -103,7 +103,7 @@ TEST_CASE("the SFT plugin passes the conformance harness in every aggregation mo
       const ptrain::testing::ConformanceReport report = ptrain::testing::check_plugin_conformance(spec);
       INFO(report.text());
       CHECK(report.passed());
-      CHECK(report.checks.size() == (spec.check_world_size_2 ? 5u : 4u));
+      CHECK(report.checks.size() == (spec.check_world_size_2 ? 6u : 5u));
     }
   }
 }
@@ -123,6 +123,22 @@ TEST_CASE("the DPO plugin, with an SFT term of its own units, passes the conform
   INFO(report.text());
   CHECK(report.passed());
   REQUIRE(report.find("world_size_2") != nullptr);
+}
+
+TEST_CASE("DPO with three losses, WPO weights and length-desensitised log-probs passes the harness",
+          "[conformance]") {
+  const fs::path dir = scratch_dir("dpo_mixed");
+  ptrain::testing::ConformanceSpec spec;
+  spec.plugin = PTRAIN_DPO_PLUGIN;
+  spec.config = write_config(dir, dpo_data(),
+                             "loss = [\"bco_pair\", \"ipo\", \"sft\"]\nloss_weights = [1, 0.5, 0.25]\nbeta = 0.5\n"
+                             "use_weighting = true\nld_alpha = 0.5\nreference_free = true\n");
+  spec.work_dir = dir / "work";
+  spec.check_world_size_2 = false;  // the plain DPO case runs two ranks
+  const ptrain::testing::ConformanceReport report = ptrain::testing::check_plugin_conformance(spec);
+  INFO(report.text());
+  CHECK(report.passed());
+  REQUIRE(report.find("no_scalar_reads") != nullptr);
 }
 
 TEST_CASE("the GRPO plugin, rollouts and a KL term included, passes the conformance harness", "[conformance]") {
@@ -164,4 +180,11 @@ TEST_CASE("the harness names the check a plugin that normalises per microbatch f
   // Its counts and metrics are the SFT ones: only the loss is wrong.
   CHECK(report.find("units_before_forward")->passed);
   CHECK(report.find("metric_reduction")->passed);
+  // It counts its units inside microbatch_loss (count_loss_units reads the mask's sum back): a read per
+  // microbatch, 4 microbatches of 2 examples.
+  REQUIRE(report.find("no_scalar_reads") != nullptr);
+  CHECK_FALSE(report.find("no_scalar_reads")->passed);
+  CHECK_THAT(report.find("no_scalar_reads")->detail,
+             Catch::Contains("microbatch_loss reads tensors back to the host") &&
+                 Catch::Contains("4 reads in a loop of 4 microbatches"));
 }

@@ -1,7 +1,9 @@
 // A deliberately wrong plugin for the conformance harness: SFT whose "loss
 // sum" is the microbatch's mean over its units — normalised per microbatch,
 // the mistake the update step exists to avoid (a step's loss then depends on
-// how the global batch was split). The harness must name split_invariance.
+// how the global batch was split). The harness must name split_invariance,
+// and no_scalar_reads: counting units inside microbatch_loss reads a tensor
+// back to the host once per microbatch.
 #include "sft_module.h"
 
 #include "ptrain/sdk/plugin.h"

@@ -332,6 +332,38 @@ TEST_CASE("TR-DPO mixes the policy into the reference before every sync_referenc
   CHECK(std::abs(after_sync.at("rewards/rejected")) < 1e-6);
 }
 
+TEST_CASE("bco_pair's delta is the mean reward of the steps before it", "[dpo][loss]") {
+  Setup setup;
+  const sdk::ConfigValues values = dpo_test::dpo_values({{"loss", std::vector<std::string>{"bco_pair"}}});
+  const auto examples = dpo_test::pointers_to(setup.examples);
+  dpo::DpoModule module;
+  {
+    plugin::HostContext context = setup.context(values, 0);
+    module.setup(context);
+  }
+  {  // away from the frozen reference, so that the rewards are not all 0
+    const at::NoGradGuard no_grad;
+    at::manual_seed(23);
+    for (const at::Tensor& parameter : setup.parameters) parameter.add_(0.05 * at::randn_like(parameter));
+  }
+  const auto step = [&](int64_t index) {
+    plugin::HostContext context = setup.context(values, index);
+    const std::map<std::string, double> metrics =
+        dpo_test::run_step(module, context, examples, {2, 0}, setup.parameters, *setup.communicator).metrics;
+    module.end_step(context);
+    return metrics;
+  };
+  const std::map<std::string, double> first = step(0);
+  CHECK(first.at("bco/delta") == 0.0);  // no earlier step
+  REQUIRE(std::abs(first.at("rewards/chosen") - first.at("rewards/rejected")) > 1e-4);
+  // Step 1's δ: the mean over step 0's pairs of both rewards (equal counts of each).
+  const std::map<std::string, double> second = step(1);
+  const double want = 0.5 * (first.at("rewards/chosen") + first.at("rewards/rejected"));
+  CHECK(second.at("bco/delta") == Approx(want).margin(1e-9));
+  // Step 2's: the mean over both earlier steps (the policy does not move, so the same again).
+  CHECK(step(2).at("bco/delta") == Approx(want).margin(1e-9));
+}
+
 TEST_CASE("DPO config errors name the key and the problem", "[dpo][config]") {
   Setup setup;
   const auto setup_with = [&](const std::map<std::string, sdk::ConfigValue>& overrides) {

@@ -6,6 +6,8 @@
 #include "core/metrics/metrics_sink.h"
 #include "ptrain/sdk/errors.h"
 
+#include <ATen/ATen.h>
+
 using namespace ptrain;
 
 TEST_CASE("every reduction gives its closed form over microbatches") {
@@ -46,6 +48,56 @@ TEST_CASE("every reduction gives its closed form over microbatches") {
   const auto next = reducer.reduce(*communicator);
   CHECK(next.at("m") == Approx(10.0));
   CHECK(next.at("s") == 0.0);
+}
+
+TEST_CASE("tensor metric values reduce like doubles and are read once at the end of the step") {
+  metrics::MetricReducer reducer({{"s", sdk::Reduction::kSum},
+                                  {"hi", sdk::Reduction::kMax},
+                                  {"lo", sdk::Reduction::kMin},
+                                  {"acc", sdk::Reduction::kWeightedMean},
+                                  {"rows", sdk::Reduction::kWeightedMean},
+                                  {"empty", sdk::Reduction::kWeightedMean}});
+  sdk::MetricList first;
+  first.add("s", at::tensor(1.5f));                               // float32: read as double
+  first.add("hi", at::tensor({-3.0}, at::kDouble));               // any one-element shape
+  first.add("lo", 4.0);                                           // doubles and tensors mix
+  first.add("acc", at::tensor(5.0) / at::tensor(10.0), at::tensor(int64_t{10}));  // 5 of 10
+  sdk::add_row_mean(first, "rows", at::tensor({1.0, 2.0, 3.0}));  // mean 2 over 3 rows
+  first.add("empty", at::tensor(0.0), at::tensor(0.0));           // no tokens: weight 0 adds nothing
+  sdk::MetricList second;
+  second.add("s", 2.5);
+  second.add("hi", at::tensor(-1.0));
+  second.add("lo", at::tensor(-2.0));
+  second.add("acc", at::tensor(1.0), 30.0);  // 30 of 30
+  sdk::add_row_mean(second, "rows", at::tensor({10.0}));
+  reducer.add(first);
+  reducer.add(second);
+
+  auto communicator = dist::make_single_process_communicator();
+  const auto reduced = reducer.reduce(*communicator);
+  CHECK(reduced.at("s") == Approx(4.0));
+  CHECK(reduced.at("hi") == Approx(-1.0));
+  CHECK(reduced.at("lo") == Approx(-2.0));
+  CHECK(reduced.at("acc") == Approx(35.0 / 40.0));
+  CHECK(reduced.at("rows") == Approx((1.0 + 2.0 + 3.0 + 10.0) / 4.0));
+  CHECK(reduced.count("empty") == 0);
+
+  // Nothing of the last step is left over.
+  reducer.add("s", 1.0);
+  CHECK(reducer.reduce(*communicator).at("s") == Approx(1.0));
+}
+
+TEST_CASE("a tensor metric must hold one element and be declared") {
+  sdk::MetricList metrics;
+  CHECK_THROWS_AS(metrics.add("acc", at::ones({2})), sdk::PluginError);
+  CHECK_THROWS_WITH(metrics.add("acc", at::ones({2})),
+                    Catch::Contains("metric 'acc': its value must be a tensor of one element, got shape [2]"));
+  CHECK_THROWS_WITH(metrics.add("acc", at::tensor(1.0), at::Tensor()),
+                    Catch::Contains("metric 'acc': its weight must be a tensor of one element, got an undefined tensor"));
+  metrics::MetricReducer reducer({{"a", sdk::Reduction::kSum}});
+  sdk::MetricList undeclared;
+  undeclared.add("b", at::tensor(1.0));
+  CHECK_THROWS_WITH(reducer.add(undeclared), Catch::Contains("metric 'b' was emitted but not declared"));
 }
 
 TEST_CASE("undeclared and duplicate metrics are refused by name") {

@@ -26,6 +26,11 @@
 //                         zero-unit examples (no units, no gradient, no NaN),
 //                         and zero-unit examples mixed into the batch (the
 //                         gradient is the reference one)
+//   no_scalar_reads       the microbatch loop (microbatches of 2 examples:
+//                         each one's microbatch_loss, backward and metric
+//                         hand-off) makes no tensor-to-scalar read (item(), a
+//                         tensor as a bool or number), which on a GPU would
+//                         wait for every microbatch's kernels
 //   world_size_2          `ptrain launch --nproc 2 -- train` over Gloo, one SGD
 //                         step with lr 1 and accumulation: the update equals
 //                         the reference gradient, the logged metrics the
@@ -66,7 +71,8 @@ struct ConformanceSpec {
 };
 
 struct CheckResult {
-  std::string name;  // split_invariance, units_before_forward, metric_reduction, zero_unit_microbatch, world_size_2
+  std::string name;  // split_invariance, units_before_forward, metric_reduction, zero_unit_microbatch,
+                     // no_scalar_reads, world_size_2
   bool passed = false;
   std::string detail;  // what was compared, and on failure what differed
 };
