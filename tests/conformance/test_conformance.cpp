@@ -109,36 +109,33 @@ TEST_CASE("the SFT plugin passes the conformance harness in every aggregation mo
 }
 
 TEST_CASE("the DPO plugin, with an SFT term of its own units, passes the conformance harness", "[conformance]") {
-  const fs::path dir = scratch_dir("dpo");
-  ptrain::testing::ConformanceSpec spec;
-  spec.plugin = PTRAIN_DPO_PLUGIN;
   // Reference-free: with a reference equal to the starting policy every
   // reward is 0 up to rounding, and rewards/accuracy (chosen > rejected)
   // would compare rounding noise between splits.
-  spec.config = write_config(dir, dpo_data(),
-                             "loss = [\"sigmoid\", \"sft\"]\nloss_weights = [1, 0.5]\nbeta = 0.5\n"
-                             "reference_free = true\n");
-  spec.work_dir = dir / "work";
-  const ptrain::testing::ConformanceReport report = ptrain::testing::check_plugin_conformance(spec);
-  INFO(report.text());
-  CHECK(report.passed());
-  REQUIRE(report.find("world_size_2") != nullptr);
-}
-
-TEST_CASE("DPO with three losses, WPO weights and length-desensitised log-probs passes the harness",
-          "[conformance]") {
-  const fs::path dir = scratch_dir("dpo_mixed");
-  ptrain::testing::ConformanceSpec spec;
-  spec.plugin = PTRAIN_DPO_PLUGIN;
-  spec.config = write_config(dir, dpo_data(),
-                             "loss = [\"bco_pair\", \"ipo\", \"sft\"]\nloss_weights = [1, 0.5, 0.25]\nbeta = 0.5\n"
-                             "use_weighting = true\nld_alpha = 0.5\nreference_free = true\n");
-  spec.work_dir = dir / "work";
-  spec.check_world_size_2 = false;  // the plain DPO case runs two ranks
-  const ptrain::testing::ConformanceReport report = ptrain::testing::check_plugin_conformance(spec);
-  INFO(report.text());
-  CHECK(report.passed());
-  REQUIRE(report.find("no_scalar_reads") != nullptr);
+  struct Variant {
+    std::string name, module;
+    bool two_ranks;  // one real two-rank run is enough per plugin
+  };
+  const std::vector<Variant> variants{
+      {"sigmoid+sft", "loss = [\"sigmoid\", \"sft\"]\nloss_weights = [1, 0.5]\n", true},
+      {"bco_pair+ipo+sft, WPO weights, LD-DPO",
+       "loss = [\"bco_pair\", \"ipo\", \"sft\"]\nloss_weights = [1, 0.5, 0.25]\nuse_weighting = true\n"
+       "ld_alpha = 0.5\n",
+       false}};
+  for (size_t i = 0; i < variants.size(); ++i) {
+    DYNAMIC_SECTION(variants[i].name) {
+      const fs::path dir = scratch_dir("dpo_" + std::to_string(i));
+      ptrain::testing::ConformanceSpec spec;
+      spec.plugin = PTRAIN_DPO_PLUGIN;
+      spec.config = write_config(dir, dpo_data(), variants[i].module + "beta = 0.5\nreference_free = true\n");
+      spec.work_dir = dir / "work";
+      spec.check_world_size_2 = variants[i].two_ranks;
+      const ptrain::testing::ConformanceReport report = ptrain::testing::check_plugin_conformance(spec);
+      INFO(report.text());
+      CHECK(report.passed());
+      CHECK(report.checks.size() == (spec.check_world_size_2 ? 6u : 5u));
+    }
+  }
 }
 
 TEST_CASE("the GRPO plugin, rollouts and a KL term included, passes the conformance harness", "[conformance]") {
