@@ -5,9 +5,28 @@
 
 #include <ATen/ATen.h>
 
+#include <unistd.h>
+
+#include <atomic>
 #include <fstream>
 
 namespace ptrain::testing {
+
+TempDir::TempDir(const std::string& prefix) {
+  static std::atomic<int> counter{0};
+  path_ = std::filesystem::temp_directory_path() /
+          (prefix + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+  std::filesystem::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;  // a test's leftovers in /tmp are no reason to fail it
+  std::filesystem::remove_all(path_, ignored);
+}
+
+std::filesystem::path TempDir::write(const std::string& name, const std::string& text) const {
+  return write_text_file(path_, name, text);
+}
 
 std::string error_of(const std::function<void()>& action) {
   try {

@@ -17,6 +17,28 @@
 
 namespace ptrain::testing {
 
+// A fresh directory under the system's temp directory, unique per process and
+// instance (`prefix` names the test file), removed with everything in it.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix);
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  // Writes `text` to path()/name and returns the file's path.
+  std::filesystem::path write(const std::string& name, const std::string& text) const;
+
+ private:
+  std::filesystem::path path_;
+};
+
+// True when `part` occurs in `text`: the usual check of an error message.
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 // The message of the sdk::Error `action` throws, or "(no error)".
 std::string error_of(const std::function<void()>& action);
 

@@ -6,12 +6,11 @@
 #include "core/config/core_schema.h"
 #include "ptrain/sdk/config_schema.h"
 #include "ptrain/sdk/errors.h"
+#include "support/test_util.h"
 
-#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 namespace fs = std::filesystem;
 using ptrain::config::ConfigDocument;
@@ -20,32 +19,9 @@ using ptrain::sdk::ConfigError;
 using ptrain::sdk::ConfigSchema;
 using ptrain::sdk::ConfigValues;
 using ptrain::sdk::UsageError;
+using ptrain::testing::TempDir;
 
 namespace {
-
-// A fresh directory per test, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("ptrain_test_config_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  fs::path write(const std::string& name, const std::string& text) const {
-    const fs::path file = path_ / name;
-    std::ofstream(file) << text;
-    return file;
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 // The smallest valid config; line numbers below count from its first line.
 const char* kMinimal =
@@ -179,7 +155,7 @@ TEST_CASE("config: ConfigValues accessors name the key on misuse", "[config]") {
 }
 
 TEST_CASE("config: defaults fill every key the user did not write", "[config]") {
-  TempDir dir;
+  TempDir dir("ptrain_config_test");
   const RunConfig config = resolve(dir.write("x.toml", kMinimal));
   CHECK(config.plugin == "sft");
   CHECK(config.seed == 0);
@@ -221,7 +197,7 @@ TEST_CASE("config: defaults fill every key the user did not write", "[config]") 
 }
 
 TEST_CASE("config: a full config round-trips through to_toml", "[config]") {
-  TempDir dir;
+  TempDir dir("ptrain_config_test");
   const fs::path file = dir.write("full.toml",
                                   "plugin = \"dpo\"\n"
                                   "seed = 42\n"
@@ -266,7 +242,7 @@ TEST_CASE("config: a full config round-trips through to_toml", "[config]") {
 }
 
 TEST_CASE("config: model.init round-trips without size keys", "[config]") {
-  TempDir dir;
+  TempDir dir("ptrain_config_test");
   const RunConfig first = resolve(dir.write("x.toml", std::string(kMinimal) +
                                                           "[model]\ninit = \"models/tiny\"\n"
                                                           "[tokenizer]\npath = \"models/tiny/tokenizer.json\"\n"));
@@ -279,7 +255,7 @@ TEST_CASE("config: model.init round-trips without size keys", "[config]") {
 }
 
 TEST_CASE("config: unknown key names file:line and suggests the close key", "[config]") {
-  TempDir dir;
+  TempDir dir("ptrain_config_test");
   const std::string error = resolve_error(dir,
                                           "plugin = \"sft\"\n"         // 1
                                           "[data]\n"                   // 2
@@ -303,7 +279,7 @@ TEST_CASE("config: unknown key names file:line and suggests the close key", "[co
 }
 
 TEST_CASE("config: unknown section suggests a known one", "[config]") {
-  TempDir dir;
+  TempDir dir("ptrain_config_test");
   const std::string file = (dir.path() / "x.toml").string();
   CHECK(resolve_error(dir, std::string(kMinimal) + "[optimizer]\nlr = 1e-5\n") ==
         file + ":11: unknown section [optimizer] (did you mean [optim]?)");
@@ -312,7 +288,7 @@ TEST_CASE("config: unknown section suggests a known one", "[config]") {
 }
 
 TEST_CASE("config: wrong type names the expected and actual type", "[config]") {
-  TempDir dir;
+  TempDir dir("ptrain_config_test");
   const std::string file = (dir.path() / "x.toml").string();
   CHECK(resolve_error(dir, std::string(kMinimal) + "[optim]\nlr = \"abc\"\n") ==
         file + ":12: key 'optim.lr': expected a float, got string \"abc\"");
@@ -325,7 +301,7 @@ TEST_CASE("config: wrong type names the expected and actual type", "[config]") {
 }
 
 TEST_CASE("config: out-of-range values name the bound", "[config]") {
-  TempDir dir;
+  TempDir dir("ptrain_config_test");
   const std::string file = (dir.path() / "x.toml").string();
   CHECK(resolve_error(dir,
                       "plugin = \"sft\"\n[data]\ntrain = \"t\"\n[batch]\nglobal_size = 0\n[train]\nmax_steps = 1\n") ==
@@ -341,7 +317,7 @@ TEST_CASE("config: out-of-range values name the bound", "[config]") {
 }
 
 TEST_CASE("config: a bad choice lists the allowed values", "[config]") {
-  TempDir dir;
+  TempDir dir("ptrain_config_test");
   const std::string file = (dir.path() / "x.toml").string();
   CHECK(resolve_error(dir, std::string(kMinimal) + "[optim]\nname = \"adam\"\n") ==
         file + ":12: key 'optim.name': expected one of \"adamw\", \"sgd\", got \"adam\" (did you mean \"adamw\"?)");
@@ -350,7 +326,7 @@ TEST_CASE("config: a bad choice lists the allowed values", "[config]") {
 }
 
 TEST_CASE("config: a missing required key names the key and the file", "[config]") {
-  TempDir dir;
+  TempDir dir("ptrain_config_test");
   const std::string file = (dir.path() / "x.toml").string();
   const std::string error =
       resolve_error(dir, "plugin = \"sft\"\n[batch]\nglobal_size = 8\n[train]\nmax_steps = 1\n");
@@ -375,7 +351,7 @@ TEST_CASE("config: a missing required key names the key and the file", "[config]
 }
 
 TEST_CASE("config: --set overrides existing and new keys with TOML type inference", "[config]") {
-  TempDir dir;
+  TempDir dir("ptrain_config_test");
   const fs::path file = dir.write("x.toml", kMinimal);
   const RunConfig config = resolve(file, {"optim.lr=1e-5", "batch.global_size=32", "model.attention_bias=true",
                                           "data.train=other/file.jsonl", "seed=7", "optim.name=\"sgd\"",
@@ -402,7 +378,7 @@ TEST_CASE("config: --set overrides existing and new keys with TOML type inferenc
 }
 
 TEST_CASE("config: malformed --set is a usage error", "[config]") {
-  TempDir dir;
+  TempDir dir("ptrain_config_test");
   const fs::path file = dir.write("x.toml", kMinimal);
   CHECK_THROWS_AS(ConfigDocument::load(file, {"novalue"}), UsageError);
   CHECK_THROWS_WITH(ConfigDocument::load(file, {"novalue"}), Catch::StartsWith("--set 'novalue': no '='"));
@@ -414,7 +390,7 @@ TEST_CASE("config: malformed --set is a usage error", "[config]") {
 }
 
 TEST_CASE("config: [module] is validated against the plugin's schema", "[config]") {
-  TempDir dir;
+  TempDir dir("ptrain_config_test");
   const std::string file = (dir.path() / "x.toml").string();
   CHECK(resolve_error(dir, std::string(kMinimal) + "[module]\nloss_agg = \"token_mean\"\nbta = 0.2\n") ==
         file + ":13: unknown key 'module.bta' (did you mean 'beta'?)");
@@ -434,7 +410,7 @@ TEST_CASE("config: [module] is validated against the plugin's schema", "[config]
 }
 
 TEST_CASE("config: incompatible key combinations name both keys", "[config]") {
-  TempDir dir;
+  TempDir dir("ptrain_config_test");
   const std::string file = (dir.path() / "x.toml").string();
   const std::string both = resolve_error(dir,
                                          "plugin = \"sft\"\n[data]\ntrain = \"t\"\n[batch]\nglobal_size = 8\n"
@@ -478,7 +454,7 @@ TEST_CASE("config: incompatible key combinations name both keys", "[config]") {
 }
 
 TEST_CASE("config: TOML syntax errors and unreadable files name the file", "[config]") {
-  TempDir dir;
+  TempDir dir("ptrain_config_test");
   const fs::path file = dir.write("bad.toml", "plugin = \"sft\"\n[data]\ntrain = \n");
   CHECK_THROWS_AS(ConfigDocument::load(file, {}), ConfigError);
   CHECK_THROWS_WITH(ConfigDocument::load(file, {}), Catch::StartsWith(file.string() + ":3:"));
@@ -504,7 +480,7 @@ TEST_CASE("config: every core key has a doc and a sane default", "[config]") {
 }
 
 TEST_CASE("config: list keys read TOML arrays, check every element and round-trip", "[config]") {
-  TempDir dir;
+  TempDir dir("ptrain_config_test");
   ConfigSchema schema = module_schema();
   schema.add_string_list("losses", std::vector<std::string>{"a"}, "losses to combine", {"a", "b", "c"});
   schema.add_float_list("weights", std::vector<double>{}, "one per loss", 0.0, 10.0);

@@ -11,9 +11,6 @@
 #include "support/test_util.h"
 
 #include <nlohmann/json.hpp>
-#include <unistd.h>
-
-#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -22,31 +19,13 @@ namespace fs = std::filesystem;
 using ptrain::model::read_safetensors;
 using ptrain::model::write_safetensors;
 using ptrain::testing::bytes_of;
+using ptrain::testing::contains;
+using ptrain::testing::TempDir;
 using ptrain::testing::write_raw_safetensors;
 
-namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("ptrain_safetensors_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-}  // namespace
-
 TEST_CASE("safetensors round trip keeps names, order, dtypes, shapes and bits", "[safetensors]") {
-  TempDir dir;
-  const fs::path file = dir.path / "t.safetensors";
+  TempDir dir("ptrain_safetensors_test");
+  const fs::path file = dir.path() / "t.safetensors";
   at::manual_seed(7);
   std::vector<std::pair<std::string, at::Tensor>> tensors = {
       {"f32", at::randn({2, 3})},
@@ -101,8 +80,8 @@ TEST_CASE("safetensors round trip keeps names, order, dtypes, shapes and bits", 
 }
 
 TEST_CASE("safetensors reader decodes a hand-assembled file in offset order", "[safetensors]") {
-  TempDir dir;
-  const fs::path file = dir.path / "hand.safetensors";
+  TempDir dir("ptrain_safetensors_test");
+  const fs::path file = dir.path() / "hand.safetensors";
   // Header order differs from data order; half/bfloat16 1.0 are 0x3C00 / 0x3F80.
   const std::string header = R"({"b":{"dtype":"I32","shape":[2],"data_offsets":[8,16]},)"
                              R"("a":{"dtype":"F32","shape":[1,2],"data_offsets":[0,8]},)"
@@ -132,8 +111,8 @@ TEST_CASE("safetensors reader decodes a hand-assembled file in offset order", "[
 }
 
 TEST_CASE("safetensors writer rejects duplicate names and unsupported dtypes", "[safetensors]") {
-  TempDir dir;
-  const fs::path file = dir.path / "w.safetensors";
+  TempDir dir("ptrain_safetensors_test");
+  const fs::path file = dir.path() / "w.safetensors";
   auto write_error = [&](const std::vector<std::pair<std::string, at::Tensor>>& tensors) -> std::string {
     try {
       write_safetensors(file, tensors);
