@@ -12,11 +12,9 @@
 #include "core/model/model_config.h"
 #include "core/model/safetensors.h"
 #include "ptrain/sdk/errors.h"
+#include "support/test_util.h"
 
 #include <nlohmann/json.hpp>
-#include <unistd.h>
-
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -27,24 +25,10 @@
 namespace fs = std::filesystem;
 using ptrain::model::CausalLm;
 using ptrain::model::ModelConfig;
+using ptrain::testing::contains;
+using ptrain::testing::TempDir;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("ptrain_model_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 template <class F>
 std::string model_error(F&& f) {
@@ -75,7 +59,7 @@ ModelConfig small_config(const std::string& type, int64_t heads, int64_t kv_head
   c.num_layers = 2;
   c.num_heads = heads;
   c.num_kv_heads = kv_heads;
-  c.max_position_embeddings = 64;
+  c.max_position_embeddings = 256;
   c.rope_theta = 10000.0;
   c.rms_norm_eps = 1e-5;
   c.tie_word_embeddings = tied;
@@ -223,7 +207,11 @@ at::Tensor matrix_to_tensor(const Matrix& m) {
 void check_against_reference(const ModelConfig& config, const char* label) {
   auto model = CausalLm::init_random(config, 1);
   randomize(*model, 2);
-  const std::vector<std::vector<int64_t>> sequences = {{3, 17, 0, 22, 5, 5, 9}, {11, 2, 8}};
+  std::vector<std::vector<int64_t>> sequences = {{3, 17, 0, 22, 5, 5, 9}, {11, 2, 8}};
+  // 230 positions: the unfused attention splits the queries into three uneven
+  // blocks (76, 77, 77 rows), each reading only the keys before its end.
+  sequences.emplace_back();
+  for (int64_t i = 0; i < 230; ++i) sequences.back().push_back((i * 7 + i / 5) % config.vocab_size);
   for (const auto& ids : sequences) {
     const at::Tensor input = at::tensor(ids, at::kLong).unsqueeze(0);
     const at::Tensor logits = model->logits(input);  // [1, T, V]
@@ -468,7 +456,7 @@ TEST_CASE("target_log_probs and logits check their inputs", "[model]") {
   CHECK(contains(torch_error([&] { model->logits(ids.clone().fill_(23)); }), "input_ids"));
   CHECK(contains(torch_error([&] { model->logits(ids.to(at::kInt)); }), "input_ids must be int64"));
   CHECK(contains(torch_error([&] { model->logits(ids[0]); }), "input_ids must be [B, T]"));
-  CHECK(contains(torch_error([&] { model->logits(at::zeros({1, 65}, at::kLong)); }), "max_position_embeddings"));
+  CHECK(contains(torch_error([&] { model->logits(at::zeros({1, 257}, at::kLong)); }), "max_position_embeddings"));
   CHECK(contains(torch_error([&] { model->target_log_probs({ids, ids.clone().fill_(-1), mask}); }), "target_ids"));
   CHECK(contains(torch_error([&] {
                    model->target_log_probs({ids, ids, mask.to(at::kLong)});
@@ -516,19 +504,19 @@ TEST_CASE("save_hf_dir then load_hf_dir is bit-identical", "[model][hf]") {
   };
   for (const Variant& variant : variants) {
     INFO(variant.label);
-    TempDir dir;
+    TempDir dir("ptrain_model_test");
     auto model = CausalLm::init_random(variant.config, 11);
     randomize(*model, 12);
-    model->save_hf_dir(dir.path / "out");
+    model->save_hf_dir(dir.path() / "out");
 
     // The files as other tools see them.
-    std::ifstream config_file(dir.path / "out" / "config.json");
+    std::ifstream config_file(dir.path() / "out" / "config.json");
     const auto config_json = nlohmann::json::parse(config_file);
     CHECK(config_json["model_type"] == variant.config.model_type);
     CHECK(config_json["tie_word_embeddings"] == variant.config.tie_word_embeddings);
     CHECK(config_json["num_key_value_heads"] == variant.config.num_kv_heads);
     if (variant.config.model_type == "llama") CHECK(config_json["attention_bias"] == variant.config.qkv_bias);
-    const auto stored = ptrain::model::read_safetensors(dir.path / "out" / "model.safetensors");
+    const auto stored = ptrain::model::read_safetensors(dir.path() / "out" / "model.safetensors");
     bool has_lm_head = false;
     for (const auto& [name, t] : stored) {
       has_lm_head = has_lm_head || name == "lm_head.weight";
@@ -537,7 +525,7 @@ TEST_CASE("save_hf_dir then load_hf_dir is bit-identical", "[model][hf]") {
     CHECK(has_lm_head == !variant.config.tie_word_embeddings);
     CHECK(stored.size() == model->named_parameters().size());
 
-    auto loaded = CausalLm::load_hf_dir(dir.path / "out");
+    auto loaded = CausalLm::load_hf_dir(dir.path() / "out");
     CHECK(loaded->config() == variant.config);
     const auto original = model->named_parameters();
     const auto reloaded = loaded->named_parameters();
@@ -554,19 +542,19 @@ TEST_CASE("save_hf_dir then load_hf_dir is bit-identical", "[model][hf]") {
 }
 
 TEST_CASE("load_hf_dir converts half-precision checkpoints and tolerates known extras", "[model][hf]") {
-  TempDir dir;
+  TempDir dir("ptrain_model_test");
   const ModelConfig config = small_config("qwen2", 4, 2, true);
   auto model = CausalLm::init_random(config, 13);
   randomize(*model, 14);
-  model->save_hf_dir(dir.path);
+  model->save_hf_dir(dir.path());
   std::vector<std::pair<std::string, at::Tensor>> bf16;
   for (const auto& [name, t] : model->named_parameters()) bf16.emplace_back(name, t.detach().to(at::kBFloat16));
   // A tied head written anyway, equal to the embedding, and an old rotary buffer.
   bf16.emplace_back("lm_head.weight", bf16.front().second.clone());
   bf16.emplace_back("model.layers.0.self_attn.rotary_emb.inv_freq", at::ones({2}));
-  ptrain::model::write_safetensors(dir.path / "model.safetensors", bf16);
+  ptrain::model::write_safetensors(dir.path() / "model.safetensors", bf16);
 
-  auto loaded = CausalLm::load_hf_dir(dir.path);
+  auto loaded = CausalLm::load_hf_dir(dir.path());
   const auto params = loaded->named_parameters();
   for (size_t i = 0; i < params.size(); ++i) {
     CHECK(params[i].second.scalar_type() == at::kFloat);
@@ -575,14 +563,14 @@ TEST_CASE("load_hf_dir converts half-precision checkpoints and tolerates known e
 }
 
 TEST_CASE("load_hf_dir accepts a tied lm_head only as an exact copy", "[model][hf]") {
-  TempDir dir;
+  TempDir dir("ptrain_model_test");
   const ModelConfig config = small_config("llama", 4, 2, true);
   auto model = CausalLm::init_random(config, 15);
-  model->save_hf_dir(dir.path);
+  model->save_hf_dir(dir.path());
   const auto good = model->named_parameters();
   auto write_and_load = [&](std::vector<std::pair<std::string, at::Tensor>> tensors) {
-    ptrain::model::write_safetensors(dir.path / "model.safetensors", tensors);
-    return model_error([&] { CausalLm::load_hf_dir(dir.path); });
+    ptrain::model::write_safetensors(dir.path() / "model.safetensors", tensors);
+    return model_error([&] { CausalLm::load_hf_dir(dir.path()); });
   };
 
   {

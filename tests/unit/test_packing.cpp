@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -89,32 +90,35 @@ double max_abs_difference(const std::vector<at::Tensor>& a, const std::vector<at
   return worst;
 }
 
-}  // namespace
-
-TEST_CASE("a packed row gives each document the log-probs and gradients it has alone", "[packing]") {
-  auto model = tiny_model(5);
-  const std::vector<at::Tensor> parameters = parameters_of(*model);
-  const auto documents = random_documents({5, 9, 4, 12, 3}, 17);
+// Documents of `lengths` (inputs), the first `first_row` of them packed into
+// row 0 and the rest into row 1: each document's log-probs and the gradient of
+// their sum equal those of each document in a forward of its own.
+void check_packed_rows_match_documents_alone(model::CausalLm& model, const std::vector<int64_t>& lengths,
+                                              size_t first_row) {
+  const std::vector<at::Tensor> parameters = parameters_of(model);
+  const auto documents = random_documents(lengths, 17);
 
   // Reference: each document in a forward of its own.
   std::vector<at::Tensor> alone;
   at::Tensor reference_sum = at::zeros({}, at::kFloat);
   for (const auto& tokens : documents) {
-    const at::Tensor log_probs = model->target_log_probs(single_document_batch(tokens)).log_probs.view({-1});
+    const at::Tensor log_probs = model.target_log_probs(single_document_batch(tokens)).log_probs.view({-1});
     alone.push_back(log_probs.detach());
     reference_sum = reference_sum + log_probs.sum();
   }
   reference_sum.backward();
   const std::vector<at::Tensor> reference_grads = take_gradients(parameters);
 
-  // Packed: two rows (18 and 15 positions), the shorter one padded.
-  const sdk::TokenBatch packed =
-      packed_batch({{documents[0], documents[1], documents[2]}, {documents[3], documents[4]}});
-  REQUIRE(packed.input_ids.sizes() == at::IntArrayRef({2, 18}));
-  const at::Tensor log_probs = model->target_log_probs(packed).log_probs;
+  const auto split_at = static_cast<std::ptrdiff_t>(first_row);
+  const auto split = documents.begin() + split_at;
+  const sdk::TokenBatch packed = packed_batch({{documents.begin(), split}, {split, documents.end()}});
+  const int64_t first_row_positions = std::accumulate(lengths.begin(), lengths.begin() + split_at, int64_t{0});
+  const int64_t second_row_positions = std::accumulate(lengths.begin() + split_at, lengths.end(), int64_t{0});
+  REQUIRE(packed.input_ids.sizes() == at::IntArrayRef({2, std::max(first_row_positions, second_row_positions)}));
+  const at::Tensor log_probs = model.target_log_probs(packed).log_probs;
   int64_t column = 0, row = 0;
   for (size_t d = 0; d < documents.size(); ++d) {
-    if (d == 3) row = 1, column = 0;
+    if (d == first_row) row = 1, column = 0;
     const int64_t n = alone[d].size(0);
     const double difference = (log_probs[row].narrow(0, column, n).detach() - alone[d]).abs().max().item<double>();
     INFO("document " << d);
@@ -123,6 +127,19 @@ TEST_CASE("a packed row gives each document the log-probs and gradients it has a
   }
   log_probs.sum().backward();
   CHECK(max_abs_difference(take_gradients(parameters), reference_grads) < 1e-5);
+}
+
+}  // namespace
+
+TEST_CASE("a packed row gives each document the log-probs and gradients it has alone", "[packing]") {
+  SECTION("short rows (18 and 15 positions, the shorter padded)") {
+    check_packed_rows_match_documents_alone(*tiny_model(5), {5, 9, 4, 12, 3}, 3);
+  }
+  SECTION("rows of 210 and 145 positions: the unfused attention's query blocks cross document edges") {
+    model::ModelConfig config = testing::tiny_model_config();
+    config.max_position_embeddings = 256;
+    check_packed_rows_match_documents_alone(*model::CausalLm::init_random(config, 5), {70, 50, 90, 100, 45}, 3);
+  }
 }
 
 TEST_CASE("activation checkpointing gives the same gradients as keeping activations", "[packing]") {
