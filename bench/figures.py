@@ -30,7 +30,9 @@ def num_params(m):
 def training_flops_per_token(m, seq):
     """6·N (Kaplan et al. 2020) plus attention's 12·layers·(heads·head_dim)·T (PaLM, Chowdhery et al. 2022, app. B).
 
-    The attention term counts the full T×T score matrix, as the model computes it.
+    The attention term counts the full T×T score matrix (PaLM's model-FLOPs convention); the unfused
+    attention of LibTorch 1.x skips the causally masked blocks (5/8 of T×T computed at T=512), so
+    this counts model FLOPs, not the FLOPs executed.
     """
     attention_width = m["num_heads"] * (m["hidden_size"] // m["num_heads"])
     return 6.0 * num_params(m) + 12.0 * m["num_layers"] * attention_width * seq
