@@ -6,6 +6,7 @@ Every figure function returns rows: {"name", "value", "unit", "baseline",
 """
 
 import json
+import os
 import runner
 from runner import OUT, ROOT, THREADS
 
@@ -65,10 +66,29 @@ def make_data(name, *args):
 
 # --- 2. the machine: matmul peak ------------------------------------------
 
-def matmul_peak(log_name):
+def matmul_peak(log_name, env=None):
     """fp32 FLOP/s of at::mm on 2048x2048 matrices, best of 10."""
-    stdout, _ = runner.run_bench("bench_matmul_peak", [THREADS, 2048, 10], log_name)
+    stdout, _ = runner.run_bench("bench_matmul_peak", [THREADS, 2048, 10], log_name, env)
     return runner.last_json_line(stdout)["flops_per_s"]
+
+
+def openblas_kernels_row(peak_flops):
+    """The peak with OpenBLAS's own choice of kernels, when the environment chose them instead.
+
+    OpenBLAS reads OPENBLAS_CORETYPE when it loads. This project's machines set
+    it to Haswell (AVX2 kernels) although the CPU runs AVX-512, and every
+    process of the suite, ptrain and PyTorch alike, inherits that; the MFU
+    rows are measured against the peak of those kernels. This row says what
+    the cores do with the kernels OpenBLAS would pick itself.
+    """
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    if not forced:
+        return []
+    own_choice = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    own_peak = matmul_peak("matmul_peak_openblas_choice", own_choice)
+    return [row(f"fp32 matmul peak: OpenBLAS's own kernels vs OPENBLAS_CORETYPE={forced} (this environment)",
+                own_peak / 1e9, "GFLOP/s", peak_flops / 1e9,
+                note="information: every process of the suite runs with the environment's kernels")]
 
 
 def matmul_peak_row(peaks):

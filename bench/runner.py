@@ -30,13 +30,15 @@ class RunFailed(RuntimeError):
         self.stderr = stderr
 
 
-def run_process(command, log_name):
-    """Runs command; returns (stdout, peak_rss_mb, wall_s). Output also kept in bench/out/logs/."""
+def run_process(command, log_name, env=None):
+    """Runs command (in env, or this process's environment); returns (stdout, peak_rss_mb, wall_s).
+
+    Output also kept in bench/out/logs/."""
     logs = OUT / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     with open(logs / f"{log_name}.out", "w+") as out, open(logs / f"{log_name}.err", "w+") as err:
-        process = subprocess.Popen(command, stdout=out, stderr=err, cwd=ROOT)
+        process = subprocess.Popen(command, stdout=out, stderr=err, cwd=ROOT, env=env)
         _, status, usage = os.wait4(process.pid, 0)  # this child's rusage only
         process.returncode = os.waitstatus_to_exitcode(status)
         wall_s = time.perf_counter() - start
@@ -150,7 +152,7 @@ def run_reference(name, config, warmup, steps):
     return result
 
 
-def run_bench(binary, args, log_name):
+def run_bench(binary, args, log_name, env=None):
     """A C++ bench binary from build/bin; returns (last JSON line or stdout, peak RSS MB)."""
-    stdout, peak_rss_mb, _ = run_process([str(BUILD / "bin" / binary)] + [str(a) for a in args], log_name)
+    stdout, peak_rss_mb, _ = run_process([str(BUILD / "bin" / binary)] + [str(a) for a in args], log_name, env)
     return stdout, peak_rss_mb

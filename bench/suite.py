@@ -93,13 +93,17 @@ def main():
     peaks.append(attempt("matmul peak", lambda: figures.matmul_peak("matmul_peak_end")))
     peaks = [p for p in peaks if p]
     machine = [figures.matmul_peak_row(peaks)] if peaks else []
+    if peaks:
+        machine += attempt("matmul peak, OpenBLAS's own kernels",
+                           lambda: figures.openblas_kernels_row(max(peaks))) or []
     for size in measured if peaks else ():
         machine += figures.mfu(size, *measured[size], max(peaks))
     rows = vs_pytorch + machine + rest + failures
 
     elapsed = time.perf_counter() - start
     header = [f"ptrain benchmarks, {time.strftime('%Y-%m-%d %H:%M')}, {platform.node()} ({os.cpu_count()} cores): "
-              f"{THREADS} threads per process, suite {elapsed / 60:.1f} min",
+              f"{THREADS} threads per process, suite {elapsed / 60:.1f} min, "
+              f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}",
               f"load average (1 min) at start {load_at_start:.1f}, at end {os.getloadavg()[0]:.1f}: "
               "other processes on the machine share these cores",
               "ratio = value / baseline; memory and seconds: lower is better"]
