@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ccache
   libtorch-dev libgloo-dev
   libopenblas0-openmp          # LibTorch is ~15x slower on the reference BLAS
+  libdnnl-dev                  # oneDNN's GEMM for the model's matrix products (core/model/gemm.h)
   libboost-dev libboost-program-options-dev libboost-filesystem-dev
   libtomlplusplus-dev libspdlog-dev catch2 nlohmann-json3-dev
   zlib1g-dev                   # CRC-32 of checkpoint files

@@ -2,6 +2,7 @@
 
 #include "core/model/attention_compat.h"
 #include "core/model/fused_kernels.h"
+#include "core/model/gemm.h"
 #include "core/model/safetensors.h"
 #include "core/model/target_scores.h"
 #include "ptrain/sdk/errors.h"
@@ -297,7 +298,7 @@ at::Tensor CausalLm::attention(const Layer& layer, const at::Tensor& x, const At
   const int64_t kv_heads = config_.num_kv_heads;
 
   auto project = [&](const at::Tensor& w, const at::Tensor& bias, int64_t n) {
-    return at::linear(x, w, bias).view({b, t, n, d});  // [B, T, n, d]
+    return model::linear(x, w, bias).view({b, t, n, d});  // [B, T, n, d]
   };
   // Rotary embeddings write the [B, n, T, d] layout attention reads.
   const at::Tensor q = fused::rotary(project(layer.q_weight, layer.q_bias, heads), layout.cos, layout.sin,
@@ -305,11 +306,11 @@ at::Tensor CausalLm::attention(const Layer& layer, const at::Tensor& x, const At
   const at::Tensor k = fused::rotary(project(layer.k_weight, layer.k_bias, kv_heads), layout.cos, layout.sin, 1.0);
   const at::Tensor v = project(layer.v_weight, layer.v_bias, kv_heads).transpose(1, 2);  // [B, kv_heads, T, d]
   const at::Tensor out = attention_compat::attend(q, k, v, layout.allowed, layout.blocked);  // [B, heads, T, d]
-  return at::linear(out.transpose(1, 2).reshape({b, t, heads * d}), layer.o_weight, layer.o_bias);
+  return model::linear(out.transpose(1, 2).reshape({b, t, heads * d}), layer.o_weight, layer.o_bias);
 }
 
 at::Tensor CausalLm::mlp(const Layer& layer, const at::Tensor& x) const {
-  return at::linear(at::silu(at::linear(x, layer.gate_weight)) * at::linear(x, layer.up_weight), layer.down_weight);
+  return model::linear(at::silu(model::linear(x, layer.gate_weight)) * model::linear(x, layer.up_weight), layer.down_weight);
 }
 
 at::Tensor CausalLm::decoder_layer(size_t index, const at::Tensor& x, const AttentionLayout& layout) const {
@@ -385,7 +386,7 @@ at::Tensor CausalLm::hidden_states(const at::Tensor& input_ids, const at::Tensor
 }
 
 at::Tensor CausalLm::logits(const at::Tensor& input_ids) {
-  return at::linear(hidden_states(input_ids, {}, {}), lm_head_weight());  // [B, T, V]
+  return model::linear(hidden_states(input_ids, {}, {}), lm_head_weight());  // [B, T, V]
 }
 
 sdk::TargetLogProbs CausalLm::target_log_probs(const sdk::TokenBatch& batch) { return score_targets(batch, false); }

@@ -3,6 +3,7 @@
 // math is the same: RMSNorm, rotary embeddings at each token's own position,
 // grouped-query attention, SwiGLU.
 #include "core/model/causal_lm.h"
+#include "core/model/gemm.h"
 
 #include "core/model/fused_kernels.h"
 
@@ -44,7 +45,7 @@ at::Tensor CausalLm::cached_attention(const Layer& layer, const at::Tensor& x, c
   const int64_t length = start + t;
 
   auto project = [&](const at::Tensor& w, const at::Tensor& bias, int64_t n) {
-    return at::linear(x, w, bias).view({b, t, n, d});  // [B, t, n, d]
+    return model::linear(x, w, bias).view({b, t, n, d});  // [B, t, n, d]
   };
   // As in the training forward (attention_compat.h), the 1/√d scale goes on
   // the queries, folded into the rotary kernel, so both paths round alike.
@@ -68,7 +69,7 @@ at::Tensor CausalLm::cached_attention(const Layer& layer, const at::Tensor& x, c
                              .view({b, heads, t, d})
                              .transpose(1, 2)
                              .reshape({b, t, heads * d});
-  return at::linear(out, layer.o_weight, layer.o_bias);
+  return model::linear(out, layer.o_weight, layer.o_bias);
 }
 
 at::Tensor CausalLm::decode_step(const at::Tensor& input_ids, const at::Tensor& positions, const at::Tensor& valid,
@@ -115,7 +116,7 @@ at::Tensor CausalLm::decode_step(const at::Tensor& input_ids, const at::Tensor& 
   }
   cache.length = length;
   const at::Tensor last = rms_norm(x.select(1, t - 1), final_norm_);  // [B, H]
-  return at::linear(last, lm_head_weight());                          // [B, V]
+  return model::linear(last, lm_head_weight());                          // [B, V]
 }
 
 }  // namespace ptrain::model

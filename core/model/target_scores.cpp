@@ -1,5 +1,7 @@
 #include "core/model/target_scores.h"
 
+#include "core/model/gemm.h"
+
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>
 
@@ -25,7 +27,7 @@ struct TargetScoresFunction : public torch::autograd::Function<TargetScoresFunct
     for (int64_t start = 0; start < rows; start += chunk_rows) {
       const int64_t n = std::min(chunk_rows, rows - start);
       const at::Tensor target = targets.narrow(0, start, n).unsqueeze(1);        // [n, 1]
-      const at::Tensor logits = at::mm(hidden.narrow(0, start, n), weight.t());  // [n, V]
+      const at::Tensor logits = model::mm(hidden.narrow(0, start, n), weight.t());      // [n, V]
       const at::Tensor log_normalizer = at::logsumexp(logits, {1});              // [n]
       log_normalizers.narrow(0, start, n).copy_(log_normalizer);
       log_probs.narrow(0, start, n).copy_(logits.gather(1, target).squeeze(1) - log_normalizer);
@@ -59,10 +61,10 @@ struct TargetScoresFunction : public torch::autograd::Function<TargetScoresFunct
       const at::Tensor h = hidden.narrow(0, start, n);
       const at::Tensor g = grad_log_probs.narrow(0, start, n).unsqueeze(1);  // [n, 1]
       // dz = g · (onehot(target) − softmax(z)), softmax from the saved logsumexp.
-      at::Tensor grad_logits = at::exp(at::mm(h, weight.t()) - log_normalizers.narrow(0, start, n).unsqueeze(1));
+      at::Tensor grad_logits = at::exp(model::mm(h, weight.t()) - log_normalizers.narrow(0, start, n).unsqueeze(1));
       grad_logits.mul_(-g).scatter_add_(1, targets.narrow(0, start, n).unsqueeze(1), g);
-      if (want_hidden) grad_hidden.narrow(0, start, n).copy_(at::mm(grad_logits, weight));
-      if (want_weight) grad_weight.addmm_(grad_logits.t(), h);
+      if (want_hidden) grad_hidden.narrow(0, start, n).copy_(model::mm(grad_logits, weight));
+      if (want_weight) grad_weight.add_(model::mm(grad_logits.t(), h));
     }
     return {grad_hidden, grad_weight, at::Tensor(), at::Tensor(), at::Tensor()};
   }

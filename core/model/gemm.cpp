@@ -1,0 +1,134 @@
+#include "core/model/gemm.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#ifdef PTRAIN_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace ptrain::model {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+bool onednn_applies(const at::Tensor& t) {
+#ifdef PTRAIN_HAVE_ONEDNN
+  return t.device().is_cpu() && t.scalar_type() == at::kFloat;
+#else
+  (void)t;
+  return false;
+#endif
+}
+
+#ifdef PTRAIN_HAVE_ONEDNN
+// How oneDNN reads a [rows, cols] operand in place: row-major ('N') with
+// `leading` elements between rows, or the transpose of a row-major matrix
+// ('T'). Any other strides are copied to row-major first.
+struct Operand {
+  at::Tensor storage;  // keeps a copy alive
+  char trans;
+  int64_t leading;
+};
+
+Operand operand(const at::Tensor& t) {
+  const int64_t rows = t.size(0), cols = t.size(1);
+  if (t.stride(1) == 1 && t.stride(0) >= std::max<int64_t>(1, cols)) return {t, 'N', t.stride(0)};
+  if (t.stride(0) == 1 && t.stride(1) >= std::max<int64_t>(1, rows)) return {t, 'T', t.stride(1)};
+  const at::Tensor copy = t.contiguous();
+  return {copy, 'N', std::max<int64_t>(1, cols)};
+}
+
+// Both operands are float32 CPU matrices with m, n, k > 0.
+at::Tensor onednn_mm(const at::Tensor& a, const at::Tensor& b) {
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  const Operand lhs = operand(a), rhs = operand(b);
+  at::Tensor c = at::empty({m, n}, a.options());
+  // oneDNN's GEMM is row-major: C = op(A)·op(B).
+  const dnnl_status_t status =
+      dnnl_sgemm(lhs.trans, rhs.trans, m, n, k, 1.0f, lhs.storage.data_ptr<float>(), lhs.leading,
+                 rhs.storage.data_ptr<float>(), rhs.leading, 0.0f, c.data_ptr<float>(), n);
+  TORCH_CHECK(status == dnnl_success, "oneDNN sgemm of [", m, ", ", k, "] x [", k, ", ", n, "] failed with status ",
+              static_cast<int>(status));
+  return c;
+}
+#endif
+
+at::Tensor plain_mm(const at::Tensor& a, const at::Tensor& b) {
+#ifdef PTRAIN_HAVE_ONEDNN
+  if (a.size(0) > 0 && a.size(1) > 0 && b.size(1) > 0 && onednn_applies(a) && onednn_applies(b)) {
+    return onednn_mm(a, b);
+  }
+#endif
+  return at::mm(a, b);
+}
+
+// Saves the flattened input for the weight's gradient, as at::linear does.
+// The bias is added outside (autograd of LibTorch 1.13 takes no undefined
+// input to a custom function).
+struct LinearFunction : public torch::autograd::Function<LinearFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x2d, const at::Tensor& weight) {
+    ctx->save_for_backward({x2d, weight});
+    return plain_mm(x2d, weight.t());
+  }
+
+  // y = x·Wᵀ:  dx = dy·W,  dW = dyᵀ·x.
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const variable_list saved = ctx->get_saved_variables();
+    const at::Tensor& grad_out = grad_outputs[0];
+    at::Tensor grad_x, grad_weight;
+    if (ctx->needs_input_grad(0)) grad_x = plain_mm(grad_out, saved[1]);
+    if (ctx->needs_input_grad(1)) grad_weight = plain_mm(grad_out.t(), saved[0]);
+    return {grad_x, grad_weight};
+  }
+};
+
+}  // namespace
+
+at::Tensor mm(const at::Tensor& a, const at::Tensor& b) {
+  TORCH_CHECK(a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0), "mm: [m, k] and [k, n] expected, got ",
+              a.sizes(), " and ", b.sizes());
+  // A product autograd records keeps ATen's backward; the model's layers use linear.
+  if (at::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad())) return at::mm(a, b);
+  return plain_mm(a, b);
+}
+
+at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  TORCH_CHECK(x.dim() >= 1 && weight.dim() == 2 && x.size(-1) == weight.size(1),
+              "linear: x [..., K] and weight [N, K] expected, got ", x.sizes(), " and ", weight.sizes());
+  TORCH_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0)), "linear: bias [", weight.size(0),
+              "] expected, got ", bias.sizes());
+  const bool gemm_applies =
+      onednn_applies(x) && onednn_applies(weight) && (!bias.defined() || onednn_applies(bias)) && x.numel() > 0;
+  if (!gemm_applies) return at::linear(x, weight, bias);
+
+  std::vector<int64_t> out_shape = x.sizes().vec();
+  out_shape.back() = weight.size(0);
+  const at::Tensor x2d = x.reshape({-1, x.size(-1)});
+  const bool differentiable = at::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad() ||
+                                                             (bias.defined() && bias.requires_grad()));
+  if (!differentiable) {
+    at::Tensor out = plain_mm(x2d, weight.t());
+    if (bias.defined()) out.add_(bias);
+    return out.view(out_shape);
+  }
+  const at::Tensor out = LinearFunction::apply(x2d, weight);
+  return (bias.defined() ? out + bias : out).view(out_shape);
+}
+
+std::string gemm_backend() {
+#ifdef PTRAIN_HAVE_ONEDNN
+  const dnnl_version_t* v = dnnl_version();
+  return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+#else
+  return "ATen (system BLAS)";
+#endif
+}
+
+}  // namespace ptrain::model

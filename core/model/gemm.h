@@ -1,0 +1,34 @@
+// Matrix products of the model's dense layers, through oneDNN's GEMM on CPU.
+//
+// LibTorch's at::mm on CPU calls the system BLAS, whose kernels are whatever
+// the BLAS build (or OPENBLAS_CORETYPE) fixed; oneDNN, which Debian's
+// LibTorch already links, picks its kernels by the CPU it finds at run time
+// (DNNL_MAX_CPU_ISA caps them). On this project's machines that is AVX-512
+// against the environment's AVX2 OpenBLAS: 460 vs 240 GFLOP/s on the model's
+// [tokens × 256] × [256 × 688] products (docs/performance.md).
+//
+// Float32 CPU tensors take oneDNN when the build has it (PTRAIN_ONEDNN, on
+// by default); everything else, and every other device and dtype, takes the
+// ATen call, which computes the same product.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+
+namespace ptrain::model {
+
+// a [m, k] · b [k, n] → [m, n], as at::mm. Either operand may be a transposed
+// view (a.t() of a contiguous matrix): it is read in place, not copied.
+at::Tensor mm(const at::Tensor& a, const at::Tensor& b);
+
+// x · weightᵀ + bias over the last dimension of x, as at::linear, with its
+// own backward of two products through mm. x: [..., K], weight: [N, K],
+// bias: [N] or undefined → [..., N].
+at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias = {});
+
+// The name of the GEMM that mm uses for float32 CPU tensors ("oneDNN 2.6.3"
+// or "ATen (system BLAS)"), for logs and the benchmark table.
+std::string gemm_backend();
+
+}  // namespace ptrain::model

@@ -1,0 +1,131 @@
+// The model's GEMM (core/model/gemm.h): mm and linear against the same
+// products computed in float64 by ATen and its autograd: values and
+// gradients, transposed and strided operands, with and without bias, on one
+// and on two threads, and the ATen path other dtypes take.
+
+#include "catch.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
+
+#include "core/model/gemm.h"
+
+namespace {
+
+namespace model = ptrain::model;
+
+double max_relative_error(const at::Tensor& actual, const at::Tensor& expected) {
+  return ((actual.to(at::kDouble) - expected).abs().max() / expected.abs().max().clamp_min(1e-30)).item<double>();
+}
+
+struct ThreadCount {
+  int saved = at::get_num_threads();
+  explicit ThreadCount(int n) { at::set_num_threads(n); }
+  ~ThreadCount() { at::set_num_threads(saved); }
+};
+
+// linear's value and its three gradients against float64 autograd of x·Wᵀ + b.
+void check_linear(int threads, bool with_bias, bool transposed_input) {
+  const ThreadCount thread_count(threads);
+  at::manual_seed(7);
+  // 3·37 rows, 45 in, 29 out: no size is a multiple of a vector or a block.
+  const at::Tensor x = at::randn({3, 37, 45});
+  const at::Tensor weight = at::randn({29, 45});
+  const at::Tensor bias = with_bias ? at::randn({29}) : at::Tensor();
+  const at::Tensor grad_y = at::randn({3, 37, 29});
+
+  // The transposed case stores the leaf as [45, 37, 3] and hands linear a permuted view of it.
+  const at::Tensor x_leaf = (transposed_input ? x.permute({2, 1, 0}).contiguous() : x.clone()).requires_grad_(true);
+  const at::Tensor weight_leaf = weight.clone().requires_grad_(true);
+  const at::Tensor bias_leaf = with_bias ? bias.clone().requires_grad_(true) : at::Tensor();
+  const at::Tensor input = transposed_input ? x_leaf.permute({2, 1, 0}) : x_leaf;
+  const at::Tensor y = model::linear(input, weight_leaf, bias_leaf);
+  y.backward(grad_y);
+
+  const at::Tensor x64 = x.to(at::kDouble).requires_grad_(true);
+  const at::Tensor weight64 = weight.to(at::kDouble).requires_grad_(true);
+  const at::Tensor bias64 = with_bias ? bias.to(at::kDouble).requires_grad_(true) : at::Tensor();
+  at::Tensor expected = at::matmul(x64, weight64.t());
+  if (with_bias) expected = expected + bias64;
+  expected.backward(grad_y.to(at::kDouble));
+
+  INFO("threads " << threads << ", bias " << with_bias << ", transposed input " << transposed_input);
+  CHECK(y.sizes() == at::IntArrayRef({3, 37, 29}));
+  CHECK(max_relative_error(y, expected.detach()) < 1e-5);
+  const at::Tensor grad_x = transposed_input ? x_leaf.grad().permute({2, 1, 0}) : x_leaf.grad();
+  CHECK(max_relative_error(grad_x, x64.grad()) < 1e-5);
+  CHECK(max_relative_error(weight_leaf.grad(), weight64.grad()) < 1e-5);
+  if (with_bias) CHECK(max_relative_error(bias_leaf.grad(), bias64.grad()) < 1e-5);
+}
+
+}  // namespace
+
+TEST_CASE("gemm mm equals the float64 product for row-major, transposed and strided operands", "[model][gemm]") {
+  for (const int threads : {1, 2}) {
+    const ThreadCount thread_count(threads);
+    at::manual_seed(1);
+    const at::Tensor a = at::randn({67, 130});
+    const at::Tensor b = at::randn({130, 33});
+    const at::Tensor expected = at::mm(a.to(at::kDouble), b.to(at::kDouble));
+    INFO("threads " << threads);
+    CHECK(max_relative_error(model::mm(a, b), expected) < 1e-5);
+    CHECK(max_relative_error(model::mm(a.t().contiguous().t(), b), expected) < 1e-5);   // a read transposed
+    CHECK(max_relative_error(model::mm(a, b.t().contiguous().t()), expected) < 1e-5);   // b read transposed
+    const at::Tensor wide = at::randn({67, 200});                                        // rows 200 apart
+    wide.narrow(1, 10, 130).copy_(a);
+    CHECK(max_relative_error(model::mm(wide.narrow(1, 10, 130), b), expected) < 1e-5);
+    CHECK(max_relative_error(model::mm(a.to(at::kDouble), b.to(at::kDouble)), expected) < 1e-12);  // ATen's
+    // Every other column: neither layout, so copied first.
+    const at::Tensor every_other = at::randn({67, 260});
+    every_other.slice(1, 0, 260, 2).copy_(a);
+    CHECK(max_relative_error(model::mm(every_other.slice(1, 0, 260, 2), b), expected) < 1e-5);
+  }
+}
+
+TEST_CASE("gemm mm of empty operands", "[model][gemm]") {
+  CHECK(model::mm(at::randn({0, 4}), at::randn({4, 3})).sizes() == at::IntArrayRef({0, 3}));
+  const at::Tensor no_inner = model::mm(at::randn({2, 0}), at::randn({0, 3}));
+  CHECK(no_inner.sizes() == at::IntArrayRef({2, 3}));
+  CHECK(no_inner.abs().sum().item<float>() == 0.0f);
+  CHECK_THROWS_WITH(model::mm(at::randn({2, 3}), at::randn({4, 3})), Catch::Contains("[m, k] and [k, n]"));
+}
+
+TEST_CASE("gemm linear equals x W^T + b in float64, values and gradients", "[model][gemm]") {
+  for (const int threads : {1, 2}) {
+    for (const bool with_bias : {false, true}) {
+      for (const bool transposed : {false, true}) check_linear(threads, with_bias, transposed);
+    }
+  }
+}
+
+TEST_CASE("gemm linear: frozen weight, no grad mode, other dtypes and wrong shapes", "[model][gemm]") {
+  at::manual_seed(2);
+  const at::Tensor x = at::randn({5, 8});
+  const at::Tensor weight = at::randn({3, 8});
+  const at::Tensor expected = at::matmul(x.to(at::kDouble), weight.to(at::kDouble).t());
+  {
+    // Only the input learns: the weight gets no gradient, the input the right one.
+    const at::Tensor x_leaf = x.clone().requires_grad_(true);
+    model::linear(x_leaf, weight).sum().backward();
+    CHECK(max_relative_error(x_leaf.grad(), weight.to(at::kDouble).sum(0).expand({5, 8})) < 1e-5);
+  }
+  {
+    const at::NoGradGuard no_grad;
+    const at::Tensor y = model::linear(x, weight.clone().requires_grad_(true));
+    CHECK_FALSE(y.requires_grad());
+    CHECK(max_relative_error(y, expected) < 1e-5);
+  }
+  CHECK(max_relative_error(model::linear(x.to(at::kDouble), weight.to(at::kDouble)), expected) < 1e-12);
+  CHECK_THROWS_WITH(model::linear(x, at::randn({3, 7})), Catch::Contains("weight [N, K]"));
+  CHECK_THROWS_WITH(model::linear(x, weight, at::randn({4})), Catch::Contains("bias [3]"));
+}
+
+TEST_CASE("gemm names its backend", "[model][gemm]") {
+  const std::string backend = model::gemm_backend();
+#ifdef PTRAIN_HAVE_ONEDNN  // the build's choice (CMake option PTRAIN_ONEDNN)
+  CHECK(backend.rfind("oneDNN ", 0) == 0);
+#else
+  CHECK(backend == "ATen (system BLAS)");
+#endif
+}
