@@ -104,7 +104,7 @@ def sft_config(name, model, data, max_length, global_size, micro_size, steps, **
     return config
 
 
-def run_ptrain(name, config, warmup):
+def run_ptrain(name, config, warmup, env=None):
     """Trains config with build/bin/ptrain; returns the measured steps' totals.
 
     Steps up to `warmup` are left out (allocator growth, first-touch pages,
@@ -119,7 +119,7 @@ def run_ptrain(name, config, warmup):
     write_config(path, config)
     output_dir = Path(config["output_dir"])
     stdout, peak_rss_mb, _ = run_process([str(BUILD / "bin" / "ptrain"), "train", "-c", str(path), "--overwrite"],
-                                         name)
+                                         name, env)
     rows = [json.loads(line) for line in (output_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
     measured = [row for row in rows if row["step"] > warmup]
     if not measured:
@@ -139,14 +139,14 @@ def run_ptrain(name, config, warmup):
     }
 
 
-def run_reference(name, config, warmup, steps):
-    """The PyTorch-eager loop (bench/reference/sft_step.py) on the same config."""
+def run_reference(name, config, warmup, steps, env=None):
+    """The PyTorch-eager loop (bench/reference/sft_step.py) on the same config (in env, or this environment)."""
     path = OUT / "configs" / f"{name}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_config(path, config)
     command = [PYTHON, str(ROOT / "bench" / "reference" / "sft_step.py"), "-c", str(path),
                "--warmup", str(warmup), "--steps", str(steps)]
-    stdout, peak_rss_mb, _ = run_process(command, name)
+    stdout, peak_rss_mb, _ = run_process(command, name, env)
     result = last_json_line(stdout)
     result["peak_rss_mb"] = peak_rss_mb
     return result

@@ -78,6 +78,8 @@ def main():
         if result:
             vs_pytorch += result[0]
             measured[size] = result[1:]
+    vs_pytorch += attempt("SFT tiny vs PyTorch, OpenBLAS's own kernels",
+                          lambda: figures.sft_tiny_openblas_own_kernels(fixed_128)) or []
     rest = []
     rest += attempt("accumulation", lambda: figures.accumulation(fixed_128)) or []
     rest += attempt("padding", lambda: figures.padding(longtail)) or []
@@ -92,12 +94,12 @@ def main():
     rest += attempt("GRPO", figures.grpo) or []
     peaks.append(attempt("matmul peak", lambda: figures.matmul_peak("matmul_peak_end")))
     peaks = [p for p in peaks if p]
-    machine = [figures.matmul_peak_row(peaks)] if peaks else []
+    machine = figures.matmul_peak_rows(peaks) if peaks else []
     if peaks:
-        machine += attempt("matmul peak, OpenBLAS's own kernels",
-                           lambda: figures.openblas_kernels_row(max(peaks))) or []
+        machine += attempt("matmul peak, OpenBLAS's own kernels", lambda: figures.openblas_kernels_row(
+            max(p["aten_flops_per_s"] for p in peaks))) or []
     for size in measured if peaks else ():
-        machine += figures.mfu(size, *measured[size], max(peaks))
+        machine += figures.mfu(size, *measured[size], figures.peak_flops(peaks))
     rows = vs_pytorch + machine + rest + failures
 
     elapsed = time.perf_counter() - start

@@ -5,6 +5,7 @@
 #include "core/metrics/metric_reducer.h"
 #include "core/metrics/step_log.h"
 #include "core/metrics/throughput.h"
+#include "core/model/gemm.h"
 #include "core/plugin/host_context.h"
 #include "core/plugin/host_logger.h"
 #include "core/train/lr_schedule.h"
@@ -191,7 +192,7 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
                                 std::to_string(num_parameters) + " parameters, " + std::to_string(examples.size()) +
                                 " examples, " + std::to_string(sampler.steps_per_epoch()) + " steps per epoch, " +
                                 std::to_string(threads) + " threads, world size " +
-                                std::to_string(communicator.world_size()));
+                                std::to_string(communicator.world_size()) + ", matmul " + model::gemm_backend());
 
   std::unique_ptr<metrics::StepLog> step_log;
   if (is_main) {
