@@ -155,7 +155,7 @@ def sft_tiny_openblas_own_kernels(data):
 
     Information only: PyTorch's matmuls then run on OpenBLAS's own AVX-512
     kernels, about as fast as oneDNN's, and the ratio shows what is left of
-    ptrain's lead without the GEMM difference. Four rounds, half the target row's.
+    ptrain's lead without the GEMM difference. Three rounds, half the target row's.
     """
     forced = os.environ.get("OPENBLAS_CORETYPE")
     if not forced:

@@ -9,16 +9,15 @@
 #include <ATen/Parallel.h>
 
 #include "core/model/fused_kernels.h"
+#include "kernel_test_support.h"
 
 #include <cmath>
 
 namespace {
 
+using ptrain::test::max_relative_error;
+using ptrain::test::ThreadCount;
 namespace fused = ptrain::model::fused;
-
-double max_relative_error(const at::Tensor& actual, const at::Tensor& expected) {
-  return ((actual.to(at::kDouble) - expected).abs().max() / expected.abs().max().clamp_min(1e-30)).item<double>();
-}
 
 at::Tensor textbook_rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   return weight * x / at::sqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps);
@@ -40,12 +39,6 @@ std::pair<at::Tensor, at::Tensor> angle_tables(const at::Tensor& positions, int6
   const at::Tensor angles = at::cat({freqs, freqs}, -1);
   return {angles.cos().to(at::kFloat), angles.sin().to(at::kFloat)};
 }
-
-struct ThreadCount {
-  int saved = at::get_num_threads();
-  explicit ThreadCount(int n) { at::set_num_threads(n); }
-  ~ThreadCount() { at::set_num_threads(saved); }
-};
 
 // One case of the rms_norm check.
 void check_rms_norm(int threads) {

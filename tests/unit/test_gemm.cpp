@@ -10,20 +10,13 @@
 #include <ATen/core/grad_mode.h>
 
 #include "core/model/gemm.h"
+#include "kernel_test_support.h"
 
 namespace {
 
+using ptrain::test::max_relative_error;
+using ptrain::test::ThreadCount;
 namespace model = ptrain::model;
-
-double max_relative_error(const at::Tensor& actual, const at::Tensor& expected) {
-  return ((actual.to(at::kDouble) - expected).abs().max() / expected.abs().max().clamp_min(1e-30)).item<double>();
-}
-
-struct ThreadCount {
-  int saved = at::get_num_threads();
-  explicit ThreadCount(int n) { at::set_num_threads(n); }
-  ~ThreadCount() { at::set_num_threads(saved); }
-};
 
 // linear's value and its three gradients against float64 autograd of x·Wᵀ + b.
 void check_linear(int threads, bool with_bias, bool transposed_input) {

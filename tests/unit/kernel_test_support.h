@@ -1,0 +1,22 @@
+// What the kernel tests (fused kernels, GEMM) share: an error measure against
+// a float64 reference, and a scoped intra-op thread count.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+namespace ptrain::test {
+
+// max |actual − expected| / max |expected|, in float64.
+inline double max_relative_error(const at::Tensor& actual, const at::Tensor& expected) {
+  return ((actual.to(at::kDouble) - expected).abs().max() / expected.abs().max().clamp_min(1e-30)).item<double>();
+}
+
+// Sets the intra-op thread count for a scope, and restores it after.
+struct ThreadCount {
+  int saved = at::get_num_threads();
+  explicit ThreadCount(int n) { at::set_num_threads(n); }
+  ~ThreadCount() { at::set_num_threads(saved); }
+};
+
+}  // namespace ptrain::test
