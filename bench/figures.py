@@ -76,7 +76,20 @@ def matmul_peak(log_name, env=None):
     return runner.last_json_line(stdout)
 
 
-def openblas_kernels_row(aten_flops):
+def environment_without_coretype():
+    """This environment without OPENBLAS_CORETYPE (OpenBLAS then picks its kernels for the CPU itself),
+    or None when the environment does not set it."""
+    if not os.environ.get("OPENBLAS_CORETYPE"):
+        return None
+    return {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+
+
+def best(peaks, key):
+    """The best of the matmul_peak() results taken at the start and at the end of the suite."""
+    return max(p[key] for p in peaks)
+
+
+def openblas_kernels_row(peaks):
     """at::mm's peak with OpenBLAS's own choice of kernels, when the environment chose them instead.
 
     OpenBLAS reads OPENBLAS_CORETYPE when it loads. This project's machines set
@@ -86,28 +99,22 @@ def openblas_kernels_row(aten_flops):
     its own kernels). This row says what at::mm does with the kernels OpenBLAS
     would pick itself.
     """
-    forced = os.environ.get("OPENBLAS_CORETYPE")
-    if not forced:
+    own_choice = environment_without_coretype()
+    if own_choice is None:
         return []
-    own_choice = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
     own_peak = matmul_peak("matmul_peak_openblas_choice", own_choice)["aten_flops_per_s"]
-    return [row(f"fp32 at::mm peak: OpenBLAS's own kernels vs OPENBLAS_CORETYPE={forced} (this environment)",
-                own_peak / 1e9, "GFLOP/s", aten_flops / 1e9,
+    return [row(f"fp32 at::mm peak: OpenBLAS's own kernels vs OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} "
+                "(this environment)", own_peak / 1e9, "GFLOP/s", best(peaks, "aten_flops_per_s") / 1e9,
                 note="information: every process of the suite runs with the environment's setting")]
 
 
 def matmul_peak_rows(peaks):
     """peaks: matmul_peak() results, at the start and at the end of the suite; the best of each GEMM is kept."""
-    ours, aten = max(p["ptrain_flops_per_s"] for p in peaks), max(p["aten_flops_per_s"] for p in peaks)
+    ours, aten = best(peaks, "ptrain_flops_per_s"), best(peaks, "aten_flops_per_s")
     return [row(f"fp32 matmul peak (2048x2048, {THREADS} threads): ptrain's GEMM ({peaks[0]['ptrain_gemm']}) "
                 "vs at::mm (system BLAS)", ours / 1e9, "GFLOP/s", aten / 1e9,
                 note=f"the MFU denominator is the faster of the two: {max(ours, aten) / 1e9:.0f} GFLOP/s "
                      "(best of 10 timings, at the start and at the end of the suite)")]
-
-
-def peak_flops(peaks):
-    """The MFU denominator: the fastest product any GEMM in the process reached."""
-    return max(p["flops_per_s"] for p in peaks)
 
 
 # --- 1. vs PyTorch eager, and 2. MFU -------------------------------------
@@ -157,10 +164,9 @@ def sft_tiny_openblas_own_kernels(data):
     kernels, about as fast as oneDNN's, and the ratio shows what is left of
     ptrain's lead without the GEMM difference. Three rounds, half the target row's.
     """
-    forced = os.environ.get("OPENBLAS_CORETYPE")
-    if not forced:
+    own_choice = environment_without_coretype()
+    if own_choice is None:
         return []
-    own_choice = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
     model, length, global_size, micro_size, warmup, steps, rounds = SFT_SIZES["tiny"]
     config = runner.sft_config("sft_tiny_own_kernels", model, data, length, global_size, micro_size, warmup + steps)
     ours, theirs = paired(lambda: runner.run_ptrain("sft_tiny_own_kernels", config, warmup, own_choice),

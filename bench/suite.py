@@ -96,10 +96,9 @@ def main():
     peaks = [p for p in peaks if p]
     machine = figures.matmul_peak_rows(peaks) if peaks else []
     if peaks:
-        machine += attempt("matmul peak, OpenBLAS's own kernels", lambda: figures.openblas_kernels_row(
-            max(p["aten_flops_per_s"] for p in peaks))) or []
+        machine += attempt("matmul peak, OpenBLAS's own kernels", lambda: figures.openblas_kernels_row(peaks)) or []
     for size in measured if peaks else ():
-        machine += figures.mfu(size, *measured[size], figures.peak_flops(peaks))
+        machine += figures.mfu(size, *measured[size], figures.best(peaks, "flops_per_s"))
     rows = vs_pytorch + machine + rest + failures
 
     elapsed = time.perf_counter() - start

@@ -304,13 +304,14 @@ at::Tensor CausalLm::attention(const Layer& layer, const at::Tensor& x, const At
   const at::Tensor q = fused::rotary(project(layer.q_weight, layer.q_bias, heads), layout.cos, layout.sin,
                                      attention_compat::query_scale(d));
   const at::Tensor k = fused::rotary(project(layer.k_weight, layer.k_bias, kv_heads), layout.cos, layout.sin, 1.0);
-  const at::Tensor v = project(layer.v_weight, layer.v_bias, kv_heads).transpose(1, 2);  // [B, kv_heads, T, d]
+  const at::Tensor v = project(layer.v_weight, layer.v_bias, kv_heads).transpose(1, 2);      // [B, kv_heads, T, d]
   const at::Tensor out = attention_compat::attend(q, k, v, layout.allowed, layout.blocked);  // [B, heads, T, d]
   return model::linear(out.transpose(1, 2).reshape({b, t, heads * d}), layer.o_weight, layer.o_bias);
 }
 
 at::Tensor CausalLm::mlp(const Layer& layer, const at::Tensor& x) const {
-  return model::linear(at::silu(model::linear(x, layer.gate_weight)) * model::linear(x, layer.up_weight), layer.down_weight);
+  return model::linear(at::silu(model::linear(x, layer.gate_weight)) * model::linear(x, layer.up_weight),
+                       layer.down_weight);
 }
 
 at::Tensor CausalLm::decoder_layer(size_t index, const at::Tensor& x, const AttentionLayout& layout) const {

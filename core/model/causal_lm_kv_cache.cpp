@@ -116,7 +116,7 @@ at::Tensor CausalLm::decode_step(const at::Tensor& input_ids, const at::Tensor& 
   }
   cache.length = length;
   const at::Tensor last = rms_norm(x.select(1, t - 1), final_norm_);  // [B, H]
-  return model::linear(last, lm_head_weight());                          // [B, V]
+  return model::linear(last, lm_head_weight());                       // [B, V]
 }
 
 }  // namespace ptrain::model

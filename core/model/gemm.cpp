@@ -92,8 +92,8 @@ struct LinearFunction : public torch::autograd::Function<LinearFunction> {
 }  // namespace
 
 at::Tensor mm(const at::Tensor& a, const at::Tensor& b) {
-  TORCH_CHECK(a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0), "mm: [m, k] and [k, n] expected, got ",
-              a.sizes(), " and ", b.sizes());
+  TORCH_CHECK(a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0), "mm: [m, k] and [k, n] expected, got ", a.sizes(),
+              " and ", b.sizes());
   // A product autograd records keeps ATen's backward; the model's layers use linear.
   if (at::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad())) return at::mm(a, b);
   return plain_mm(a, b);
@@ -111,8 +111,8 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tenso
   std::vector<int64_t> out_shape = x.sizes().vec();
   out_shape.back() = weight.size(0);
   const at::Tensor x2d = x.reshape({-1, x.size(-1)});
-  const bool differentiable = at::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad() ||
-                                                             (bias.defined() && bias.requires_grad()));
+  const bool differentiable = at::GradMode::is_enabled() &&
+                              (x.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
   if (!differentiable) {
     at::Tensor out = plain_mm(x2d, weight.t());
     if (bias.defined()) out.add_(bias);

@@ -26,9 +26,9 @@ struct TargetScoresFunction : public torch::autograd::Function<TargetScoresFunct
     at::Tensor entropy = at::empty({with_entropy ? rows : 0}, hidden.options());
     for (int64_t start = 0; start < rows; start += chunk_rows) {
       const int64_t n = std::min(chunk_rows, rows - start);
-      const at::Tensor target = targets.narrow(0, start, n).unsqueeze(1);        // [n, 1]
-      const at::Tensor logits = model::mm(hidden.narrow(0, start, n), weight.t());      // [n, V]
-      const at::Tensor log_normalizer = at::logsumexp(logits, {1});              // [n]
+      const at::Tensor target = targets.narrow(0, start, n).unsqueeze(1);           // [n, 1]
+      const at::Tensor logits = model::mm(hidden.narrow(0, start, n), weight.t());  // [n, V]
+      const at::Tensor log_normalizer = at::logsumexp(logits, {1});                 // [n]
       log_normalizers.narrow(0, start, n).copy_(log_normalizer);
       log_probs.narrow(0, start, n).copy_(logits.gather(1, target).squeeze(1) - log_normalizer);
       is_argmax.narrow(0, start, n).copy_(logits.argmax(1) == target.squeeze(1));

@@ -63,9 +63,9 @@ TEST_CASE("gemm mm equals the float64 product for row-major, transposed and stri
     const at::Tensor expected = at::mm(a.to(at::kDouble), b.to(at::kDouble));
     INFO("threads " << threads);
     CHECK(max_relative_error(model::mm(a, b), expected) < 1e-5);
-    CHECK(max_relative_error(model::mm(a.t().contiguous().t(), b), expected) < 1e-5);   // a read transposed
-    CHECK(max_relative_error(model::mm(a, b.t().contiguous().t()), expected) < 1e-5);   // b read transposed
-    const at::Tensor wide = at::randn({67, 200});                                        // rows 200 apart
+    CHECK(max_relative_error(model::mm(a.t().contiguous().t(), b), expected) < 1e-5);  // a read transposed
+    CHECK(max_relative_error(model::mm(a, b.t().contiguous().t()), expected) < 1e-5);  // b read transposed
+    const at::Tensor wide = at::randn({67, 200});                                      // rows 200 apart
     wide.narrow(1, 10, 130).copy_(a);
     CHECK(max_relative_error(model::mm(wide.narrow(1, 10, 130), b), expected) < 1e-5);
     CHECK(max_relative_error(model::mm(a.to(at::kDouble), b.to(at::kDouble)), expected) < 1e-12);  // ATen's
