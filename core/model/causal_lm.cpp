@@ -40,7 +40,7 @@ nlohmann::json read_json_file(const fs::path& path) {
   if (!in) throw sdk::ModelError(path.string() + ": cannot open");
   try {
     return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number past a double
     throw sdk::ModelError(path.string() + ": not valid JSON: " + e.what());
   }
 }

@@ -110,7 +110,7 @@ class Reader {
     OrderedJson header;
     try {
       header = OrderedJson::parse(header_text);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number past a double
       fail(std::string("header is not valid JSON: ") + e.what());
     }
     if (!header.is_object()) fail("header is not a JSON object");

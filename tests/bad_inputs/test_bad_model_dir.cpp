@@ -69,6 +69,11 @@ TEST_CASE("bad model directories are rejected naming the tensor or key", "[bad_i
       {"config.json not JSON",
        [&](const fs::path& dir, NamedTensors&, nlohmann::json&) { std::ofstream(dir / "config.json") << "{\"a\": "; },
        "/config.json: not valid JSON"},
+      {"config.json number past a double",
+       [&](const fs::path& dir, NamedTensors&, nlohmann::json&) {
+         std::ofstream(dir / "config.json") << "{\"a\": 1e400}";
+       },
+       "/config.json: not valid JSON"},
       {"config.json missing a key", [&](const fs::path&, NamedTensors&, nlohmann::json& c) { c.erase("hidden_size"); },
        "/config.json: key 'hidden_size'"},
       {"config.json mistyped key",
