@@ -944,7 +944,7 @@ std::unique_ptr<HfTokenizer> HfTokenizer::load(const std::filesystem::path& toke
   const auto parse = [](const std::string& json_text, const std::filesystem::path& path) {
     try {
       return json::parse(json_text);
-    } catch (const json::parse_error& error) {
+    } catch (const json::exception& error) {  // parse_error, or out_of_range for a number past a double
       throw sdk::ConfigError(path.string() + ": not valid JSON: " + error.what());
     }
   };

@@ -166,6 +166,9 @@ TEST_CASE("tokenizer.json: malformed and unsupported files fail naming the file 
   std::ofstream(broken) << "{\"model\": {\"type\": \"BPE\", ";
   CHECK_THAT(error_of([&] { tokenizer::HfTokenizer::load(broken); }),
              Catch::Contains(broken.string()) && Catch::Contains("not valid JSON"));
+  std::ofstream(broken) << "{\"model\": {\"dropout\": 1e400}}";  // nlohmann: out_of_range, not parse_error
+  CHECK_THAT(error_of([&] { tokenizer::HfTokenizer::load(broken); }),
+             Catch::Contains(broken.string()) && Catch::Contains("not valid JSON"));
   CHECK_THAT(error_of([&] { tokenizer::HfTokenizer::load(dir / "missing.json"); }),
              Catch::Contains("missing.json") && Catch::Contains("no such file"));
 
