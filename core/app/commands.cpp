@@ -1,7 +1,7 @@
 #include "core/app/commands.h"
 
 #include "core/config/config_loader.h"
-#include "core/config/core_schema.h"
+#include "core/config/core_sections.h"
 #include "core/config/schema_markdown.h"
 #include "core/data/global_batch_sampler.h"
 #include "core/dist/c10d_communicator.h"
@@ -89,7 +89,8 @@ int command_validate(const ConfigOptions& options) {
 }
 
 int command_schema(const std::vector<std::string>& plugin_names, const std::vector<fs::path>& plugin_dirs) {
-  std::vector<std::pair<std::string, sdk::ConfigSchema>> sections = config::core_sections();
+  std::vector<std::pair<std::string, sdk::ConfigSchema>> sections;
+  for (const config::CoreSection& section : config::core_sections()) sections.emplace_back(section.name, section.schema);
   std::cout << config::schema_markdown(sections);
   const std::vector<fs::path> dirs = plugin::plugin_search_dirs(plugin_dirs);
   for (const std::string& name : plugin_names) {

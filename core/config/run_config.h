@@ -1,14 +1,15 @@
 // The resolved run configuration as typed structs (DESIGN.md §8).
 //
-// load_run_config() (config_loader.h) is the only place that reads TOML keys;
-// everything below it uses these fields.
+// Each field's key, default, bounds and doc are declared once, in
+// core_sections.cpp; ConfigDocument::resolve() (config_loader.h) is the only
+// code that reads TOML, and everything below it uses these fields. Choice
+// keys are enums by the time anything reads them.
 #pragma once
 
 #include "ptrain/sdk/config_schema.h"
 
 #include <cstdint>
 #include <filesystem>
-#include <optional>
 #include <string>
 
 namespace ptrain::config {
@@ -25,15 +26,18 @@ struct ModelSection {
   double rope_theta = 0.0;
   double rms_norm_eps = 0.0;
   bool tie_word_embeddings = false;
-  bool attention_bias = false;  // q/k/v projections carry a bias (Qwen2 style)
+  bool attention_bias = false;            // q/k/v projections carry a bias (Qwen2 style)
   bool activation_checkpointing = false;  // recompute each layer in backward instead of keeping its activations
 };
 
+enum class TokenizerKind { kBytes, kHf };
+enum class ChatTemplateChoice { kAuto, kChatml, kLlama3, kPlain, kCustom };
+
 struct TokenizerSection {
-  std::string kind;  // "bytes" or "hf"
-  std::string path;  // tokenizer.json when kind = "hf"
-  std::string chat_template;  // "auto" | "chatml" | "llama3" | "plain" | "custom"
-  // The parts of a chat_template = "custom" (sdk::ChatTemplate); {bos}/{eos} stand for those ids.
+  TokenizerKind kind = TokenizerKind::kBytes;
+  std::string path;  // tokenizer.json when kind = hf
+  ChatTemplateChoice chat_template = ChatTemplateChoice::kAuto;
+  // The parts of a custom chat template (sdk::ChatTemplate); {bos}/{eos} stand for those ids.
   std::string chat_begin;
   std::string chat_system_prefix;
   std::string chat_system_suffix;
@@ -45,34 +49,40 @@ struct TokenizerSection {
   bool chat_trim_content = false;
 };
 
+enum class OnBadExample { kFail, kSkip };
+
 struct DataSection {
   std::string train;       // JSONL path; relative paths are taken from the working directory
   int64_t max_length = 0;  // tokens per sequence, bos/eos included
-  std::string on_error;    // "fail" | "skip": what a bad example does
+  OnBadExample on_error = OnBadExample::kFail;
 };
 
 struct BatchSection {
   int64_t global_size = 0;   // examples per optimizer update
   int64_t micro_size = 0;    // examples per microbatch (0 when micro_tokens is used)
   int64_t micro_tokens = 0;  // padded-token budget per microbatch (0 when micro_size is used)
-  bool group_by_length = true;  // similar lengths share a microbatch
-  bool packing = false;         // several examples per row (needs micro_tokens)
+  bool group_by_length = false;  // similar lengths share a microbatch
+  bool packing = false;          // several examples per row (needs micro_tokens)
 };
 
+enum class OptimizerKind { kAdamW, kSgd };
+
 struct OptimSection {
-  std::string name;  // "adamw" | "sgd"
+  OptimizerKind name = OptimizerKind::kAdamW;
   double lr = 0.0;
   double weight_decay = 0.0;
   double beta1 = 0.0;
   double beta2 = 0.0;
   double eps = 0.0;
-  double momentum = 0.0;          // sgd only
-  double clip_grad_norm = 0.0;    // 0: no clipping
+  double momentum = 0.0;        // sgd only
+  double clip_grad_norm = 0.0;  // 0: no clipping
   bool decay_norms_and_biases = false;
 };
 
+enum class ScheduleKind { kConstant, kLinear, kCosine };
+
 struct ScheduleSection {
-  std::string name;  // "constant" | "linear" | "cosine"
+  ScheduleKind name = ScheduleKind::kCosine;
   int64_t warmup_steps = 0;
   double min_lr_ratio = 0.0;  // floor of linear/cosine decay as a fraction of lr
 };

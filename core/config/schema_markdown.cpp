@@ -20,10 +20,12 @@ std::string allowed_values(const sdk::ConfigKey& key, const std::string& quote) 
     for (const std::string& choice : key.choices) text += (text.empty() ? "" : ", ") + quote + choice + quote;
     return text;
   }
-  if (key.min && key.max) return format_bound(*key.min, key.type) + " … " + format_bound(*key.max, key.type);
-  if (key.min) return "≥ " + format_bound(*key.min, key.type);
-  if (key.max) return "≤ " + format_bound(*key.max, key.type);
-  return "";
+  const bool closed = !key.min_exclusive && !key.max_exclusive;
+  if (key.min && key.max && closed) return format_bound(*key.min, key.type) + " … " + format_bound(*key.max, key.type);
+  std::string text;
+  if (key.min) text = (key.min_exclusive ? "> " : "≥ ") + format_bound(*key.min, key.type);
+  if (key.max) text += (text.empty() ? "" : ", ") + std::string(key.max_exclusive ? "< " : "≤ ") + format_bound(*key.max, key.type);
+  return text;
 }
 
 // The default as written in TOML, or "required" / "unset".

@@ -9,18 +9,14 @@ double learning_rate_at(const config::ScheduleSection& schedule, double base_lr,
   if (step < schedule.warmup_steps) {
     return base_lr * static_cast<double>(step + 1) / static_cast<double>(schedule.warmup_steps);
   }
-  if (schedule.name == "constant") return base_lr;
+  if (schedule.name == config::ScheduleKind::kConstant) return base_lr;
 
   const int64_t decay_steps = std::max<int64_t>(1, max_steps - schedule.warmup_steps);
   const double progress =
       std::clamp(static_cast<double>(step - schedule.warmup_steps) / static_cast<double>(decay_steps), 0.0, 1.0);
   const double floor = schedule.min_lr_ratio;
-  double factor = 1.0;
-  if (schedule.name == "linear") {
-    factor = 1.0 - progress;
-  } else {  // cosine
-    factor = 0.5 * (1.0 + std::cos(M_PI * progress));
-  }
+  const double factor = schedule.name == config::ScheduleKind::kLinear ? 1.0 - progress
+                                                                        : 0.5 * (1.0 + std::cos(M_PI * progress));
   return base_lr * (floor + (1.0 - floor) * factor);
 }
 

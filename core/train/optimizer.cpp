@@ -10,6 +10,27 @@
 
 namespace ptrain::train {
 
+namespace {
+
+using Parameters = std::vector<at::Tensor>;
+
+// Two parameter groups: `decayed` with the configured weight decay, the rest without.
+template <class Optimizer, class Options>
+std::unique_ptr<torch::optim::Optimizer> two_groups(const Options& options, double weight_decay, double lr,
+                                                    const Parameters& decayed, const Parameters& not_decayed) {
+  const auto with_decay = [&](double decay) {
+    auto group_options = std::make_unique<Options>(options);
+    group_options->weight_decay(decay);
+    return group_options;
+  };
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decayed, with_decay(weight_decay));
+  groups.emplace_back(not_decayed, with_decay(0.0));
+  return std::make_unique<Optimizer>(groups, Options(lr));
+}
+
+}  // namespace
+
 struct ParameterOptimizer::Impl {
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::vector<std::pair<std::string, at::Tensor>> named_parameters;
@@ -20,7 +41,7 @@ ParameterOptimizer::ParameterOptimizer(const config::OptimSection& optim,
                                        const std::vector<std::pair<std::string, at::Tensor>>& named_parameters)
     : impl_(std::make_unique<Impl>()) {
   impl_->named_parameters = named_parameters;
-  impl_->is_adamw = optim.name == "adamw";
+  impl_->is_adamw = optim.name == config::OptimizerKind::kAdamW;
   std::vector<at::Tensor> decayed;
   std::vector<at::Tensor> not_decayed;
   for (const auto& [name, parameter] : named_parameters) {
@@ -31,30 +52,18 @@ ParameterOptimizer::ParameterOptimizer(const config::OptimSection& optim,
   num_decayed_ = static_cast<int64_t>(decayed.size());
   num_not_decayed_ = static_cast<int64_t>(not_decayed.size());
 
-  if (optim.name == "adamw") {
-    const auto options = [&](double weight_decay) {
-      return std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(optim.lr)
-                                                              .betas({optim.beta1, optim.beta2})
-                                                              .eps(optim.eps)
-                                                              .weight_decay(weight_decay));
-    };
-    std::vector<torch::optim::OptimizerParamGroup> groups;
-    groups.emplace_back(decayed, options(optim.weight_decay));
-    groups.emplace_back(not_decayed, options(0.0));
-    impl_->optimizer = std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(optim.lr));
-  } else if (optim.name == "sgd") {
-    // torch's SGD adds weight decay to the gradient (L2), which for plain SGD
-    // is the same update as decoupled decay scaled by lr.
-    const auto options = [&](double weight_decay) {
-      return std::make_unique<torch::optim::SGDOptions>(
-          torch::optim::SGDOptions(optim.lr).momentum(optim.momentum).weight_decay(weight_decay));
-    };
-    std::vector<torch::optim::OptimizerParamGroup> groups;
-    groups.emplace_back(decayed, options(optim.weight_decay));
-    groups.emplace_back(not_decayed, options(0.0));
-    impl_->optimizer = std::make_unique<torch::optim::SGD>(groups, torch::optim::SGDOptions(optim.lr));
-  } else {
-    throw sdk::ConfigError("optim.name: unknown optimizer '" + optim.name + "' (expected adamw or sgd)");
+  switch (optim.name) {
+    case config::OptimizerKind::kAdamW:
+      impl_->optimizer = two_groups<torch::optim::AdamW>(
+          torch::optim::AdamWOptions(optim.lr).betas({optim.beta1, optim.beta2}).eps(optim.eps), optim.weight_decay,
+          optim.lr, decayed, not_decayed);
+      break;
+    case config::OptimizerKind::kSgd:
+      // torch's SGD adds weight decay to the gradient (L2), which for plain
+      // SGD is the same update as decoupled decay scaled by lr.
+      impl_->optimizer = two_groups<torch::optim::SGD>(torch::optim::SGDOptions(optim.lr).momentum(optim.momentum),
+                                                       optim.weight_decay, optim.lr, decayed, not_decayed);
+      break;
   }
 }
 

@@ -10,9 +10,25 @@
 
 namespace ptrain::train {
 
+namespace {
+
+// The sdk::ChatTemplate::named() name of a configured template; `auto_name` for auto.
+std::string template_name(config::ChatTemplateChoice choice, const std::string& auto_name) {
+  switch (choice) {
+    case config::ChatTemplateChoice::kChatml: return "chatml";
+    case config::ChatTemplateChoice::kLlama3: return "llama3";
+    case config::ChatTemplateChoice::kPlain: return "plain";
+    case config::ChatTemplateChoice::kCustom: return "custom";
+    case config::ChatTemplateChoice::kAuto: break;
+  }
+  return auto_name;
+}
+
+}  // namespace
+
 std::optional<sdk::ChatTemplate> make_chat_template(const config::TokenizerSection& section,
                                                     const std::string& auto_name) {
-  if (section.chat_template == "custom") {
+  if (section.chat_template == config::ChatTemplateChoice::kCustom) {
     sdk::ChatTemplate custom;
     custom.name = "custom";
     custom.begin = section.chat_begin;
@@ -23,28 +39,24 @@ std::optional<sdk::ChatTemplate> make_chat_template(const config::TokenizerSecti
     custom.trim_content = section.chat_trim_content;
     return custom;
   }
-  const std::string name = section.chat_template == "auto" || section.chat_template.empty() ? auto_name
-                                                                                            : section.chat_template;
+  const std::string name = template_name(section.chat_template, auto_name);
   if (name.empty()) return std::nullopt;  // chat data will fail naming tokenizer.chat_template
   return sdk::ChatTemplate::named(name);
 }
 
 std::unique_ptr<sdk::Tokenizer> make_tokenizer(const config::TokenizerSection& section) {
-  if (section.kind == "bytes") {
+  if (section.kind == config::TokenizerKind::kBytes) {
     auto bytes = std::make_unique<tokenizer::ByteTokenizer>();
     bytes->set_chat_template(make_chat_template(section, "plain"));
     return bytes;
   }
-  if (section.kind == "hf") {
-    auto hf = tokenizer::HfTokenizer::load(section.path);
-    // Every sequence a plugin builds ends with eos (SFT completions, DPO responses).
-    if (hf->eos_id() < 0) {
-      throw sdk::ConfigError(section.path + ": no eos token: put a tokenizer_config.json with \"eos_token\" beside it");
-    }
-    hf->set_chat_template(make_chat_template(section, hf->detected_chat_template()));
-    return hf;
+  auto hf = tokenizer::HfTokenizer::load(section.path);
+  // Every sequence a plugin builds ends with eos (SFT completions, DPO responses).
+  if (hf->eos_id() < 0) {
+    throw sdk::ConfigError(section.path + ": no eos token: put a tokenizer_config.json with \"eos_token\" beside it");
   }
-  throw sdk::ConfigError("tokenizer.kind = \"" + section.kind + "\": expected \"bytes\" or \"hf\"");
+  hf->set_chat_template(make_chat_template(section, hf->detected_chat_template()));
+  return hf;
 }
 
 model::ModelConfig model_config_from(const config::ModelSection& section) {
@@ -91,7 +103,7 @@ std::unique_ptr<model::CausalLm> make_policy(const config::RunConfig& config, co
 
 std::vector<sdk::Example> load_examples(const config::RunConfig& config, const sdk::TrainModule& module,
                                         std::vector<std::string>* skipped_out) {
-  const bool skip = config.data.on_error == "skip";
+  const bool skip = config.data.on_error == config::OnBadExample::kSkip;
   std::vector<std::string> local_skipped;
   std::vector<std::string>& skipped = skipped_out ? *skipped_out : local_skipped;
   std::vector<sdk::Example> read = data::read_jsonl(config.data.train, skip ? &skipped : nullptr);

@@ -5,8 +5,9 @@
 
 namespace orpo {
 
+// The default lives with the key (orpo_config.cpp).
 struct OrpoConfig {
-  double lambda = 0.1;  // λ: weight of the odds-ratio loss against the chosen NLL
+  double lambda = 0.0;  // λ: weight of the odds-ratio loss against the chosen NLL
 };
 
 // The keys `ptrain validate` checks and `ptrain plugins --describe orpo` prints.

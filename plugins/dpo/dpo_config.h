@@ -27,32 +27,33 @@ enum class LossType {
   kSft,
 };
 
-const std::vector<std::string>& loss_type_names();
 const char* loss_type_name(LossType type);
 
 // One unit per pair (the step loss is the mean over the global batch's
 // pairs), or one per completion token (pairs weighted by their tokens).
 enum class PairAggregation { kPair, kToken };
 
+// The defaults live with the keys (dpo_config.cpp); the zeros below are only
+// the state of a config nothing was read into.
 struct DpoConfig {
-  double beta = 0.1;
-  std::vector<LossType> losses{LossType::kSigmoid};
-  std::vector<double> loss_weights{1.0};  // one per loss
-  double label_smoothing = 0.0;           // ε of cDPO / robust / exo_pair
-  double gamma = 0.5;                     // SimPO's target reward margin
-  double discopop_tau = 0.05;
-  double ld_alpha = 1.0;       // LD-DPO weight of tokens past the shorter answer; 1: off
+  double beta = 0.0;
+  std::vector<LossType> losses;
+  std::vector<double> loss_weights;  // one per loss (resolved: never empty)
+  double label_smoothing = 0.0;      // ε of cDPO / robust / exo_pair
+  double gamma = 0.0;                // SimPO's target reward margin
+  double discopop_tau = 0.0;
+  double ld_alpha = 0.0;       // LD-DPO weight of tokens past the shorter answer; 1: off
   bool use_weighting = false;  // WPO
   bool reference_free = false;
   std::string reference_model;  // a model directory; empty: a frozen copy of the initial policy
   bool precompute_reference = false;
-  std::string reference_cache;        // cache file; empty: <output_dir>/reference_logps.json
-  int64_t reference_micro_size = 16;  // pairs per no-grad forward while precomputing
-  bool sync_reference = false;        // TR-DPO
-  int64_t sync_reference_steps = 512;
-  double sync_reference_alpha = 0.6;
+  std::string reference_cache;       // cache file; empty: <output_dir>/reference_logps.json
+  int64_t reference_micro_size = 0;  // pairs per no-grad forward while precomputing
+  bool sync_reference = false;       // TR-DPO
+  int64_t sync_reference_steps = 0;
+  double sync_reference_alpha = 0.0;
   PairAggregation loss_agg = PairAggregation::kPair;
-  bool concatenated = true;       // chosen and rejected in one forward
+  bool concatenated = false;      // chosen and rejected in one forward
   int64_t max_prompt_length = 0;  // prompt tokens always kept when a pair is too long (resolved: never 0)
 
   bool has_loss(LossType type) const;
@@ -65,5 +66,8 @@ void declare_dpo_config(sdk::ConfigSchema& schema);
 // Throws sdk::ConfigError naming the file:line and key of a bad value or of
 // a conflicting combination. `max_length` is data.max_length.
 DpoConfig read_dpo_config(const sdk::ConfigValues& values, int64_t max_length);
+
+// Every key at its default, resolved as read_dpo_config() resolves it.
+DpoConfig default_dpo_config(int64_t max_length);
 
 }  // namespace ptrain::dpo

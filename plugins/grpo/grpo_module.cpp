@@ -59,7 +59,7 @@ void GrpoModule::setup(sdk::Context& ctx) {
   reward_functions_.clear();
   reward_functions_ = make_reward_functions(ctx, config_);
   std::ostringstream summary;
-  summary << "G = " << config_.num_generations << ", loss_type " << config_.loss_type << ", rewards";
+  summary << "G = " << config_.num_generations << ", loss_type " << loss_type_name(config_.loss_type) << ", rewards";
   for (size_t f = 0; f < config_.reward_funcs.size(); ++f) {
     summary << (f == 0 ? " " : " + ") << config_.reward_weights[f] << "·" << config_.reward_funcs[f];
   }

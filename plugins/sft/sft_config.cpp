@@ -1,27 +1,33 @@
 #include "sft_config.h"
 
-namespace ptrain::sft {
+#include "ptrain/sdk/util/config_binder.h"
 
-void declare_sft_config(sdk::ConfigSchema& schema) {
-  schema.add_string("loss_agg", "token_mean",
-                    "how token losses become the step loss (DESIGN.md §2): token_mean averages over all trainable "
-                    "tokens of the global batch; seq_* modes average over sequences",
-                    sdk::loss_aggregation_names());
-  schema.add_float("norm_constant", 0.0,
-                   "C of seq_mean_token_sum_norm (each sequence's token sum is divided by C); 0: data.max_length",
-                   0.0);
-  schema.add_bool("assistant_only_loss", true,
-                  "chat ({\"messages\"}) data: train only on assistant turns, their end-of-turn token included; "
-                  "false trains on every token of the conversation");
+namespace ptrain::sft {
+namespace {
+
+const sdk::ConfigBinder<SftConfig>& binder() {
+  static const auto binder =
+      sdk::ConfigBinder<SftConfig>()
+          .choice("loss_agg", &SftConfig::loss_agg, sdk::loss_aggregation_choices(), sdk::LossAggregation::kTokenMean,
+                  "how token losses become the step loss (DESIGN.md §2): token_mean averages over all trainable "
+                  "tokens of the global batch; seq_* modes average over sequences")
+          .key("norm_constant", &SftConfig::norm_constant, 0.0,
+               "C of seq_mean_token_sum_norm (each sequence's token sum is divided by C); 0: data.max_length",
+               sdk::at_least(0.0))
+          .key("assistant_only_loss", &SftConfig::assistant_only_loss, true,
+               "chat ({\"messages\"}) data: train only on assistant turns, their end-of-turn token included; false "
+               "trains on every token of the conversation");
+  return binder;
 }
 
+}  // namespace
+
+void declare_sft_config(sdk::ConfigSchema& schema) { binder().declare(schema); }
+
 SftConfig read_sft_config(const sdk::ConfigValues& values, int64_t max_length) {
-  SftConfig config;
-  config.aggregation.mode = sdk::parse_loss_aggregation(values.get_string("loss_agg"));
-  const double norm_constant = values.get_float("norm_constant");
-  config.aggregation.norm_constant = norm_constant > 0.0 ? norm_constant : static_cast<double>(max_length);
-  // Values validated against the schema always hold it; hand-built ones (tests) may not.
-  config.assistant_only_loss = !values.has("assistant_only_loss") || values.get_bool("assistant_only_loss");
+  SftConfig config = binder().read(values);
+  config.aggregation.mode = config.loss_agg;
+  config.aggregation.norm_constant = config.norm_constant > 0.0 ? config.norm_constant : static_cast<double>(max_length);
   return config;
 }
 

@@ -6,9 +6,13 @@
 
 namespace ptrain::sft {
 
+// The defaults live with the keys (sft_config.cpp); the zeros below are only
+// the state of a config nothing was read into.
 struct SftConfig {
-  sdk::AggregationSpec aggregation;  // loss_agg, and norm_constant for seq_mean_token_sum_norm
-  bool assistant_only_loss = true;   // chat data: train on assistant turns only (content + end of turn)
+  sdk::LossAggregation loss_agg = sdk::LossAggregation::kTokenMean;
+  double norm_constant = 0.0;        // C of seq_mean_token_sum_norm; 0: data.max_length
+  bool assistant_only_loss = false;  // chat data: train on assistant turns only (content + end of turn)
+  sdk::AggregationSpec aggregation;  // loss_agg with its resolved norm constant
 };
 
 void declare_sft_config(sdk::ConfigSchema& schema);

@@ -77,9 +77,22 @@ at::Tensor aggregate(const at::Tensor& token_loss, const at::Tensor& loss_mask, 
 
 }  // namespace
 
+const std::vector<std::pair<std::string, LossAggregation>>& loss_aggregation_choices() {
+  static const std::vector<std::pair<std::string, LossAggregation>> choices{
+      {"token_mean", LossAggregation::kTokenMean},
+      {"seq_mean_token_mean", LossAggregation::kSeqMeanTokenMean},
+      {"seq_mean_token_sum", LossAggregation::kSeqMeanTokenSum},
+      {"seq_mean_token_sum_norm", LossAggregation::kSeqMeanTokenSumNorm},
+      {"sum", LossAggregation::kSum}};
+  return choices;
+}
+
 const std::vector<std::string>& loss_aggregation_names() {
-  static const std::vector<std::string> names{"token_mean", "seq_mean_token_mean", "seq_mean_token_sum",
-                                              "seq_mean_token_sum_norm", "sum"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> listed;
+    for (const auto& [name, mode] : loss_aggregation_choices()) listed.push_back(name);
+    return listed;
+  }();
   return names;
 }
 

@@ -113,12 +113,12 @@ std::string format_config_value(const ConfigValue& value) {
 
 // ---- ConfigSchema ----
 
-ConfigKey& ConfigSchema::add(ConfigKey key) {
+ConfigSchema& ConfigSchema::add_key(ConfigKey key) {
   // Two keys with one name would make the second unreachable; that is a bug
   // in whoever builds the schema, so say which key.
   if (find(key.name) != nullptr) throw ConfigError("config schema declares key '" + key.name + "' twice");
   keys_.push_back(std::move(key));
-  return keys_.back();
+  return *this;
 }
 
 ConfigSchema& ConfigSchema::add_bool(const std::string& name, bool default_value, const std::string& doc) {
@@ -127,8 +127,7 @@ ConfigSchema& ConfigSchema::add_bool(const std::string& name, bool default_value
   key.type = ValueType::kBool;
   key.default_value = default_value;
   key.doc = doc;
-  add(std::move(key));
-  return *this;
+  return add_key(std::move(key));
 }
 
 ConfigSchema& ConfigSchema::add_int(const std::string& name, std::optional<int64_t> default_value,
@@ -140,8 +139,7 @@ ConfigSchema& ConfigSchema::add_int(const std::string& name, std::optional<int64
   key.doc = doc;
   if (min) key.min = static_cast<double>(*min);
   if (max) key.max = static_cast<double>(*max);
-  add(std::move(key));
-  return *this;
+  return add_key(std::move(key));
 }
 
 ConfigSchema& ConfigSchema::add_float(const std::string& name, std::optional<double> default_value,
@@ -153,8 +151,7 @@ ConfigSchema& ConfigSchema::add_float(const std::string& name, std::optional<dou
   key.doc = doc;
   key.min = min;
   key.max = max;
-  add(std::move(key));
-  return *this;
+  return add_key(std::move(key));
 }
 
 ConfigSchema& ConfigSchema::add_string(const std::string& name, std::optional<std::string> default_value,
@@ -165,8 +162,7 @@ ConfigSchema& ConfigSchema::add_string(const std::string& name, std::optional<st
   if (default_value) key.default_value = std::move(*default_value);
   key.doc = doc;
   key.choices = std::move(choices);
-  add(std::move(key));
-  return *this;
+  return add_key(std::move(key));
 }
 
 ConfigSchema& ConfigSchema::add_string_list(const std::string& name,

@@ -33,10 +33,10 @@ struct SftSetup {
   sft::SftModule module;
 
   explicit SftSetup(const std::string& on_error) {
-    config.tokenizer.kind = "bytes";
-    config.tokenizer.chat_template = "plain";
+    config.tokenizer.kind = config::TokenizerKind::kBytes;
+    config.tokenizer.chat_template = config::ChatTemplateChoice::kPlain;
     config.data.max_length = 64;
-    config.data.on_error = on_error;
+    config.data.on_error = on_error == "skip" ? config::OnBadExample::kSkip : config::OnBadExample::kFail;
     tokenizer = train::make_tokenizer(config.tokenizer);
     sdk::ConfigSchema schema;
     sft::declare_sft_config(schema);

@@ -3,7 +3,7 @@
 #include "catch.h"
 
 #include "core/config/config_loader.h"
-#include "core/config/core_schema.h"
+#include "core/config/core_sections.h"
 #include "ptrain/sdk/config_schema.h"
 #include "ptrain/sdk/errors.h"
 #include "support/test_util.h"
@@ -172,17 +172,17 @@ TEST_CASE("config: defaults fill every key the user did not write", "[config]") 
   CHECK(config.model.rms_norm_eps == 1e-6);
   CHECK(config.model.tie_word_embeddings);
   CHECK_FALSE(config.model.attention_bias);
-  CHECK(config.tokenizer.kind == "bytes");
+  CHECK(config.tokenizer.kind == ptrain::config::TokenizerKind::kBytes);
   CHECK(config.data.train == "train.jsonl");
   CHECK(config.data.max_length == 512);
   CHECK(config.batch.global_size == 8);
   CHECK(config.batch.micro_size == 8);  // no accumulation
   CHECK(config.batch.micro_tokens == 0);
-  CHECK(config.optim.name == "adamw");
+  CHECK(config.optim.name == ptrain::config::OptimizerKind::kAdamW);
   CHECK(config.optim.lr == 1e-4);
   CHECK(config.optim.beta2 == 0.999);
   CHECK(config.optim.clip_grad_norm == 1.0);
-  CHECK(config.schedule.name == "cosine");
+  CHECK(config.schedule.name == ptrain::config::ScheduleKind::kCosine);
   CHECK(config.train.max_steps == 10);
   CHECK(config.train.log_every == 1);
   CHECK(config.checkpoint.keep_last == 2);
@@ -248,7 +248,7 @@ TEST_CASE("config: model.init round-trips without size keys", "[config]") {
                                                           "[tokenizer]\npath = \"models/tiny/tokenizer.json\"\n"));
   CHECK(first.model.init == "models/tiny");
   CHECK(first.model.hidden_size == 0);  // sizes come from config.json, not defaults
-  CHECK(first.tokenizer.kind == "hf");  // inferred from path
+  CHECK(first.tokenizer.kind == ptrain::config::TokenizerKind::kHf);  // inferred from path
   const std::string text = ptrain::config::to_toml(first, module_schema());
   CHECK(text.find("hidden_size") == std::string::npos);
   require_same(first, resolve(dir.write("y.toml", text)));
@@ -363,7 +363,7 @@ TEST_CASE("config: --set overrides existing and new keys with TOML type inferenc
   CHECK(config.model.attention_bias);
   CHECK(config.data.train == "other/file.jsonl");  // not a TOML value: taken as a string
   CHECK(config.seed == 7);
-  CHECK(config.optim.name == "sgd");
+  CHECK(config.optim.name == ptrain::config::OptimizerKind::kSgd);
   CHECK(config.output_dir == "2024");  // a string key keeps the text as written
   CHECK(config.module.get_float("beta") == 1.0);
   CHECK(config.module.where("beta") == "--set module.beta=1: key 'module.beta'");
@@ -463,9 +463,9 @@ TEST_CASE("config: TOML syntax errors and unreadable files name the file", "[con
 }
 
 TEST_CASE("config: every core key has a doc and a sane default", "[config]") {
-  for (const auto& [section, schema] : ptrain::config::core_sections()) {
-    for (const auto& key : schema.keys()) {
-      INFO(section << "." << key.name);
+  for (const ptrain::config::CoreSection& section : ptrain::config::core_sections()) {
+    for (const auto& key : section.schema.keys()) {
+      INFO(section.name << "." << key.name);
       CHECK_FALSE(key.doc.empty());
       if (key.default_value && key.min) {
         const double value = key.type == ptrain::sdk::ValueType::kInt

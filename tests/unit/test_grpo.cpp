@@ -61,7 +61,7 @@ TEST_CASE("group advantages follow each scale_rewards option, a zero-variance gr
 }
 
 TEST_CASE("the GRPO token loss: clipping, dual-clip and the KL estimators on hand-made values", "[grpo]") {
-  grpo::GrpoConfig config;
+  grpo::GrpoConfig config = grpo::default_grpo_config();
   config.epsilon_low = 0.2;
   config.epsilon_high = 0.28;
   grpo::TokenLossInputs inputs;
@@ -226,7 +226,7 @@ TEST_CASE("num_iterations = 2: the second update reuses the rollouts and their s
 }
 
 TEST_CASE("the built-in rewards score what their definitions say", "[grpo]") {
-  grpo::GrpoConfig config;
+  grpo::GrpoConfig config = grpo::default_grpo_config();
   config.max_completion_length = 8;
   config.overlong_cache = 4;
   config.format_pattern = "^-?[0-9]+$";

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ptrain::sdk {
@@ -29,6 +30,8 @@ struct AggregationSpec {
   double norm_constant = 1.0;  // C of seq_mean_token_sum_norm
 };
 
+// Each mode's config spelling (sdk::Choices<LossAggregation>, config_binder.h).
+const std::vector<std::pair<std::string, LossAggregation>>& loss_aggregation_choices();
 const std::vector<std::string>& loss_aggregation_names();
 LossAggregation parse_loss_aggregation(const std::string& name);  // throws ConfigError
 const char* loss_aggregation_name(LossAggregation mode);

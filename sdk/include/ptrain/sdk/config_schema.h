@@ -30,13 +30,19 @@ struct ConfigKey {
   std::optional<ConfigValue> default_value;  // nullopt: the key may stay unset (see `required`)
   bool required = false;                     // unset is an error
   std::string doc;                           // one line, shown by `ptrain validate --schema` and docs
-  std::optional<double> min;                 // inclusive bounds for kInt and kFloat (each element of kFloatList)
+  std::optional<double> min;                 // bounds for kInt and kFloat (each element of kFloatList)
+  bool min_exclusive = false;                // min itself is not allowed (e.g. lr > 0)
   std::optional<double> max;
+  bool max_exclusive = false;
   std::vector<std::string> choices;  // allowed values for kString (each element of kStringList; empty: any)
 };
 
+// The keys of a section. Plugins declare theirs through sdk::ConfigBinder
+// (ptrain/sdk/util/config_binder.h), which also reads them into a struct.
 class ConfigSchema {
  public:
+  // Throws ConfigError if a key of that name was added before.
+  ConfigSchema& add_key(ConfigKey key);
   ConfigSchema& add_bool(const std::string& name, bool default_value, const std::string& doc);
   ConfigSchema& add_int(const std::string& name, std::optional<int64_t> default_value, const std::string& doc,
                         std::optional<int64_t> min = std::nullopt, std::optional<int64_t> max = std::nullopt);
@@ -56,7 +62,6 @@ class ConfigSchema {
   const ConfigKey* find(const std::string& name) const;
 
  private:
-  ConfigKey& add(ConfigKey key);
   std::vector<ConfigKey> keys_;
 };
 

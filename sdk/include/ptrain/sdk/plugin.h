@@ -21,7 +21,7 @@ namespace ptrain::sdk {
 // Raise whenever a header under ptrain/sdk changes a class layout, a virtual
 // function or an inline function (and PTRAIN_SDK_VERSION_MAJOR with it, version.h).
 // CMake reads this line (cmake/ptrain_sdk_version.cmake); keep its shape.
-inline constexpr uint32_t kAbiVersion = 5;  // 2: Tokenizer gained encode_pieces, token_id, fingerprint, chat_template;
+inline constexpr uint32_t kAbiVersion = 6;  // 2: Tokenizer gained encode_pieces, token_id, fingerprint, chat_template;
                                             // 3: Context gained start_progress, TrainModule end_step,
                                             //    LanguageModel named_parameters and target_log_probs_and_entropy,
                                             //    TargetLogProbs::entropy, Context::rollout_engine, ConfigValue lists;

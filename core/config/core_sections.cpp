@@ -1,0 +1,261 @@
+#include "core/config/core_sections.h"
+
+#include "ptrain/sdk/util/config_binder.h"
+
+#include <algorithm>
+
+namespace ptrain::config {
+namespace {
+
+using sdk::above;
+using sdk::at_least;
+using sdk::between;
+using sdk::ConfigBinder;
+
+// The type-erased section of `binder`, bound to the member `section` of RunConfig.
+template <class Section>
+CoreSection bind_section(std::string name, Section RunConfig::*section, ConfigBinder<Section> binder) {
+  sdk::ConfigSchema schema = binder.schema();
+  return CoreSection{std::move(name), std::move(schema),
+                     [binder, section](const sdk::ConfigValues& values, RunConfig& config) {
+                       binder.read_into(values, config.*section);
+                     },
+                     [binder, section](const RunConfig& config) { return binder.write(config.*section); }};
+}
+
+CoreSection top_level() {
+  // No fixed output_dir default: two plugins sharing "runs/run" would
+  // overwrite each other's runs. The loader derives "runs/<plugin>".
+  const auto binder =
+      ConfigBinder<RunConfig>()
+          .key("plugin", &RunConfig::plugin, sdk::required,
+               "training algorithm: a plugin name (sft, dpo, grpo) or a path to its .so")
+          .key("seed", &RunConfig::seed, 0, "seed for initialisation, data order and sampling", at_least(0))
+          .key("output_dir", &RunConfig::output_dir, sdk::unset,
+               "run directory (config.toml, metrics.jsonl, checkpoints/, final/); default runs/<plugin>");
+  return CoreSection{"", binder.schema(),
+                     [binder](const sdk::ConfigValues& values, RunConfig& config) { binder.read_into(values, config); },
+                     [binder](const RunConfig& config) { return binder.write(config); }};
+}
+
+CoreSection model_section() {
+  auto binder =
+      ConfigBinder<ModelSection>()
+          .key("init", &ModelSection::init, sdk::unset,
+               "Hugging Face model directory (config.json + model.safetensors) to start from; excludes the size "
+               "keys below")
+          .key("vocab_size", &ModelSection::vocab_size, 384,
+               "vocabulary size of a model built from scratch (>= 259 with the bytes tokenizer)", at_least(1))
+          .key("hidden_size", &ModelSection::hidden_size, 256, "width of the residual stream; divisible by num_heads",
+               at_least(1))
+          .key("intermediate_size", &ModelSection::intermediate_size, 688, "width of the SwiGLU MLP", at_least(1))
+          .key("num_layers", &ModelSection::num_layers, 4, "number of decoder layers", at_least(1))
+          .key("num_heads", &ModelSection::num_heads, 4,
+               "attention (query) heads; hidden_size / num_heads must be even for rotary", at_least(1))
+          .key("num_kv_heads", &ModelSection::num_kv_heads, 2,
+               "key/value heads (grouped-query attention); divides num_heads", at_least(1))
+          .key("max_position_embeddings", &ModelSection::max_position_embeddings, 512,
+               "longest sequence the model is built for; >= data.max_length", at_least(1))
+          .key("rope_theta", &ModelSection::rope_theta, 10000.0, "rotary embedding base", above(0.0))
+          .key("rms_norm_eps", &ModelSection::rms_norm_eps, 1e-6, "epsilon inside RMSNorm", above(0.0))
+          .key("tie_word_embeddings", &ModelSection::tie_word_embeddings, true,
+               "lm_head shares the input embedding matrix")
+          .key("attention_bias", &ModelSection::attention_bias, false, "q/k/v projections carry a bias (Qwen2 style)")
+          .key("activation_checkpointing", &ModelSection::activation_checkpointing, false,
+               "keep only each decoder layer's input in the forward and recompute the layer in backward: less "
+               "memory for one more forward of compute, same gradients");
+  CoreSection section = bind_section("model", &RunConfig::model, std::move(binder));
+  // With init, the sizes describe no model: they are neither read nor written.
+  section.write = [write = section.write](const RunConfig& config) {
+    KeyValues values = write(config);
+    if (config.model.init.empty()) return values;
+    const auto& sizes = model_size_keys();
+    values.erase(std::remove_if(values.begin(), values.end(),
+                                [&](const auto& entry) {
+                                  return std::find(sizes.begin(), sizes.end(), entry.first) != sizes.end();
+                                }),
+                 values.end());
+    return values;
+  };
+  return section;
+}
+
+CoreSection tokenizer_section() {
+  const sdk::Choices<TokenizerKind> kinds{{"bytes", TokenizerKind::kBytes}, {"hf", TokenizerKind::kHf}};
+  const sdk::Choices<ChatTemplateChoice> templates{{"auto", ChatTemplateChoice::kAuto},
+                                                   {"chatml", ChatTemplateChoice::kChatml},
+                                                   {"llama3", ChatTemplateChoice::kLlama3},
+                                                   {"plain", ChatTemplateChoice::kPlain},
+                                                   {"custom", ChatTemplateChoice::kCustom}};
+  using T = TokenizerSection;
+  auto binder =
+      ConfigBinder<T>()
+          .choice("kind", &T::kind, kinds, sdk::unset,
+                  "\"bytes\" (built-in byte tokenizer) or \"hf\" (tokenizer.json); default: \"hf\" if path is set, "
+                  "else \"bytes\"")
+          .key("path", &T::path, sdk::unset,
+               "Hugging Face tokenizer.json (kind = \"hf\" only); tokenizer_config.json beside it gives bos/eos/pad "
+               "and the chat template family")
+          .choice("chat_template", &T::chat_template, templates, ChatTemplateChoice::kAuto,
+                  "template for {\"messages\": [...]} data: \"auto\" (from tokenizer_config.json; \"plain\" for "
+                  "bytes), \"chatml\", \"llama3\", \"plain\", or \"custom\" (the chat_* keys)")
+          .key("chat_begin", &T::chat_begin, sdk::unset, "custom template: text before the first message, e.g. \"{bos}\"")
+          .key("chat_system_prefix", &T::chat_system_prefix, sdk::unset, "custom template: text before a system message")
+          .key("chat_system_suffix", &T::chat_system_suffix, sdk::unset, "custom template: text after a system message")
+          .key("chat_user_prefix", &T::chat_user_prefix, sdk::unset,
+               "custom template: text before a user message (required)")
+          .key("chat_user_suffix", &T::chat_user_suffix, sdk::unset, "custom template: text after a user message")
+          .key("chat_assistant_prefix", &T::chat_assistant_prefix, sdk::unset,
+               "custom template: text before an assistant message, also the generation prompt (required)")
+          .key("chat_assistant_suffix", &T::chat_assistant_suffix, sdk::unset,
+               "custom template: end of an assistant turn, trained on, e.g. \"<|im_end|>\" or \"{eos}\" (required)")
+          .key("chat_turn_separator", &T::chat_turn_separator, sdk::unset,
+               "custom template: text after every turn, never trained on")
+          .key("chat_trim_content", &T::chat_trim_content, false,
+               "custom template: strip whitespace around each message's content");
+  return bind_section("tokenizer", &RunConfig::tokenizer, std::move(binder));
+}
+
+CoreSection data_section() {
+  const sdk::Choices<OnBadExample> on_error{{"fail", OnBadExample::kFail}, {"skip", OnBadExample::kSkip}};
+  auto binder =
+      ConfigBinder<DataSection>()
+          .key("train", &DataSection::train, sdk::required,
+               "training set, JSONL, one example a line (relative to the working directory)")
+          .key("max_length", &DataSection::max_length, 512,
+               "tokens per sequence, bos/eos included; longer examples are truncated", at_least(2))
+          .choice("on_error", &DataSection::on_error, on_error, OnBadExample::kFail,
+                  "a bad example (unreadable line, missing or mistyped field): \"fail\" names its file:line and "
+                  "stops; \"skip\" leaves it out and reports the count");
+  return bind_section("data", &RunConfig::data, std::move(binder));
+}
+
+CoreSection batch_section() {
+  auto binder =
+      ConfigBinder<BatchSection>()
+          .key("global_size", &BatchSection::global_size, sdk::required,
+               "examples (prompts for GRPO) per optimizer update, over all ranks", at_least(1))
+          .key("micro_size", &BatchSection::micro_size, sdk::unset,
+               "examples per microbatch (gradient accumulation); default: global_size (no accumulation); excludes "
+               "micro_tokens",
+               at_least(1))
+          .key("micro_tokens", &BatchSection::micro_tokens, sdk::unset,
+               "padded-token budget per microbatch, instead of micro_size; >= data.max_length", at_least(1))
+          .key("group_by_length", &BatchSection::group_by_length, true,
+               "put examples of similar length in the same microbatch (less padding); the step's gradient is the "
+               "same either way")
+          .key("packing", &BatchSection::packing, false,
+               "pack several examples into each row of up to data.max_length tokens (best-fit-decreasing, "
+               "attention and positions kept per example); needs micro_tokens and a plugin that packs (sft, dpo)");
+  return bind_section("batch", &RunConfig::batch, std::move(binder));
+}
+
+CoreSection optim_section() {
+  const sdk::Choices<OptimizerKind> optimizers{{"adamw", OptimizerKind::kAdamW}, {"sgd", OptimizerKind::kSgd}};
+  using O = OptimSection;
+  auto binder =
+      ConfigBinder<O>()
+          .choice("name", &O::name, optimizers, OptimizerKind::kAdamW, "optimizer")
+          .key("lr", &O::lr, 1e-4, "peak learning rate", above(0.0))
+          .key("weight_decay", &O::weight_decay, 0.0, "decoupled weight decay (AdamW) or L2 penalty (SGD)",
+               at_least(0.0))
+          .key("beta1", &O::beta1, 0.9, "AdamW first-moment decay", at_least(0.0).below(1.0))
+          .key("beta2", &O::beta2, 0.999, "AdamW second-moment decay", at_least(0.0).below(1.0))
+          .key("eps", &O::eps, 1e-8, "AdamW denominator epsilon", above(0.0))
+          .key("momentum", &O::momentum, 0.0, "SGD momentum", at_least(0.0).below(1.0))
+          .key("clip_grad_norm", &O::clip_grad_norm, 1.0,
+               "clip the global gradient L2 norm to this; 0 turns clipping off", at_least(0.0))
+          .key("decay_norms_and_biases", &O::decay_norms_and_biases, false,
+               "apply weight_decay to norm weights and biases too (transformers excludes them)");
+  return bind_section("optim", &RunConfig::optim, std::move(binder));
+}
+
+CoreSection schedule_section() {
+  const sdk::Choices<ScheduleKind> schedules{
+      {"constant", ScheduleKind::kConstant}, {"linear", ScheduleKind::kLinear}, {"cosine", ScheduleKind::kCosine}};
+  using S = ScheduleSection;
+  auto binder = ConfigBinder<S>()
+                    .choice("name", &S::name, schedules, ScheduleKind::kCosine, "learning-rate schedule after warmup")
+                    .key("warmup_steps", &S::warmup_steps, 0,
+                         "steps of linear warmup from 0 to optim.lr; <= train.max_steps", at_least(0))
+                    .key("min_lr_ratio", &S::min_lr_ratio, 0.0,
+                         "floor of the linear/cosine decay as a fraction of optim.lr", between(0.0, 1.0));
+  return bind_section("schedule", &RunConfig::schedule, std::move(binder));
+}
+
+CoreSection train_section() {
+  using T = TrainSection;
+  auto binder =
+      ConfigBinder<T>()
+          .key("max_steps", &T::max_steps, sdk::required, "optimizer updates to run", at_least(1))
+          .key("log_every", &T::log_every, 1, "log metrics every N updates; <= max_steps", at_least(1))
+          .key("max_consecutive_skips", &T::max_consecutive_skips, 5,
+               "abort after this many consecutive updates skipped for a non-finite loss or gradient norm",
+               at_least(1))
+          .key("loss_spike_factor", &T::loss_spike_factor, 5.0,
+               "warn and count a loss_spike when the loss reaches this factor times the largest earlier loss; 0 "
+               "turns it off",
+               at_least(0.0));
+  return bind_section("train", &RunConfig::train, std::move(binder));
+}
+
+CoreSection logging_section() {
+  auto binder = ConfigBinder<LoggingSection>().key(
+      "tensorboard", &LoggingSection::tensorboard, false,
+      "also write TensorBoard event files (every metric as a scalar, the resolved config as text) in output_dir "
+      "(events.out.tfevents.*; point tensorboard --logdir at it or its parent)");
+  return bind_section("logging", &RunConfig::logging, std::move(binder));
+}
+
+CoreSection checkpoint_section() {
+  auto binder = ConfigBinder<CheckpointSection>()
+                    .key("every_steps", &CheckpointSection::every_steps, 0,
+                         "save a checkpoint every N updates; 0: only the final model", at_least(0))
+                    .key("keep_last", &CheckpointSection::keep_last, 2,
+                         "checkpoints kept on disk; older ones are deleted", at_least(1));
+  return bind_section("checkpoint", &RunConfig::checkpoint, std::move(binder));
+}
+
+CoreSection distributed_section() {
+  auto binder = ConfigBinder<DistributedSection>()
+                    .key("timeout_s", &DistributedSection::timeout_s, 300,
+                         "seconds a collective may wait before the run fails", at_least(1))
+                    .key("bucket_mb", &DistributedSection::bucket_mb, 25,
+                         "gradient all-reduce bucket size in MiB (buckets start during the last backward)",
+                         at_least(1));
+  return bind_section("distributed", &RunConfig::distributed, std::move(binder));
+}
+
+CoreSection runtime_section() {
+  auto binder = ConfigBinder<RuntimeSection>().key(
+      "threads", &RuntimeSection::threads, 0, "intra-op CPU threads per process; 0: the process's share of the cores",
+      at_least(0));
+  return bind_section("runtime", &RunConfig::runtime, std::move(binder));
+}
+
+}  // namespace
+
+const std::vector<CoreSection>& core_sections() {
+  static const std::vector<CoreSection> sections{
+      top_level(),       model_section(), tokenizer_section(),  data_section(),        batch_section(),
+      optim_section(),   schedule_section(), train_section(),   logging_section(),     checkpoint_section(),
+      distributed_section(), runtime_section()};
+  return sections;
+}
+
+const sdk::ConfigSchema* find_core_section(const std::string& name) {
+  for (const CoreSection& section : core_sections()) {
+    if (section.name == name) return &section.schema;
+  }
+  return nullptr;
+}
+
+const std::vector<std::string>& model_size_keys() {
+  static const std::vector<std::string> keys = {"vocab_size",   "hidden_size",         "intermediate_size",
+                                                "num_layers",   "num_heads",           "num_kv_heads",
+                                                "max_position_embeddings", "rope_theta", "rms_norm_eps",
+                                                "tie_word_embeddings", "attention_bias"};
+  return keys;
+}
+
+}  // namespace ptrain::config
