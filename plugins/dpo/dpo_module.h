@@ -10,11 +10,19 @@
 // The `sft` loss is an extra term with its own units (train_module.h):
 //   n_sft = Σ_i |y_c,i|,  S_sft = λ_sft · Σ_i Σ_t −log π(y_c,i,t | …)
 // i.e. λ_sft times the NLL per chosen token of the whole global batch.
+//
+// The module composes its parts: microbatches are cut and collated by
+// dpo_microbatches.h, scored by dpo_scoring.h, their reference log-probs come
+// from dpo_reference.h and bco_pair's δ from dpo_bco.h.
 #pragma once
 
+#include "dpo_bco.h"
 #include "dpo_config.h"
 #include "dpo_data.h"
 #include "dpo_loss.h"
+#include "dpo_microbatches.h"
+#include "dpo_reference.h"
+#include "dpo_scoring.h"
 
 #include "ptrain/sdk/chat.h"
 #include "ptrain/sdk/train_module.h"
@@ -22,23 +30,9 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
+#include <vector>
 
 namespace ptrain::dpo {
-
-struct DpoMicrobatch final : sdk::Microbatch {
-  PairBatch pairs;
-  at::Tensor reference_parts;  // [B, 4] float64 (ReferenceColumn order); undefined without a reference
-  int64_t truncated_pairs = 0;
-};
-
-// Sequence log-prob parts of both sides of a microbatch's pairs, from one or
-// two forwards of `model` (with gradients unless the caller disables them).
-struct ScoredPairs {
-  SequenceLogProbParts chosen;    // [B] each
-  SequenceLogProbParts rejected;  // [B] each
-};
-ScoredPairs score_pairs(sdk::LanguageModel& model, const PairBatch& batch);
 
 class DpoModule final : public sdk::TrainModule {
  public:
@@ -66,31 +60,18 @@ class DpoModule final : public sdk::TrainModule {
   // The cache file precompute_reference reads and writes in this run.
   std::string reference_cache_path(const sdk::Context& ctx) const;
   // Whether a live reference model is held (false after precomputing).
-  bool holds_reference_model() const { return reference_ != nullptr; }
+  bool holds_reference_model() const { return reference_.holds_model(); }
 
  private:
   // One example as this run trains on it: strings or chat messages.
   TokenizedPair tokenize(const sdk::Tokenizer& tokenizer, int64_t max_length, const sdk::Example& example) const;
-  void precompute_reference(sdk::Context& ctx, const std::vector<sdk::Example>& examples,
-                            const std::vector<TokenizedPair>& pairs);
-  void sync_reference_if_due(sdk::Context& ctx);
 
   DpoConfig config_;
   std::optional<sdk::ChatTemplate> chat_template_;  // the tokenizer's, copied at setup
   std::vector<TokenizedPair> dataset_;              // by Example::index, filled by prepare_dataset()
   LossType reward_form_ = LossType::kSigmoid;       // the log-prob form (sum or mean) rewards are reported in
-  std::unique_ptr<sdk::LanguageModel> reference_;   // live reference; null when unused or precomputed
-  bool reference_precomputed_ = false;
-  at::Tensor cached_reference_;                         // [N, 4] float64 when precomputed
-  std::unordered_map<int64_t, int64_t> cached_row_of_;  // Example::index → row of cached_reference_
-  int64_t last_synced_step_ = -1;
-  // bco_pair's δ: the mean reward (chosen and rejected) of all earlier steps,
-  // held fixed within a step so that the step's loss is a sum over pairs.
-  double bco_delta_ = 0.0;
-  at::Tensor bco_reward_sum_;    // this rank, this step (undefined: 0); read in end_step
-  double bco_reward_count_ = 0.0;
-  double bco_global_sum_ = 0.0;  // all ranks, all finished steps
-  double bco_global_count_ = 0.0;
+  ReferenceLogProbs reference_;
+  BcoRunningMean bco_;
 };
 
 }  // namespace ptrain::dpo

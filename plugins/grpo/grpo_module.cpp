@@ -3,6 +3,7 @@
 #include "grpo_advantages.h"
 #include "grpo_loss.h"
 #include "grpo_rewards.h"
+#include "grpo_rollouts.h"
 
 #include "ptrain/sdk/chat.h"
 #include "ptrain/sdk/errors.h"
@@ -12,7 +13,7 @@
 #include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
 
 #include <algorithm>
-#include <cmath>
+#include <cstddef>
 #include <sstream>
 
 namespace ptrain::grpo {
@@ -50,6 +51,40 @@ void add_token_mean(sdk::MetricList& metrics, const std::string& name, const at:
   const at::Tensor tokens = mask.sum().to(at::kDouble);
   const at::Tensor sum = (per_token.detach().to(at::kDouble) * mask).sum();
   metrics.add(name, sum / tokens.clamp_min(1.0), tokens);
+}
+
+// A float64 tensor's values in row-major order, read to the host at once.
+std::vector<double> host_values(const at::Tensor& tensor) {
+  const at::Tensor host = tensor.to(at::kCPU, at::kDouble).contiguous();
+  return {host.data_ptr<double>(), host.data_ptr<double>() + host.numel()};
+}
+
+// Each rollout with its advantage and rewards, read from the [P, G] and
+// [P, G, F] tensors; in rollout order (completion k of prompt p at p·G + k).
+std::vector<ScoredCompletion> scored_completions(const RolloutGroups& groups, const at::Tensor& rewards,
+                                                 const Advantages& scored, const GrpoConfig& config) {
+  const auto num_functions = static_cast<size_t>(rewards.size(2));
+  const std::vector<double> advantage = host_values(scored.advantage);
+  const std::vector<double> reward = host_values(scored.reward);
+  const std::vector<double> function_reward = host_values(rewards);
+  const std::vector<double> group_stds = host_values(scored.group_std);
+  std::vector<ScoredCompletion> completions;
+  for (size_t i = 0; i < groups.rollouts.size(); ++i) {
+    ScoredCompletion completion;
+    completion.prompt_ids = groups.requests[i].prompt_ids;
+    completion.completion_ids = groups.rollouts[i].completion_ids;
+    completion.truncated = groups.rollouts[i].truncated();
+    completion.advantage = advantage[i];
+    completion.reward = reward[i];
+    completion.function_rewards.assign(function_reward.begin() + static_cast<std::ptrdiff_t>(i * num_functions),
+                                       function_reward.begin() + static_cast<std::ptrdiff_t>((i + 1) * num_functions));
+    completion.group_std = group_stds[i / static_cast<size_t>(groups.num_generations)];
+    completion.trained = !completion.completion_ids.empty() &&
+                         !(config.mask_truncated_completions && completion.truncated) &&
+                         !(config.filter_zero_std_groups && is_zero_std(completion.group_std));
+    completions.push_back(std::move(completion));
+  }
+  return completions;
 }
 
 }  // namespace
@@ -105,143 +140,17 @@ void GrpoModule::check_example(const sdk::Example& example) const {
   }
 }
 
-std::vector<int64_t> GrpoModule::prompt_ids(const sdk::Context& ctx, const sdk::Example& example,
-                                            std::string& text) const {
-  const sdk::Tokenizer& tokenizer = ctx.tokenizer();
-  std::vector<int64_t> ids;
-  if (sdk::has_field(example, "messages")) {
-    const sdk::ChatTemplate* chat = tokenizer.chat_template();
-    if (chat == nullptr) {
-      throw sdk::DataError(example.location + ": field 'messages': the run's tokenizer has no chat template");
-    }
-    const std::vector<sdk::ChatSegment> segments = chat->render(sdk::read_messages(example), true, example.location);
-    ids = sdk::tokenize_chat(tokenizer, segments).ids;
-    text = sdk::segments_to_text(segments, "", "");
-  } else {
-    text = sdk::require_string(example, "prompt");
-    if (tokenizer.bos_id() >= 0) ids.push_back(tokenizer.bos_id());
-    const std::vector<int64_t> encoded = tokenizer.encode(text);
-    ids.insert(ids.end(), encoded.begin(), encoded.end());
-  }
-  if (ids.empty()) {
-    throw sdk::DataError(example.location + ": the prompt is empty and the tokenizer has no <bos>");
-  }
-  // A prompt keeps its end (as TRL's left truncation) and leaves room for one completion token.
-  const int64_t max_prompt = ctx.run_info().max_length - 1;
-  if (static_cast<int64_t>(ids.size()) > max_prompt) ids.erase(ids.begin(), ids.end() - max_prompt);
-  return ids;
-}
-
 void GrpoModule::generate_and_score(sdk::Context& ctx, const std::vector<const sdk::Example*>& examples) {
-  const int64_t g = config_.num_generations;
-  const auto num_functions = static_cast<int64_t>(reward_functions_.size());
-  const int64_t max_length = ctx.run_info().max_length;
-  sdk::SamplingParams sampling = config_.sampling;
-  sampling.seed = ctx.run_info().seed;
-  sampling.step = ctx.run_info().step;
-
-  std::vector<sdk::RolloutRequest> requests;
-  std::vector<std::string> prompt_texts;
-  for (const sdk::Example* example : examples) {
-    std::string text;
-    std::vector<int64_t> ids = prompt_ids(ctx, *example, text);
-    const int64_t room = std::min(config_.max_completion_length, max_length - static_cast<int64_t>(ids.size()));
-    for (int64_t k = 0; k < g; ++k) requests.push_back({ids, example->index, k, room});
-    prompt_texts.push_back(std::move(text));
-  }
-  const std::vector<sdk::Rollout> rollouts =
-      requests.empty() ? std::vector<sdk::Rollout>{}
-                       : ctx.rollout_engine().generate(requests, sampling, config_.generation_batch_size);
-
-  std::vector<sdk::RewardInput> inputs;
-  for (size_t i = 0; i < rollouts.size(); ++i) {
-    const size_t prompt = i / static_cast<size_t>(g);
-    inputs.push_back({examples[prompt], prompt_texts[prompt], ctx.tokenizer().decode(rollouts[i].completion_ids),
-                      static_cast<int64_t>(rollouts[i].completion_ids.size()), rollouts[i].truncated()});
-  }
-  const auto num_prompts = static_cast<int64_t>(examples.size());
-  at::Tensor rewards = at::zeros({num_prompts, g, num_functions}, at::kDouble);  // [P, G, F]
-  for (int64_t f = 0; f < num_functions; ++f) {
-    const std::vector<double> scores = inputs.empty() ? std::vector<double>{} : reward_functions_[f]->score(inputs);
-    if (scores.size() != inputs.size()) {
-      throw sdk::PluginError("grpo: reward function '" + config_.reward_funcs[f] + "' returned " +
-                             std::to_string(scores.size()) + " scores for " + std::to_string(inputs.size()) +
-                             " completions");
-    }
-    for (size_t i = 0; i < scores.size(); ++i) {
-      if (!std::isfinite(scores[i])) {
-        throw sdk::PluginError("grpo: reward function '" + config_.reward_funcs[f] + "' scored a completion of " +
-                               inputs[i].example->location + " " + std::to_string(scores[i]) +
-                               "; rewards must be finite");
-      }
-    }
-    if (!scores.empty()) rewards.select(2, f).copy_(at::tensor(scores, at::kDouble).view({num_prompts, g}));
-  }
-  const at::Tensor weights = at::tensor(config_.reward_weights, at::kDouble);
-  const at::Tensor total = (rewards * weights).sum(2);  // [P, G]
-
-  // normalize_then_sum (TRL's multi_objective_aggregation, GDPO): each
-  // function's rewards normalised within their group, whatever scale_rewards
-  // says, then weighted and summed. A group never leaves its rank, so this is
-  // local; only its normalisation over the global batch (below) needs the sums.
-  at::Tensor combined;  // [P, G]
-  if (config_.reward_aggregation == RewardAggregation::kNormalizeThenSum) {
-    combined = at::zeros({num_prompts, g}, at::kDouble);
-    for (int64_t f = 0; f < num_functions; ++f) {
-      combined += config_.reward_weights[f] * group_advantages(rewards.select(2, f), ScaleRewards::kGroup, 0.0);
-    }
-  }
-
-  // Global sums for batch-level statistics, in one collective on every rank:
-  // [n, Σ total, Σ total², Σ combined, Σ combined², then Σ r_f, Σ r_f² per function]
-  // for scale_rewards = batch, normalize_then_sum and rewards/<fn>/std.
-  at::Tensor sums = at::zeros({5 + 2 * num_functions}, at::kDouble);
-  sums[0] = static_cast<double>(num_prompts * g);
-  sums[1] = total.sum();
-  sums[2] = total.pow(2).sum();
-  if (combined.defined()) {
-    sums[3] = combined.sum();
-    sums[4] = combined.pow(2).sum();
-  }
-  for (int64_t f = 0; f < num_functions; ++f) {
-    sums[5 + 2 * f] = rewards.select(2, f).sum();
-    sums[6 + 2 * f] = rewards.select(2, f).pow(2).sum();
-  }
+  const RolloutGroups groups = generate_rollouts(ctx, config_, examples);
+  const at::Tensor rewards =
+      score_rollouts(ctx.tokenizer(), reward_functions_, config_.reward_funcs, examples, groups);  // [P, G, F]
+  const AdvantageSettings settings{config_.reward_weights, config_.reward_aggregation, config_.scale_rewards};
+  // The batch-level statistics, from one collective on every rank.
+  at::Tensor sums = pack_reward_sums(local_reward_sums(rewards, settings));
   ctx.all_reduce_sum(sums);
-  const auto s = [&](int64_t i) { return sums[i].item<double>(); };
-  function_batch_stds_.clear();
-  for (int64_t f = 0; f < num_functions; ++f) {
-    function_batch_stds_.push_back(std_from_sums(s(0), s(5 + 2 * f), s(6 + 2 * f)));
-  }
-
-  at::Tensor advantages;  // [P, G]
-  if (config_.reward_aggregation == RewardAggregation::kSumThenNormalize) {
-    advantages = group_advantages(total, config_.scale_rewards, std_from_sums(s(0), s(1), s(2)));
-  } else {
-    // (combined − its global-batch mean) / (its global-batch unbiased std + 1e-4), as TRL.
-    const double mean = s(0) > 0.0 ? s(3) / s(0) : 0.0;
-    advantages = (combined - mean) / (std_from_sums(s(0), s(3), s(4)) + kAdvantageEpsilon);
-  }
-  const at::Tensor stds = group_std(total);  // [P]
-
-  completions_.clear();
-  for (size_t i = 0; i < rollouts.size(); ++i) {
-    const auto prompt = static_cast<int64_t>(i / static_cast<size_t>(g));
-    const auto k = static_cast<int64_t>(i % static_cast<size_t>(g));
-    ScoredCompletion completion;
-    completion.prompt_ids = requests[i].prompt_ids;
-    completion.completion_ids = rollouts[i].completion_ids;
-    completion.truncated = rollouts[i].truncated();
-    completion.advantage = advantages[prompt][k].item<double>();
-    completion.reward = total[prompt][k].item<double>();
-    for (int64_t f = 0; f < num_functions; ++f)
-      completion.function_rewards.push_back(rewards[prompt][k][f].item<double>());
-    completion.group_std = stds[prompt].item<double>();
-    completion.trained = !completion.completion_ids.empty() &&
-                         !(config_.mask_truncated_completions && completion.truncated) &&
-                         !(config_.filter_zero_std_groups && is_zero_std(completion.group_std));
-    completions_.push_back(std::move(completion));
-  }
+  const RewardSums global = unpack_reward_sums(sums, rewards.size(2));
+  function_batch_stds_ = function_batch_stds(global);
+  completions_ = scored_completions(groups, rewards, compute_advantages(rewards, settings, global), config_);
 }
 
 void GrpoModule::score_without_gradients(sdk::Context& ctx, const std::vector<std::vector<int64_t>>& groups) {

@@ -88,7 +88,8 @@ class GrpoModule final : public sdk::TrainModule {
   const std::vector<ScoredCompletion>& completions() const { return completions_; }
 
  private:
-  std::vector<int64_t> prompt_ids(const sdk::Context& ctx, const sdk::Example& example, std::string& text) const;
+  // A generation step: rollouts and their rewards (grpo_rollouts.h), then
+  // advantages (grpo_advantages.h), into completions_.
   void generate_and_score(sdk::Context& ctx, const std::vector<const sdk::Example*>& examples);
   void score_without_gradients(sdk::Context& ctx, const std::vector<std::vector<int64_t>>& groups);
   void select_high_entropy_tokens(sdk::Context& ctx);

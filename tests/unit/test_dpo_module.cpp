@@ -1,7 +1,7 @@
-// The DPO module on a real tiny model: data checks and truncation,
-// concatenated vs separate forwards vs packed rows, the precomputed reference cache (same
-// gradients as a live reference; refused for another model or dataset),
-// TR-DPO syncs, and config errors.
+// The DPO module on a real tiny model: data checks and truncation, pair
+// microbatch planning, concatenated vs separate forwards vs packed rows, the
+// precomputed reference cache (same gradients as a live reference; refused
+// for another model or dataset), TR-DPO syncs, and config errors.
 #include "catch.h"
 
 #include "core/plugin/host_context.h"
@@ -14,7 +14,9 @@
 #include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
 
 #include <unistd.h>
+#include <algorithm>
 #include <filesystem>
+#include <numeric>
 
 namespace {
 
@@ -151,6 +153,63 @@ TEST_CASE("concatenated and separate forwards give the same loss, metrics and gr
       // decide which bits differ (1e-7 seen with AVX512-FP16 kernels).
       CHECK(metrics[1].at(name) == Approx(value).epsilon(1e-6).margin(1e-6));
     }
+  }
+}
+
+TEST_CASE("pair microbatch planning keeps every pair once and, packed, every sequence once per row budget",
+          "[dpo][packing]") {
+  const tokenizer::ByteTokenizer tokenizer;
+  std::vector<dpo::TokenizedPair> pairs;
+  for (const dpo_test::PreferencePair& pair : dpo_test::global_batch_pairs()) {
+    pairs.push_back(dpo::tokenize_pair(tokenizer, pair.prompt, pair.chosen, pair.rejected, dpo_test::kMaxLength,
+                                       dpo_test::kMaxLength / 2));
+  }
+  const auto check_every_pair_once = [&](const std::vector<dpo::PairGroup>& groups) {
+    std::vector<int64_t> seen;
+    for (const dpo::PairGroup& group : groups) seen.insert(seen.end(), group.members.begin(), group.members.end());
+    std::sort(seen.begin(), seen.end());
+    std::vector<int64_t> all(pairs.size());
+    std::iota(all.begin(), all.end(), 0);
+    CHECK(seen == all);
+  };
+
+  // Unpacked: consecutive pairs, micro_size at a time.
+  const std::vector<dpo::PairGroup> unpacked = dpo::plan_pair_microbatches(pairs, {3, 0});
+  REQUIRE(unpacked.size() == 3);
+  CHECK(unpacked[0].members == std::vector<int64_t>{0, 1, 2});
+  CHECK(unpacked[2].members == std::vector<int64_t>{6, 7});
+  check_every_pair_once(unpacked);
+  for (const dpo::PairGroup& group : unpacked) CHECK_FALSE(group.rows.has_value());
+
+  sdk::MicrobatchPlan packed{0, 4 * dpo_test::kMaxLength};
+  packed.packing = true;
+  packed.row_tokens = dpo_test::kMaxLength;
+  const std::vector<dpo::PairGroup> groups = dpo::plan_pair_microbatches(pairs, packed);
+  check_every_pair_once(groups);
+  CHECK(groups.size() < pairs.size());  // several pairs share a microbatch
+  for (const dpo::PairGroup& group : groups) {
+    REQUIRE(group.rows.has_value());
+    const auto count = static_cast<int64_t>(group.members.size());
+    std::vector<int64_t> sequences;
+    for (const std::vector<int64_t>& row : *group.rows) {
+      int64_t row_length = 0;
+      for (const int64_t sequence : row) {
+        sequences.push_back(sequence);
+        row_length += dpo::sequence_input_length(pairs[group.members[sequence % count]], sequence >= count);
+      }
+      CHECK(row_length <= dpo_test::kMaxLength);
+    }
+    std::sort(sequences.begin(), sequences.end());
+    std::vector<int64_t> all(2 * count);
+    std::iota(all.begin(), all.end(), 0);
+    CHECK(sequences == all);
+
+    const auto microbatch = dpo::collate_pair_group(pairs, group, tokenizer.pad_id(), true);
+    CHECK(microbatch->num_examples == count);
+    CHECK(microbatch->pairs.chosen_tokens.size(0) == count);
+    CHECK(microbatch->pairs.forwards.size() == 1);
+    CHECK(microbatch->pairs.forwards[0].input_ids.size(0) == static_cast<int64_t>(group.rows->size()));
+    CHECK_FALSE(microbatch->reference_parts.defined());
   }
 }
 

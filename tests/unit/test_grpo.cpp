@@ -60,6 +60,104 @@ TEST_CASE("group advantages follow each scale_rewards option, a zero-variance gr
   CHECK(at::equal(unscaled[1], at::zeros({4}, at::kDouble)));
 }
 
+TEST_CASE("advantages of a [P, G, F] reward tensor, by hand, for each aggregation and scale_rewards", "[grpo]") {
+  // 2 prompts × G = 3 × 2 functions, weights (1, 0.5):
+  //   r_0 = (1, 0, 0 | 1, 1, 0),  r_1 = (1, 1, 0 | 0, 0, 0)
+  //   r = r_0 + 0.5·r_1 = (1.5, 0.5, 0 | 1, 1, 0), group means 2/3 and 2/3,
+  //   centred (5/6, −1/6, −2/3 | 1/3, 1/3, −2/3), group stds √(7/12) and √(1/3).
+  // Over the batch: n = 6, Σr = 4, Σr² = 4.5, s(r) = √((4.5 − 16/6) / 5) = √(11/30).
+  const at::Tensor rewards = at::stack({at::tensor({1.0, 0.0, 0.0, 1.0, 1.0, 0.0}, at::kDouble).view({2, 3}),
+                                        at::tensor({1.0, 1.0, 0.0, 0.0, 0.0, 0.0}, at::kDouble).view({2, 3})},
+                                       2);  // [2, 3, 2]
+  const std::vector<double> centred{5.0 / 6, -1.0 / 6, -2.0 / 3, 1.0 / 3, 1.0 / 3, -2.0 / 3};
+  const std::vector<double> group_stds{std::sqrt(7.0 / 12), std::sqrt(1.0 / 3)};
+  const double batch_std = std::sqrt(11.0 / 30);
+  grpo::AdvantageSettings settings{{1.0, 0.5}, grpo::RewardAggregation::kSumThenNormalize, grpo::ScaleRewards::kGroup};
+
+  const grpo::RewardSums sums = grpo::local_reward_sums(rewards, settings);
+  CHECK(sums.completions == 6.0);
+  CHECK(sums.total == Approx(4.0));
+  CHECK(sums.total_squares == Approx(4.5));
+  CHECK(sums.combined == 0.0);
+  CHECK(sums.function == std::vector<double>{3.0, 2.0});
+  CHECK(sums.function_squares == std::vector<double>{3.0, 2.0});
+  // s(r_0) = √((3 − 9/6) / 5), s(r_1) = √((2 − 4/6) / 5).
+  const std::vector<double> function_stds = grpo::function_batch_stds(sums);
+  CHECK(function_stds[0] == Approx(std::sqrt(0.3)).epsilon(1e-12));
+  CHECK(function_stds[1] == Approx(std::sqrt(4.0 / 15)).epsilon(1e-12));
+
+  const auto check = [](const at::Tensor& actual, const std::vector<double>& expected) {
+    REQUIRE(actual.numel() == static_cast<int64_t>(expected.size()));
+    const at::Tensor flat = actual.reshape({-1});
+    for (size_t i = 0; i < expected.size(); ++i) {
+      INFO("completion " << i);
+      CHECK(flat[static_cast<int64_t>(i)].item<double>() == Approx(expected[i]).epsilon(1e-12).margin(1e-15));
+    }
+  };
+  for (const grpo::ScaleRewards scale :
+       {grpo::ScaleRewards::kGroup, grpo::ScaleRewards::kBatch, grpo::ScaleRewards::kNone}) {
+    DYNAMIC_SECTION("sum_then_normalize, scale_rewards " << static_cast<int>(scale)) {
+      settings.scale = scale;
+      const grpo::Advantages out = grpo::compute_advantages(rewards, settings, sums);
+      std::vector<double> expected;
+      for (size_t i = 0; i < centred.size(); ++i) {
+        const double divisor = scale == grpo::ScaleRewards::kGroup   ? group_stds[i / 3] + 1e-4
+                               : scale == grpo::ScaleRewards::kBatch ? batch_std + 1e-4
+                                                                     : 1.0;
+        expected.push_back(centred[i] / divisor);
+      }
+      check(out.advantage, expected);
+      check(out.reward, {1.5, 0.5, 0.0, 1.0, 1.0, 0.0});
+      check(out.group_std, group_stds);
+    }
+  }
+
+  // normalize_then_sum: r_0's groups (1, 0, 0) and (1, 1, 0) both have std √(1/3), r_1's (1, 1, 0) too and
+  // (0, 0, 0) none; with a = 1 / (√(1/3) + 1e-4):
+  //   c = a·(2/3, −1/3, −1/3 | 1/3, 1/3, −2/3) + 0.5·a·(1/3, 1/3, −2/3 | 0, 0, 0)
+  //     = a·(5/6, −1/6, −2/3 | 1/3, 1/3, −2/3)
+  // Σc = 0, Σc² = a²·11/6, s(c) = a·√(11/30); A = c / (s(c) + 1e-4), whatever scale_rewards says.
+  const double a = 1.0 / (std::sqrt(1.0 / 3) + 1e-4);
+  std::vector<double> expected;
+  for (const double c : centred) expected.push_back(a * c / (a * batch_std + 1e-4));
+  for (const grpo::ScaleRewards scale :
+       {grpo::ScaleRewards::kGroup, grpo::ScaleRewards::kBatch, grpo::ScaleRewards::kNone}) {
+    DYNAMIC_SECTION("normalize_then_sum, scale_rewards " << static_cast<int>(scale)) {
+      settings = {{1.0, 0.5}, grpo::RewardAggregation::kNormalizeThenSum, scale};
+      const grpo::RewardSums combined_sums = grpo::local_reward_sums(rewards, settings);
+      CHECK(combined_sums.combined == Approx(0.0).margin(1e-12));
+      CHECK(combined_sums.combined_squares == Approx(a * a * 11.0 / 6).epsilon(1e-12));
+      check(grpo::compute_advantages(rewards, settings, combined_sums).advantage, expected);
+    }
+  }
+}
+
+TEST_CASE("advantages from reward sums packed, summed over ranks and unpacked equal the whole batch's", "[grpo]") {
+  const at::Tensor rewards = at::tensor({1.0, 0.0, 0.25, 1.0, 1.0, 0.0, 0.5, 2.0, 0.0, 1.0, 1.0, 0.0}, at::kDouble)
+                                 .view({2, 3, 2});  // [P, G, F]
+  for (const auto aggregation :
+       {grpo::RewardAggregation::kSumThenNormalize, grpo::RewardAggregation::kNormalizeThenSum}) {
+    const grpo::AdvantageSettings settings{{1.0, 0.5}, aggregation, grpo::ScaleRewards::kBatch};
+    const grpo::RewardSums whole = grpo::local_reward_sums(rewards, settings);
+    // Two "ranks" with one prompt each: the sum of their packed sums is the whole batch's.
+    const at::Tensor packed = grpo::pack_reward_sums(grpo::local_reward_sums(rewards.narrow(0, 0, 1), settings)) +
+                              grpo::pack_reward_sums(grpo::local_reward_sums(rewards.narrow(0, 1, 1), settings));
+    CHECK(packed.size(0) == 5 + 2 * 2);
+    const grpo::RewardSums global = grpo::unpack_reward_sums(packed, 2);
+    CHECK(global.completions == whole.completions);
+    CHECK(global.total == Approx(whole.total).epsilon(1e-14));
+    CHECK(global.total_squares == Approx(whole.total_squares).epsilon(1e-14));
+    CHECK(global.combined == Approx(whole.combined).margin(1e-14));
+    CHECK(global.combined_squares == Approx(whole.combined_squares).epsilon(1e-14));
+    CHECK(global.function == whole.function);
+    CHECK(global.function_squares == whole.function_squares);
+    const at::Tensor expected = grpo::compute_advantages(rewards, settings, whole).advantage;
+    const at::Tensor split = at::cat({grpo::compute_advantages(rewards.narrow(0, 0, 1), settings, global).advantage,
+                                      grpo::compute_advantages(rewards.narrow(0, 1, 1), settings, global).advantage});
+    CHECK(at::allclose(split, expected, 1e-12, 1e-12));
+  }
+}
+
 TEST_CASE("the GRPO token loss: clipping, dual-clip and the KL estimators on hand-made values", "[grpo]") {
   grpo::GrpoConfig config = grpo::default_grpo_config();
   config.epsilon_low = 0.2;

@@ -1,0 +1,112 @@
+#include "grpo_rollouts.h"
+
+#include "ptrain/sdk/chat.h"
+#include "ptrain/sdk/errors.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace ptrain::grpo {
+namespace {
+
+// What reward functions read of each rollout, in rollout order.
+std::vector<sdk::RewardInput> reward_inputs(const sdk::Tokenizer& tokenizer,
+                                            const std::vector<const sdk::Example*>& examples,
+                                            const RolloutGroups& groups) {
+  std::vector<sdk::RewardInput> inputs;
+  for (size_t i = 0; i < groups.rollouts.size(); ++i) {
+    const size_t prompt = i / static_cast<size_t>(groups.num_generations);
+    const sdk::Rollout& rollout = groups.rollouts[i];
+    inputs.push_back({examples[prompt], groups.prompt_texts[prompt], tokenizer.decode(rollout.completion_ids),
+                      static_cast<int64_t>(rollout.completion_ids.size()), rollout.truncated()});
+  }
+  return inputs;
+}
+
+// One function's rewards of every input, checked: as many as inputs, all finite.
+std::vector<double> checked_scores(sdk::RewardFunction& function, const std::string& name,
+                                   const std::vector<sdk::RewardInput>& inputs) {
+  const std::vector<double> scores = inputs.empty() ? std::vector<double>{} : function.score(inputs);
+  if (scores.size() != inputs.size()) {
+    throw sdk::PluginError("grpo: reward function '" + name + "' returned " + std::to_string(scores.size()) +
+                           " scores for " + std::to_string(inputs.size()) + " completions");
+  }
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (!std::isfinite(scores[i])) {
+      throw sdk::PluginError("grpo: reward function '" + name + "' scored a completion of " +
+                             inputs[i].example->location + " " + std::to_string(scores[i]) +
+                             "; rewards must be finite");
+    }
+  }
+  return scores;
+}
+
+}  // namespace
+
+std::vector<int64_t> prompt_token_ids(const sdk::Context& ctx, const sdk::Example& example, std::string& text) {
+  const sdk::Tokenizer& tokenizer = ctx.tokenizer();
+  std::vector<int64_t> ids;
+  if (sdk::has_field(example, "messages")) {
+    const sdk::ChatTemplate* chat = tokenizer.chat_template();
+    if (chat == nullptr) {
+      throw sdk::DataError(example.location + ": field 'messages': the run's tokenizer has no chat template");
+    }
+    const std::vector<sdk::ChatSegment> segments = chat->render(sdk::read_messages(example), true, example.location);
+    ids = sdk::tokenize_chat(tokenizer, segments).ids;
+    text = sdk::segments_to_text(segments, "", "");
+  } else {
+    text = sdk::require_string(example, "prompt");
+    if (tokenizer.bos_id() >= 0) ids.push_back(tokenizer.bos_id());
+    const std::vector<int64_t> encoded = tokenizer.encode(text);
+    ids.insert(ids.end(), encoded.begin(), encoded.end());
+  }
+  if (ids.empty()) {
+    throw sdk::DataError(example.location + ": the prompt is empty and the tokenizer has no <bos>");
+  }
+  // A prompt keeps its end (as TRL's left truncation) and leaves room for one completion token.
+  const int64_t max_prompt = ctx.run_info().max_length - 1;
+  if (static_cast<int64_t>(ids.size()) > max_prompt) ids.erase(ids.begin(), ids.end() - max_prompt);
+  return ids;
+}
+
+RolloutGroups generate_rollouts(sdk::Context& ctx, const GrpoConfig& config,
+                                const std::vector<const sdk::Example*>& examples) {
+  const int64_t max_length = ctx.run_info().max_length;
+  sdk::SamplingParams sampling = config.sampling;
+  sampling.seed = ctx.run_info().seed;
+  sampling.step = ctx.run_info().step;
+
+  RolloutGroups groups;
+  groups.num_generations = config.num_generations;
+  for (const sdk::Example* example : examples) {
+    std::string text;
+    std::vector<int64_t> ids = prompt_token_ids(ctx, *example, text);
+    const int64_t room = std::min(config.max_completion_length, max_length - static_cast<int64_t>(ids.size()));
+    for (int64_t k = 0; k < config.num_generations; ++k) groups.requests.push_back({ids, example->index, k, room});
+    groups.prompt_texts.push_back(std::move(text));
+  }
+  if (!groups.requests.empty()) {
+    groups.rollouts = ctx.rollout_engine().generate(groups.requests, sampling, config.generation_batch_size);
+  }
+  return groups;
+}
+
+at::Tensor score_rollouts(const sdk::Tokenizer& tokenizer,
+                          const std::vector<std::unique_ptr<sdk::RewardFunction>>& functions,
+                          const std::vector<std::string>& names, const std::vector<const sdk::Example*>& examples,
+                          const RolloutGroups& groups) {
+  const auto num_prompts = static_cast<int64_t>(examples.size());
+  const int64_t g = groups.num_generations;
+  const auto num_functions = static_cast<int64_t>(functions.size());
+  const std::vector<sdk::RewardInput> inputs = reward_inputs(tokenizer, examples, groups);
+  at::Tensor rewards = at::zeros({num_prompts, g, num_functions}, at::kDouble);  // [P, G, F]
+  for (int64_t f = 0; f < num_functions; ++f) {
+    const std::vector<double> scores = checked_scores(*functions[f], names[f], inputs);
+    if (!scores.empty()) rewards.select(2, f).copy_(at::tensor(scores, at::kDouble).view({num_prompts, g}));
+  }
+  return rewards;
+}
+
+}  // namespace ptrain::grpo

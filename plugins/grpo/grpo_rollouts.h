@@ -1,0 +1,49 @@
+// A generation step's rollouts: the G completions the policy samples for
+// each of a rank's prompts, and their scores by every reward function.
+#pragma once
+
+#include "grpo_config.h"
+
+#include "ptrain/sdk/context.h"
+#include "ptrain/sdk/generation.h"
+#include "ptrain/sdk/rewards.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ptrain::grpo {
+
+// The prompt as the policy reads it: its chat template's rendering of
+// "messages", or <bos> and the "prompt" text, left-truncated (as TRL) to leave
+// room for one completion token. `text` receives the text reward functions see.
+// Throws sdk::DataError naming the example for an empty prompt or chat data
+// without a chat template.
+std::vector<int64_t> prompt_token_ids(const sdk::Context& ctx, const sdk::Example& example, std::string& text);
+
+// Rollout i completes prompt i / G (prompt-major, G = num_generations).
+struct RolloutGroups {
+  int64_t num_generations = 0;  // G
+  std::vector<sdk::RolloutRequest> requests;
+  std::vector<sdk::Rollout> rollouts;
+  std::vector<std::string> prompt_texts;  // one per prompt
+};
+
+// Samples G completions of every prompt at once, each within the prompt's
+// room under data.max_length and max_completion_length.
+RolloutGroups generate_rollouts(sdk::Context& ctx, const GrpoConfig& config,
+                                const std::vector<const sdk::Example*>& examples);
+
+// [P, G, F] float64: function f's reward of completion k of prompt p
+// (`names`: the functions' configured names, for errors). Throws
+// sdk::PluginError naming the function when it returns too few or too many
+// scores, or one that is not finite.
+at::Tensor score_rollouts(const sdk::Tokenizer& tokenizer,
+                          const std::vector<std::unique_ptr<sdk::RewardFunction>>& functions,
+                          const std::vector<std::string>& names, const std::vector<const sdk::Example*>& examples,
+                          const RolloutGroups& groups);
+
+}  // namespace ptrain::grpo
