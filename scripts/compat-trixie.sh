@@ -38,7 +38,7 @@ log() { echo "[trixie] $*"; }
 elapsed() { printf '%dm%02ds' $((SECONDS / 60)) $((SECONDS % 60)); }
 
 if [ ! -f "$marker" ]; then
-  command -v debootstrap >/dev/null || { echo "[trixie] debootstrap is missing: run scripts/install-deps.sh" >&2; exit 1; }
+  command -v debootstrap >/dev/null || { echo "[trixie] debootstrap is missing: run scripts/install-deps.sh --test" >&2; exit 1; }
   # A root without the marker is a debootstrap that did not finish: start over.
   # (Nothing can be mounted in it: mounts live only in this namespace.)
   rm -rf "$root"
@@ -98,7 +98,7 @@ fi
 in_root "dpkg --configure -a"
 # The same package list as the host: trixie has every name with newer versions
 # (LibTorch 2.6, Catch2 3, g++ 14); installs only what is missing.
-in_root "scripts/install-deps.sh"
+in_root "scripts/install-deps.sh --test"
 log "dependencies ready at $(elapsed)"
 log "$(in_root "dpkg-query -W -f='\${Package} \${Version}, ' libtorch-dev catch2 cmake; g++ --version | head -1")"
 in_root "scripts/test.sh"

@@ -1,7 +1,17 @@
 #!/usr/bin/env bash
-# Installs the Debian packages ptrain builds against, only those not installed yet.
+# Installs the Debian packages ptrain needs, only those not installed yet.
+#   scripts/install-deps.sh          building and running ptrain and its plugins
+#                                    (what scripts/quickstart.sh needs)
+#   scripts/install-deps.sh --test   that, and the test tools: the suite
+#                                    (scripts/test.sh) and CI's fuzz and trixie steps
 # Safe to run repeatedly; needs root (or sudo) only when something is missing.
 set -euo pipefail
+
+case "${1:-}" in
+  "") with_test_tools=0 ;;
+  --test) with_test_tools=1 ;;
+  *) echo "usage: scripts/install-deps.sh [--test]" >&2; exit 2 ;;
+esac
 
 packages=(
   build-essential cmake ccache
@@ -9,19 +19,28 @@ packages=(
   libopenblas0-openmp          # LibTorch is ~15x slower on the reference BLAS
   libdnnl-dev                  # oneDNN's GEMM for the model's matrix products (core/model/gemm.h)
   libboost-dev libboost-program-options-dev libboost-filesystem-dev
-  libtomlplusplus-dev libspdlog-dev catch2 nlohmann-json3-dev
+  libtomlplusplus-dev libspdlog-dev nlohmann-json3-dev
   zlib1g-dev                   # CRC-32 of checkpoint files
   libssl-dev                   # SHA-256 of loaded plugins (OpenSSL EVP)
   pkg-config libpcre2-dev libutf8proc-dev   # tokenizer.json: pre-tokenizer regexes, Unicode normalization
-  python3
-  debootstrap                  # scripts/compat-trixie.sh: the LibTorch 2.x build root
+  python3                      # scripts/make_*_data.py: more data like the bundled sets
   libprotobuf-dev protobuf-compiler   # TensorBoard event files (messages generated at build time)
+)
+# npm installs the report's charting library (web/package-lock.json) at build
+# time. A Node.js from elsewhere (e.g. NodeSource, which bundles npm) is used as it is.
+if ! command -v npm >/dev/null; then packages+=(nodejs npm); fi
+
+test_packages=(
+  catch2                       # the test suite (PTRAIN_BUILD_TESTS) and examples/plugin_template's tests
   chromium                     # the report's browser test (headless, driven by playwright-core)
   clang libclang-rt-dev        # libFuzzer targets (scripts/fuzz.sh)
+  debootstrap                  # scripts/compat-trixie.sh: the LibTorch 2.x build root
 )
-# npm installs the report's charting library (web/package-lock.json). A Node.js
-# from elsewhere (e.g. NodeSource, which bundles npm) is used as it is.
-if ! command -v npm >/dev/null; then packages+=(nodejs npm); fi
+what="build dependencies"
+if [ "$with_test_tools" = 1 ]; then
+  packages+=("${test_packages[@]}")
+  what="build and test dependencies"
+fi
 
 missing=()
 for package in "${packages[@]}"; do
@@ -31,7 +50,7 @@ for package in "${packages[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "[deps] all build dependencies are installed"
+  echo "[deps] all $what are installed"
   exit 0
 fi
 

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds ptrain and the SFT plugin, and runs the
-# bundled SFT job (configs/sft.toml) into runs/sft.
+# Installs what building and running ptrain needs (not the test tools), builds
+# ptrain and the SFT plugin, and runs the bundled SFT job (configs/sft.toml)
+# into runs/sft.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh --target ptrain ptrain_plugin_sft
+# A build dir made here leaves out the tests (they need Catch2) and the
+# benchmarks; scripts/test.sh turns both on. An existing build dir is kept as it is.
+PTRAIN_CMAKE_ARGS="-DPTRAIN_BUILD_TESTS=OFF -DPTRAIN_BUILD_BENCH=OFF ${PTRAIN_CMAKE_ARGS:-}" \
+  scripts/build.sh --target ptrain ptrain_plugin_sft
 build_dir="${PTRAIN_BUILD_DIR:-build}"
 "$build_dir/bin/ptrain" validate -c configs/sft.toml
 exec "$build_dir/bin/ptrain" train -c configs/sft.toml --overwrite "$@"

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds everything, and runs the whole test suite.
+# Installs what is missing (the test tools too), builds everything, and runs
+# the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh
+scripts/install-deps.sh --test
 build_dir="${PTRAIN_BUILD_DIR:-build}"
+# A build dir that scripts/quickstart.sh made has the tests and benchmarks off.
+if grep -qsiE '^PTRAIN_BUILD_(TESTS|BENCH):[A-Z]*=(OFF|0|NO|FALSE|N)$' "$build_dir/CMakeCache.txt"; then
+  cmake -S . -B "$build_dir" -DPTRAIN_BUILD_TESTS=ON -DPTRAIN_BUILD_BENCH=ON
+fi
+scripts/build.sh
 ctest --test-dir "$build_dir" --output-on-failure -j "${PTRAIN_JOBS:-$(nproc)}" --timeout 900

@@ -1,41 +1,21 @@
 #include "core/dist/launcher.h"
 
+#include "core/dist/caught_signals.h"
+#include "core/dist/output_relay.h"
+#include "core/dist/worker_group.h"
+#include "core/dist/worker_process.h"
 #include "ptrain/sdk/errors.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
-#include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
-#include <cstring>
-#include <optional>
 #include <set>
 
 namespace ptrain::dist {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-volatile sig_atomic_t g_received_signal = 0;
-
-void remember_signal(int signal_number) { g_received_signal = signal_number; }
-
-struct Worker {
-  int rank = 0;
-  pid_t pid = -1;
-  int out_fd = -1;  // the worker's stdout
-  int err_fd = -1;  // the worker's stderr
-  std::string out_partial;
-  std::string err_partial;
-  bool exited = false;
-  int exit_code = 0;
-};
 
 const std::set<std::string>& ptrain_commands() {
   static const std::set<std::string> commands{"train", "validate", "plugins", "tokenize"};
@@ -49,48 +29,54 @@ std::string self_executable() {
   return std::string(buffer, static_cast<size_t>(length));
 }
 
-// Writes complete lines of `chunk` to `out` with the rank prefix; keeps the rest.
-void emit_lines(int rank, std::string& partial, const char* chunk, size_t size, FILE* out, bool flush_all) {
-  partial.append(chunk, size);
-  size_t start = 0;
-  for (size_t newline; (newline = partial.find('\n', start)) != std::string::npos; start = newline + 1) {
-    std::fprintf(out, "[rank %d] %.*s\n", rank, static_cast<int>(newline - start), partial.data() + start);
-  }
-  partial.erase(0, start);
-  if (flush_all && !partial.empty()) {
-    std::fprintf(out, "[rank %d] %s\n", rank, partial.c_str());
-    partial.clear();
-  }
-  std::fflush(out);
+// A ptrain command runs with this executable; anything else as it is.
+std::vector<std::string> worker_argv(const std::vector<std::string>& command) {
+  std::vector<std::string> argv = command;
+  if (ptrain_commands().count(argv[0]) != 0) argv.insert(argv.begin(), self_executable());
+  return argv;
 }
 
-int exit_code_of(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
+// Where rank `rank` sits in the job, as torchrun would tell it.
+LaunchEnv worker_env(const LaunchOptions& options, int rank, int port) {
+  LaunchEnv env;
+  env.rank = rank;
+  env.local_rank = rank;
+  env.world_size = options.nproc;
+  env.local_world_size = options.nproc;
+  env.master_addr = options.master_addr;
+  env.master_port = port;
+  return env;
 }
 
-pid_t start_worker(const LaunchOptions& options, const std::vector<std::string>& argv, int rank, int port, int out_pipe[2],
-                   int err_pipe[2]) {
-  const pid_t pid = ::fork();
-  if (pid < 0) throw sdk::Error(std::string("launch: fork failed: ") + std::strerror(errno));
-  if (pid > 0) return pid;
+void start_workers(const LaunchOptions& options, const std::vector<std::string>& argv, int port, WorkerGroup& workers,
+                   OutputRelay& relay) {
+  for (int rank = 0; rank < options.nproc; ++rank) {
+    const StartedWorker started = start_worker_process(argv, worker_env(options, rank, port));
+    workers.add(rank, started.pid);
+    relay.add(rank, started.stdout_fd, stdout);
+    relay.add(rank, started.stderr_fd, stderr);
+  }
+  std::fprintf(stderr, "[launch] started %d workers (rendezvous %s:%d)\n", options.nproc, options.master_addr.c_str(),
+               port);
+}
 
-  // Child: torchrun's variables, output into the pipes, then the command.
-  ::setenv("RANK", std::to_string(rank).c_str(), 1);
-  ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
-  ::setenv("WORLD_SIZE", std::to_string(options.nproc).c_str(), 1);
-  ::setenv("LOCAL_WORLD_SIZE", std::to_string(options.nproc).c_str(), 1);
-  ::setenv("MASTER_ADDR", options.master_addr.c_str(), 1);
-  ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-  ::dup2(out_pipe[1], STDOUT_FILENO);
-  ::dup2(err_pipe[1], STDERR_FILENO);
-  std::vector<char*> args;
-  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  ::execvp(args[0], args.data());
-  std::fprintf(stderr, "launch: cannot run %s: %s\n", args[0], std::strerror(errno));
-  ::_exit(127);
+// Until every worker has exited and all their output is relayed: forwards
+// caught signals, escalates an overdue stop to SIGKILL, relays output, reaps.
+void supervise(WorkerGroup& workers, OutputRelay& relay, CaughtSignals& signals) {
+  while (true) {
+    if (const int signal_number = signals.take(); signal_number != 0) {
+      std::fprintf(stderr, "[launch] received signal %d; forwarding it to the workers\n", signal_number);
+      workers.stop(signal_number);
+    }
+    workers.kill_if_overdue();
+    if (!relay.has_open_streams() && workers.all_exited()) break;
+    if (relay.has_open_streams()) {
+      relay.relay_ready(100);
+    } else {
+      ::usleep(50 * 1000);  // the workers closed their output but are still exiting
+    }
+    workers.reap_exited();
+  }
 }
 
 }  // namespace
@@ -115,122 +101,18 @@ int pick_free_port() {
 int run_launcher(const LaunchOptions& options) {
   if (options.nproc < 1) throw sdk::UsageError("launch: --nproc must be at least 1");
   if (options.command.empty()) throw sdk::UsageError("launch: give the command after --, e.g. -- train -c FILE");
-
-  std::vector<std::string> argv = options.command;
-  if (ptrain_commands().count(argv[0]) != 0) argv.insert(argv.begin(), self_executable());
+  const std::vector<std::string> argv = worker_argv(options.command);
   const int port = options.master_port > 0 ? options.master_port : pick_free_port();
 
-  struct sigaction action {};
-  action.sa_handler = remember_signal;
-  ::sigemptyset(&action.sa_mask);
-  struct sigaction previous_int {}, previous_term {};
-  ::sigaction(SIGINT, &action, &previous_int);
-  ::sigaction(SIGTERM, &action, &previous_term);
-
-  std::vector<Worker> workers(options.nproc);
-  for (int rank = 0; rank < options.nproc; ++rank) {
-    int out_pipe[2];
-    int err_pipe[2];
-    if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
-      throw sdk::Error(std::string("launch: pipe failed: ") + std::strerror(errno));
-    }
-    workers[rank].rank = rank;
-    workers[rank].pid = start_worker(options, argv, rank, port, out_pipe, err_pipe);
-    ::close(out_pipe[1]);
-    ::close(err_pipe[1]);
-    workers[rank].out_fd = out_pipe[0];
-    workers[rank].err_fd = err_pipe[0];
+  WorkerGroup workers(options.stop_grace_s);
+  {
+    // Caught from before the first fork until every worker is gone.
+    CaughtSignals signals;
+    OutputRelay relay;
+    start_workers(options, argv, port, workers, relay);
+    supervise(workers, relay, signals);
   }
-  std::fprintf(stderr, "[launch] started %d workers (rendezvous %s:%d)\n", options.nproc, options.master_addr.c_str(),
-               port);
-
-  std::optional<int> failed_rank;
-  int failed_code = 0;
-  std::optional<Clock::time_point> kill_deadline;
-  const auto stop_others = [&](int signal_number) {
-    for (const Worker& worker : workers) {
-      if (!worker.exited) ::kill(worker.pid, signal_number);
-    }
-    if (!kill_deadline) {
-      kill_deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(options.stop_grace_s * 1000));
-    }
-  };
-
-  size_t running = workers.size();
-  while (true) {
-    if (g_received_signal != 0) {
-      std::fprintf(stderr, "[launch] received signal %d; forwarding it to the workers\n",
-                   static_cast<int>(g_received_signal));
-      stop_others(g_received_signal);
-      g_received_signal = 0;
-    }
-    if (kill_deadline && Clock::now() > *kill_deadline) {
-      stop_others(SIGKILL);
-    }
-
-    std::vector<pollfd> polls;
-    std::vector<std::pair<Worker*, bool>> sources;  // worker, is_stderr
-    for (Worker& worker : workers) {
-      if (worker.out_fd >= 0) {
-        polls.push_back({worker.out_fd, POLLIN, 0});
-        sources.emplace_back(&worker, false);
-      }
-      if (worker.err_fd >= 0) {
-        polls.push_back({worker.err_fd, POLLIN, 0});
-        sources.emplace_back(&worker, true);
-      }
-    }
-    if (polls.empty() && running == 0) break;
-    if (!polls.empty()) ::poll(polls.data(), polls.size(), 100);
-    for (size_t i = 0; i < polls.size(); ++i) {
-      if ((polls[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
-      Worker& worker = *sources[i].first;
-      const bool is_stderr = sources[i].second;
-      char buffer[8192];
-      const ssize_t count = ::read(polls[i].fd, buffer, sizeof buffer);
-      std::string& partial = is_stderr ? worker.err_partial : worker.out_partial;
-      FILE* out = is_stderr ? stderr : stdout;
-      if (count > 0) {
-        emit_lines(worker.rank, partial, buffer, static_cast<size_t>(count), out, false);
-      } else if (count == 0 || errno != EINTR) {
-        emit_lines(worker.rank, partial, "", 0, out, true);
-        ::close(polls[i].fd);
-        (is_stderr ? worker.err_fd : worker.out_fd) = -1;
-      }
-    }
-    if (polls.empty()) ::usleep(50 * 1000);
-
-    int status = 0;
-    for (pid_t pid; running > 0 && (pid = ::waitpid(-1, &status, WNOHANG)) > 0;) {
-      for (Worker& worker : workers) {
-        if (worker.pid != pid) continue;
-        worker.exited = true;
-        worker.exit_code = exit_code_of(status);
-        --running;
-        if (worker.exit_code != 0 && !failed_rank && !kill_deadline) {
-          failed_rank = worker.rank;
-          failed_code = worker.exit_code;
-          std::fprintf(stderr, "[launch] rank %d exited with code %d; stopping the other workers\n", worker.rank,
-                       worker.exit_code);
-          stop_others(SIGTERM);
-        }
-      }
-    }
-  }
-  ::sigaction(SIGINT, &previous_int, nullptr);
-  ::sigaction(SIGTERM, &previous_term, nullptr);
-
-  if (failed_rank) {
-    std::fprintf(stderr, "ptrain launch: rank %d failed (exit code %d)\n", *failed_rank, failed_code);
-    return failed_code;
-  }
-  for (const Worker& worker : workers) {
-    if (worker.exit_code != 0) {
-      std::fprintf(stderr, "ptrain launch: stopped; rank %d exited with code %d\n", worker.rank, worker.exit_code);
-      return worker.exit_code;
-    }
-  }
-  return 0;
+  return workers.report_exit_code();
 }
 
 }  // namespace ptrain::dist
