@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
     std::vector<const sdk::Example*> batch;
     for (int64_t i = 0; i < count; ++i) batch.push_back(&examples[next_example++ % examples.size()]);
     const auto start = std::chrono::steady_clock::now();
-    train::accumulate_gradients(module, context, batch, plan, parameters, *communicator, grad_sync, reducer);
+    train::accumulate_gradients({module, "bench", context, parameters, *communicator, grad_sync}, batch, plan, reducer);
     const auto reduced = reducer.reduce(*communicator);
     train::clip_grad_norm(parameters, run.optim.clip_grad_norm);
     optimizer.step(run.optim.lr);

@@ -104,12 +104,12 @@ int main(int argc, char** argv) {
     module.setup(context);
     metrics::MetricReducer reducer(train::step_metric_specs(module));
     dist::GradientSynchronizer grad_sync(parameters, *communicator, 1 << 20);
-    train::accumulate_gradients(module, context, batch, plan, parameters, *communicator, grad_sync, reducer);
+    train::accumulate_gradients({module, "bench", context, parameters, *communicator, grad_sync}, batch, plan, reducer);
     reducer.reduce(*communicator);  // warm-up
     const auto start = std::chrono::steady_clock::now();
     for (int r = 0; r < repeats; ++r) {
       context.set_step(r + 1, 0);
-      train::accumulate_gradients(module, context, batch, plan, parameters, *communicator, grad_sync, reducer);
+      train::accumulate_gradients({module, "bench", context, parameters, *communicator, grad_sync}, batch, plan, reducer);
       reducer.reduce(*communicator);
     }
     update_s[generation_batch == 0 ? 0 : 1] = seconds(start) / repeats;

@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   auto start = std::chrono::steady_clock::now();
   for (int step = 0; step < steps + 1; ++step) {
     if (step == 1) start = std::chrono::steady_clock::now();  // first step warms up
-    train::accumulate_gradients(module, context, batch, plan, parameters, *communicator, grad_sync, reducer);
+    train::accumulate_gradients({module, "bench", context, parameters, *communicator, grad_sync}, batch, plan, reducer);
     const auto reduced = reducer.reduce(*communicator);
     if (step >= 1) tokens += static_cast<int64_t>(reduced.at("core/tokens"));
     train::clip_grad_norm(parameters, run.optim.clip_grad_norm);

@@ -233,7 +233,8 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
     }
 
     GradientResult gradient =
-        accumulate_gradients(*module, context, rank_examples, plan, parameters, communicator, grad_sync, reducer);
+        accumulate_gradients({*module, plugin.info().name, context, parameters, communicator, grad_sync}, rank_examples,
+                             plan, reducer);
     double grad_norm = 0.0;
     if (gradient.has_units) {
       if (test_hook_at("PTRAIN_TEST_NAN_AT", step + 1, communicator.rank())) {
@@ -282,7 +283,7 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
     const double step_s = seconds_since(step_start);
     const auto tokens = static_cast<int64_t>(reduced["core/tokens"]);
     values["lr"] = lr;
-    values["units"] = static_cast<double>(gradient.global_units);
+    values["units"] = static_cast<double>(gradient.global_units.empty() ? 0 : gradient.global_units.front());
     values["tokens"] = static_cast<double>(tokens);
     values["padded_tokens"] = reduced["core/padded_tokens"];
     values["step_s"] = step_s;

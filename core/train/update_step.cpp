@@ -11,6 +11,8 @@
 namespace ptrain::train {
 namespace {
 
+using Units = std::vector<int64_t>;  // one count per loss term
+
 void zero_gradients(const std::vector<at::Tensor>& parameters) {
   for (const at::Tensor& parameter : parameters) {
     at::Tensor grad = parameter.mutable_grad();
@@ -22,15 +24,96 @@ void zero_gradients(const std::vector<at::Tensor>& parameters) {
   }
 }
 
+std::string term_metric(const sdk::LossTerm& term) { return "loss/" + term.name; }
+
+// The microbatch's count of each term, checked against the declared terms.
+Units units_of(const StepParts& parts, const std::vector<sdk::LossTerm>& terms, const sdk::Microbatch& microbatch) {
+  const Units units = parts.module.count_units(microbatch);
+  if (units.size() != terms.size()) {
+    throw sdk::PluginError("plugin '" + parts.plugin_name + "': count_units returned " + std::to_string(units.size()) +
+                           " counts for " + std::to_string(terms.size()) + " loss terms");
+  }
+  for (size_t j = 0; j < units.size(); ++j) {
+    if (units[j] < 0) {
+      throw sdk::PluginError("plugin '" + parts.plugin_name + "': loss term '" + terms[j].name +
+                             "' has a negative unit count (" + std::to_string(units[j]) + ")");
+    }
+  }
+  return units;
+}
+
+// Each term's weight in L: 1 / divisor_j(N_j), 0 for a term without units anywhere.
+std::vector<double> term_scales(const std::vector<sdk::LossTerm>& terms, const Units& global_units) {
+  std::vector<double> scales(terms.size(), 0.0);
+  for (size_t j = 0; j < terms.size(); ++j) {
+    if (global_units[j] == 0) continue;
+    scales[j] = terms[j].divisor == sdk::TermDivisor::kOne ? 1.0 : 1.0 / static_cast<double>(global_units[j]);
+  }
+  return scales;
+}
+
+// The loss sums of one microbatch, checked: one scalar per term, and a sum
+// that requires grad wherever its term has units (else its gradient would be
+// silently lost).
+void check_loss_sums(const StepParts& parts, const std::vector<sdk::LossTerm>& terms, const Units& units,
+                     const sdk::LossOut& out, size_t microbatch) {
+  const std::string plugin = "plugin '" + parts.plugin_name + "': ";
+  if (out.loss_sums.size() != terms.size()) {
+    throw sdk::PluginError(plugin + "microbatch_loss returned " + std::to_string(out.loss_sums.size()) +
+                           " loss sums for " + std::to_string(terms.size()) + " loss terms");
+  }
+  for (size_t j = 0; j < terms.size(); ++j) {
+    const at::Tensor& sum = out.loss_sums[j];
+    const std::string term = "loss term '" + terms[j].name + "' of microbatch " + std::to_string(microbatch);
+    if (!sum.defined() || sum.numel() != 1) throw sdk::PluginError(plugin + term + " is not a scalar");
+    if (units[j] > 0 && !sum.requires_grad()) {
+      throw sdk::PluginError(plugin + term + " has " + std::to_string(units[j]) +
+                             " units but a loss sum that does not require grad: it would train nothing");
+    }
+  }
+}
+
+// Forward and backward of every microbatch, each term divided by its global
+// divisor; returns this rank's share of each term (0-dim float64 tensors).
+std::vector<at::Tensor> backward_microbatches(const StepParts& parts, const std::vector<sdk::LossTerm>& terms,
+                                              const std::vector<std::unique_ptr<sdk::Microbatch>>& microbatches,
+                                              const std::vector<Units>& units, const std::vector<double>& scales,
+                                              metrics::MetricReducer& reducer) {
+  std::vector<at::Tensor> shares(terms.size());
+  for (size_t k = 0; k < microbatches.size(); ++k) {
+    const sdk::LossOut out = parts.module.microbatch_loss(parts.context, *microbatches[k]);
+    check_loss_sums(parts, terms, units[k], out, k);
+    at::Tensor scaled_loss;
+    for (size_t j = 0; j < terms.size(); ++j) {
+      const at::Tensor scaled = out.loss_sums[j] * scales[j];
+      scaled_loss = scaled_loss.defined() ? scaled_loss + scaled : scaled;
+      // Summed on the loss's device and read after the loop: a read per
+      // microbatch would wait for each one's kernels on a GPU.
+      const at::Tensor share = scaled.detach().to(at::kDouble);
+      shares[j] = shares[j].defined() ? shares[j] + share : share;
+    }
+    if (k + 1 == microbatches.size()) parts.grad_sync.arm_for_last_backward();
+    if (scaled_loss.requires_grad()) scaled_loss.backward();
+    reducer.add(out.metrics);
+  }
+  return shares;
+}
+
 }  // namespace
 
 std::vector<sdk::MetricSpec> step_metric_specs(const sdk::TrainModule& module) {
-  std::vector<sdk::MetricSpec> specs{{"core/loss", sdk::Reduction::kSum},
-                                     {"core/tokens", sdk::Reduction::kSum},
-                                     {"core/padded_tokens", sdk::Reduction::kSum}};
-  static const std::set<std::string> reserved{"loss",   "grad_norm", "lr",  "units",         "tokens", "tokens_per_s",
-                                              "step_s", "comm_s",    "mfu", "skipped_steps", "epoch",  "step",
-                                              "nonfinite_steps", "loss_spikes"};
+  std::vector<sdk::MetricSpec> specs{
+      {kLossMetric, sdk::Reduction::kSum}, {kTokensMetric, sdk::Reduction::kSum}, {kPaddedTokensMetric, sdk::Reduction::kSum}};
+  std::set<std::string> reserved{"loss",   "grad_norm", "lr",  "units",         "tokens", "tokens_per_s",
+                                 "step_s", "comm_s",    "mfu", "skipped_steps", "epoch",  "step",
+                                 "nonfinite_steps", "loss_spikes"};
+  const std::vector<sdk::LossTerm> terms = module.loss_terms();
+  for (const sdk::LossTerm& term : terms) {
+    if (term.name.empty() || !reserved.insert(term_metric(term)).second) {
+      throw sdk::PluginError("loss term '" + term.name + "' is empty or declared twice");
+    }
+    if (terms.size() > 1) specs.push_back({term_metric(term), sdk::Reduction::kSum});
+  }
   for (const sdk::MetricSpec& spec : module.metric_specs()) {
     if (reserved.count(spec.name) != 0 || spec.name.rfind("core/", 0) == 0) {
       throw sdk::PluginError("plugin metric '" + spec.name + "' clashes with a core metric name");
@@ -40,80 +123,50 @@ std::vector<sdk::MetricSpec> step_metric_specs(const sdk::TrainModule& module) {
   return specs;
 }
 
-GradientResult accumulate_gradients(sdk::TrainModule& module, sdk::Context& context,
-                                    const std::vector<const sdk::Example*>& rank_examples,
-                                    const sdk::MicrobatchPlan& plan, const std::vector<at::Tensor>& parameters,
-                                    dist::Communicator& communicator, dist::GradientSynchronizer& grad_sync,
-                                    metrics::MetricReducer& reducer) {
+GradientResult accumulate_gradients(const StepParts& parts, const std::vector<const sdk::Example*>& rank_examples,
+                                    const sdk::MicrobatchPlan& plan, metrics::MetricReducer& reducer) {
   GradientResult result;
-  zero_gradients(parameters);
+  zero_gradients(parts.parameters);
+  const std::vector<sdk::LossTerm> terms = parts.module.loss_terms();
 
   // Every rank prepares, even with no examples this step: a plugin may run a
   // collective or a scheduled update there (DPO's reference sync).
-  std::vector<std::unique_ptr<sdk::Microbatch>> microbatches = module.prepare(context, rank_examples, plan);
+  const std::vector<std::unique_ptr<sdk::Microbatch>> microbatches =
+      parts.module.prepare(parts.context, rank_examples, plan);
   result.num_microbatches = static_cast<int64_t>(microbatches.size());
 
-  // Unit counts of the main term and of each extra term, summed over this
-  // rank's microbatches, then over ranks in one collective.
-  const size_t num_extra = module.num_extra_loss_terms();
-  std::vector<int64_t> local_units(1 + num_extra, 0);
+  // Each term's units over this rank's microbatches, then over ranks in one collective.
+  std::vector<Units> units;
+  std::vector<at::Tensor> local_units{at::zeros({static_cast<int64_t>(terms.size())}, at::kLong)};
   for (const auto& microbatch : microbatches) {
-    local_units[0] += module.count_units(*microbatch);
-    const std::vector<int64_t> extra = module.count_extra_units(*microbatch);
-    if (extra.size() != num_extra) {
-      throw sdk::PluginError("count_extra_units returned " + std::to_string(extra.size()) + " counts for " +
-                             std::to_string(num_extra) + " extra loss terms");
-    }
-    for (size_t j = 0; j < num_extra; ++j) local_units[1 + j] += extra[j];
+    units.push_back(units_of(parts, terms, *microbatch));
+    local_units[0] += at::tensor(units.back(), at::kLong);
   }
-  for (const int64_t units : local_units) {
-    if (units < 0) throw sdk::PluginError("a unit count is negative (" + std::to_string(units) + ")");
-  }
-  std::vector<at::Tensor> packed_units{at::tensor(local_units, at::kLong)};
-  communicator.all_reduce_sum(packed_units);
-  const std::vector<int64_t> global_units(packed_units[0].data_ptr<int64_t>(),
-                                          packed_units[0].data_ptr<int64_t>() + packed_units[0].numel());
-  result.global_units = global_units[0];
-  result.global_extra_units.assign(global_units.begin() + 1, global_units.end());
-  for (const int64_t units : global_units) result.has_units = result.has_units || units > 0;
+  parts.communicator.all_reduce_sum(local_units);
+  const at::Tensor global = local_units[0].contiguous();
+  result.global_units.assign(global.data_ptr<int64_t>(), global.data_ptr<int64_t>() + global.numel());
+  for (const int64_t count : result.global_units) result.has_units = result.has_units || count > 0;
 
   if (result.has_units) {
-    // Each term's weight in L; a term without units anywhere adds nothing.
-    std::vector<double> term_scale(1 + num_extra, 0.0);
-    if (global_units[0] > 0) term_scale[0] = 1.0 / module.loss_divisor(global_units[0]);
-    for (size_t j = 0; j < num_extra; ++j) {
-      if (global_units[1 + j] > 0) term_scale[1 + j] = 1.0 / module.extra_loss_divisor(j, global_units[1 + j]);
+    const std::vector<at::Tensor> shares = backward_microbatches(
+        parts, terms, microbatches, units, term_scales(terms, result.global_units), reducer);
+    sdk::MetricList term_losses;
+    at::Tensor local_loss = at::zeros({}, at::kDouble);
+    for (size_t j = 0; j < terms.size(); ++j) {
+      if (!shares[j].defined()) continue;
+      if (terms.size() > 1) term_losses.add(term_metric(terms[j]), shares[j]);
+      local_loss = local_loss + shares[j].to(at::kCPU);
     }
-    at::Tensor local_loss;  // this rank's share of L
-    for (size_t k = 0; k < microbatches.size(); ++k) {
-      const sdk::Microbatch& microbatch = *microbatches[k];
-      sdk::LossOut out = module.microbatch_loss(context, microbatch);
-      TORCH_CHECK(out.loss_sum.defined() && out.loss_sum.numel() == 1,
-                  "microbatch_loss must return a scalar loss_sum");
-      TORCH_CHECK(out.extra_loss_sums.size() == num_extra, "microbatch_loss returned ", out.extra_loss_sums.size(),
-                  " extra loss sums for ", num_extra, " extra loss terms");
-      // Only the division by global divisors makes accumulation exact.
-      at::Tensor scaled_loss = out.loss_sum * term_scale[0];
-      for (size_t j = 0; j < num_extra; ++j) scaled_loss = scaled_loss + out.extra_loss_sums[j] * term_scale[1 + j];
-      if (k + 1 == microbatches.size()) grad_sync.arm_for_last_backward();
-      if (scaled_loss.requires_grad()) scaled_loss.backward();
-      // Summed on the loss's device and read once after the loop: a read per
-      // microbatch would wait for each one's kernels on a GPU.
-      local_loss = local_loss.defined() ? local_loss + scaled_loss.detach().to(at::kDouble)
-                                        : scaled_loss.detach().to(at::kDouble);
-      reducer.add(out.metrics);
-    }
-    if (local_loss.defined()) {
-      result.local_loss = local_loss.item<double>();
-      reducer.add("core/loss", result.local_loss);
-    }
+    reducer.add(term_losses);
+    result.local_loss = local_loss.item<double>();
+    reducer.add(kLossMetric, result.local_loss);
     // Every rank takes the same branch (has_units is global), so the
     // gradient all-reduce is symmetric, also on a rank without microbatches.
-    grad_sync.finish();
+    parts.grad_sync.finish();
   }
   for (const auto& microbatch : microbatches) {
-    reducer.add("core/tokens", static_cast<double>(microbatch->num_tokens));
-    reducer.add("core/padded_tokens", static_cast<double>(microbatch->padded_tokens));
+    reducer.add(kTokensMetric, static_cast<double>(microbatch->num_tokens));
+    reducer.add(kPaddedTokensMetric, static_cast<double>(microbatch->padded_tokens));
   }
   return result;
 }

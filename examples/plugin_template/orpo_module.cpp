@@ -58,15 +58,17 @@ std::vector<std::unique_ptr<sdk::Microbatch>> OrpoModule::prepare(sdk::Context& 
   return microbatches;
 }
 
-int64_t OrpoModule::count_units(const sdk::Microbatch& microbatch) const {
-  return static_cast<const OrpoMicrobatch&>(microbatch).pairs;
+std::vector<sdk::LossTerm> OrpoModule::loss_terms() const { return {{"pair", sdk::TermDivisor::kGlobalUnits}}; }
+
+std::vector<int64_t> OrpoModule::count_units(const sdk::Microbatch& microbatch) const {
+  return {static_cast<const OrpoMicrobatch&>(microbatch).pairs};
 }
 
 sdk::LossOut OrpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatch& microbatch) {
   const auto& batch = static_cast<const OrpoMicrobatch&>(microbatch);
   sdk::LossOut out;
   if (batch.pairs == 0) {
-    out.loss_sum = at::zeros({}, at::kDouble);
+    out.loss_sums = {at::zeros({}, at::kDouble)};
     return out;
   }
   const sdk::TargetLogProbs scored = ctx.policy().target_log_probs(batch.tokens);  // [2B, T], 0 off the mask
@@ -75,7 +77,7 @@ sdk::LossOut OrpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatc
   const at::Tensor chosen = mean_logp.slice(0, 0, batch.pairs);
   const at::Tensor rejected = mean_logp.slice(0, batch.pairs, 2 * batch.pairs);
   const PairLosses losses = orpo_losses(chosen, rejected, config_.lambda);
-  out.loss_sum = losses.loss.sum();
+  out.loss_sums = {losses.loss.sum()};
 
   // Means over the microbatch's pairs, weighted by the pair count (split-invariant),
   // left in tensors: the core reads every metric of a step after its last microbatch.

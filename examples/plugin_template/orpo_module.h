@@ -1,6 +1,8 @@
-// The ORPO TrainModule: one loss unit per preference pair (orpo_loss.h).
+// The ORPO TrainModule: one loss term, "pair", with one unit per preference
+// pair (orpo_loss.h):
 //   n = pairs in the microbatch          (known before the forward)
 //   S = Σ_i (L_SFT,i + λ · L_OR,i)       (a sum over those pairs)
+// so the step loss is the mean over the global batch's pairs.
 #pragma once
 
 #include "orpo_config.h"
@@ -26,7 +28,8 @@ class OrpoModule final : public ptrain::sdk::TrainModule {
   std::vector<std::unique_ptr<ptrain::sdk::Microbatch>> prepare(
       ptrain::sdk::Context& ctx, const std::vector<const ptrain::sdk::Example*>& examples,
       const ptrain::sdk::MicrobatchPlan& plan) override;
-  int64_t count_units(const ptrain::sdk::Microbatch& microbatch) const override;
+  std::vector<ptrain::sdk::LossTerm> loss_terms() const override;
+  std::vector<int64_t> count_units(const ptrain::sdk::Microbatch& microbatch) const override;
   ptrain::sdk::LossOut microbatch_loss(ptrain::sdk::Context& ctx, const ptrain::sdk::Microbatch& microbatch) override;
 
  private:

@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
 
+#include <algorithm>
 #include <sstream>
 
 namespace ptrain::dpo {
@@ -93,30 +94,38 @@ LossParams loss_params(const DpoConfig& config, double bco_delta) {
   return params;
 }
 
-// Σ_j λ_j ℓ_j,i per pair, [B] float64. The sft term, λ_sft times the chosen
-// completions' NLL sum, goes to out.extra_loss_sums; with several losses,
-// each one's mean goes to out.metrics as loss/<type>.
+// Σ_j λ_j ℓ_j,i per pair, [B] float64, over the pair losses; with several
+// losses, each one's mean goes to `metrics` as loss/<type>.
 at::Tensor weighted_pair_losses(const DpoConfig& config, const ScoredPairs& scored, const PairLogProbs& logps,
-                                const PairBatch& pairs, double bco_delta, sdk::LossOut& out) {
+                                const PairBatch& pairs, double bco_delta, sdk::MetricList& metrics) {
   const LossParams params = loss_params(config, bco_delta);
   const bool report_components = config.losses.size() > 1;
   at::Tensor per_pair = at::zeros({pairs.chosen_tokens.size(0)}, at::kDouble);
   for (size_t j = 0; j < config.losses.size(); ++j) {
     const LossType type = config.losses[j];
-    if (type == LossType::kSft) {
-      const at::Tensor nll_sum = -(scored.chosen.shared + scored.chosen.rest).to(at::kDouble).sum();
-      out.extra_loss_sums.push_back(config.loss_weights[j] * nll_sum);
-      if (report_components) {
-        const at::Tensor tokens = pairs.chosen_tokens.sum().to(at::kDouble);
-        out.metrics.add("loss/sft", nll_sum / tokens.clamp_min(1.0), tokens);
-      }
-      continue;
-    }
+    if (type == LossType::kSft) continue;
     const at::Tensor loss = pair_loss(type, logps, params);  // [B]
-    if (report_components) sdk::add_row_mean(out.metrics, std::string("loss/") + loss_type_name(type), loss.detach());
+    if (report_components) sdk::add_row_mean(metrics, std::string("loss/") + loss_type_name(type), loss.detach());
     per_pair = per_pair + config.loss_weights[j] * loss;
   }
   return per_pair;
+}
+
+// The sft loss's term: λ_sft times the chosen completions' NLL sum; with
+// several losses, the NLL per chosen token goes to `metrics` as loss/sft.
+at::Tensor weighted_nll_sum(const DpoConfig& config, const ScoredPairs& scored, const PairBatch& pairs,
+                            sdk::MetricList& metrics) {
+  const size_t j = std::find(config.losses.begin(), config.losses.end(), LossType::kSft) - config.losses.begin();
+  const at::Tensor nll_sum = -(scored.chosen.shared + scored.chosen.rest).to(at::kDouble).sum();
+  if (config.losses.size() > 1) {
+    const at::Tensor tokens = pairs.chosen_tokens.sum().to(at::kDouble);
+    metrics.add("loss/sft", nll_sum / tokens.clamp_min(1.0), tokens);
+  }
+  return config.loss_weights[j] * nll_sum;
+}
+
+bool has_pair_loss(const DpoConfig& config) {
+  return std::any_of(config.losses.begin(), config.losses.end(), [](LossType type) { return type != LossType::kSft; });
 }
 
 // WPO's weight of each pair under the current policy, [B] float64.
@@ -284,17 +293,23 @@ std::vector<std::unique_ptr<sdk::Microbatch>> DpoModule::prepare(sdk::Context& c
   return microbatches;
 }
 
-int64_t DpoModule::count_units(const sdk::Microbatch& microbatch) const {
-  const auto& batch = static_cast<const DpoMicrobatch&>(microbatch);
-  if (config_.loss_agg == PairAggregation::kPair) return batch.pairs.chosen_tokens.size(0);
-  return (batch.pairs.chosen_tokens + batch.pairs.rejected_tokens).sum().item<int64_t>();
+std::vector<sdk::LossTerm> DpoModule::loss_terms() const {
+  std::vector<sdk::LossTerm> terms;
+  if (has_pair_loss(config_)) terms.push_back({"pair", sdk::TermDivisor::kGlobalUnits});
+  if (config_.has_loss(LossType::kSft)) terms.push_back({"nll", sdk::TermDivisor::kGlobalUnits});
+  return terms;
 }
 
-size_t DpoModule::num_extra_loss_terms() const { return config_.has_loss(LossType::kSft) ? 1 : 0; }
-
-std::vector<int64_t> DpoModule::count_extra_units(const sdk::Microbatch& microbatch) const {
-  if (!config_.has_loss(LossType::kSft)) return {};
-  return {static_cast<const DpoMicrobatch&>(microbatch).pairs.chosen_tokens.sum().item<int64_t>()};
+std::vector<int64_t> DpoModule::count_units(const sdk::Microbatch& microbatch) const {
+  const PairBatch& pairs = static_cast<const DpoMicrobatch&>(microbatch).pairs;
+  std::vector<int64_t> units;
+  if (has_pair_loss(config_)) {
+    units.push_back(config_.loss_agg == PairAggregation::kPair
+                        ? pairs.chosen_tokens.size(0)
+                        : (pairs.chosen_tokens + pairs.rejected_tokens).sum().item<int64_t>());
+  }
+  if (config_.has_loss(LossType::kSft)) units.push_back(pairs.chosen_tokens.sum().item<int64_t>());
+  return units;
 }
 
 sdk::LossOut DpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatch& microbatch) {
@@ -305,16 +320,19 @@ sdk::LossOut DpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatch
   const PairLogProbs logps = pair_log_probs(scored, batch.reference_parts, pairs, config_.ld_alpha);
 
   sdk::LossOut out;
-  at::Tensor per_pair = weighted_pair_losses(config_, scored, logps, pairs, bco_.delta(), out);  // Σ_j λ_j ℓ_j,i
-  if (config_.use_weighting) {
-    const at::Tensor weights = wpo_weights(ctx.policy(), pairs);
-    per_pair = per_pair * weights;
-    sdk::add_row_mean(out.metrics, "wpo/weight", weights);
+  if (has_pair_loss(config_)) {
+    at::Tensor per_pair = weighted_pair_losses(config_, scored, logps, pairs, bco_.delta(), out.metrics);
+    if (config_.use_weighting) {
+      const at::Tensor weights = wpo_weights(ctx.policy(), pairs);
+      per_pair = per_pair * weights;
+      sdk::add_row_mean(out.metrics, "wpo/weight", weights);
+    }
+    const at::Tensor unit_weights = config_.loss_agg == PairAggregation::kPair
+                                        ? at::ones({num_pairs}, at::kDouble)
+                                        : logps.chosen_tokens + logps.rejected_tokens;
+    out.loss_sums.push_back((per_pair * unit_weights).sum());
   }
-  const at::Tensor unit_weights = config_.loss_agg == PairAggregation::kPair
-                                      ? at::ones({num_pairs}, at::kDouble)
-                                      : logps.chosen_tokens + logps.rejected_tokens;
-  out.loss_sum = (per_pair * unit_weights).sum();
+  if (config_.has_loss(LossType::kSft)) out.loss_sums.push_back(weighted_nll_sum(config_, scored, pairs, out.metrics));
 
   add_reward_metrics(out.metrics, pair_rewards(reward_form_, logps, config_.beta), logps);
   out.metrics.add("truncated_pairs", static_cast<double>(batch.truncated_pairs));

@@ -7,8 +7,8 @@
 // with u_i the unit weight (1 or the pair's tokens), w_i the WPO weight (1
 // without use_weighting) and λ_j the weight of pair loss j (dpo_loss.h), so
 // the step loss is Σ_j λ_j · (mean over the global batch's pairs of ℓ_j).
-// The `sft` loss is an extra term with its own units (train_module.h):
-//   n_sft = Σ_i |y_c,i|,  S_sft = λ_sft · Σ_i Σ_t −log π(y_c,i,t | …)
+// as loss term "pair". The `sft` loss is a term of its own units, "nll":
+//   n_nll = Σ_i |y_c,i|,  S_nll = λ_sft · Σ_i Σ_t −log π(y_c,i,t | …)
 // i.e. λ_sft times the NLL per chosen token of the whole global batch.
 //
 // The module composes its parts: microbatches are cut and collated by
@@ -45,9 +45,9 @@ class DpoModule final : public sdk::TrainModule {
   std::vector<std::unique_ptr<sdk::Microbatch>> prepare(sdk::Context& ctx,
                                                         const std::vector<const sdk::Example*>& examples,
                                                         const sdk::MicrobatchPlan& plan) override;
-  int64_t count_units(const sdk::Microbatch& microbatch) const override;
-  size_t num_extra_loss_terms() const override;
-  std::vector<int64_t> count_extra_units(const sdk::Microbatch& microbatch) const override;
+  // "pair" when a pair loss is configured, "nll" with the sft loss.
+  std::vector<sdk::LossTerm> loss_terms() const override;
+  std::vector<int64_t> count_units(const sdk::Microbatch& microbatch) const override;
   sdk::LossOut microbatch_loss(sdk::Context& ctx, const sdk::Microbatch& microbatch) override;
   // bco_pair: folds this step's rewards of every rank into δ, so that the
   // state a checkpoint saves after the step is complete.

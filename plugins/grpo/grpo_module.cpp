@@ -301,12 +301,12 @@ std::vector<std::unique_ptr<sdk::Microbatch>> GrpoModule::prepare(sdk::Context& 
   return microbatches;
 }
 
-int64_t GrpoModule::count_units(const sdk::Microbatch& microbatch) const {
-  return sdk::count_loss_units(static_cast<const GrpoMicrobatch&>(microbatch).tokens.loss_mask, config_.aggregation);
+std::vector<sdk::LossTerm> GrpoModule::loss_terms() const {
+  return {{"policy", sdk::term_divisor(config_.aggregation)}};
 }
 
-double GrpoModule::loss_divisor(int64_t global_units) const {
-  return sdk::loss_divisor(config_.aggregation, global_units);
+std::vector<int64_t> GrpoModule::count_units(const sdk::Microbatch& microbatch) const {
+  return {sdk::count_loss_units(static_cast<const GrpoMicrobatch&>(microbatch).tokens.loss_mask, config_.aggregation)};
 }
 
 MicrobatchTerms GrpoModule::token_terms(sdk::Context& ctx, const GrpoMicrobatch& batch) const {
@@ -330,7 +330,7 @@ sdk::LossOut GrpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatc
       batch.entropy_mask.defined() ? token_loss.loss * batch.entropy_mask.to(at::kDouble) : token_loss.loss;
 
   sdk::LossOut out;
-  out.loss_sum = sdk::aggregate_loss_sum(loss, mask, config_.aggregation);
+  out.loss_sums = {sdk::aggregate_loss_sum(loss, mask, config_.aggregation)};
   sdk::MetricList& metrics = out.metrics;
   sdk::add_row_mean(metrics, "reward", batch.rewards);
   sdk::add_row_mean(metrics, "reward_std", batch.group_stds);

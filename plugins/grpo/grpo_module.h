@@ -76,8 +76,9 @@ class GrpoModule final : public sdk::TrainModule {
   std::vector<std::unique_ptr<sdk::Microbatch>> prepare(sdk::Context& ctx,
                                                         const std::vector<const sdk::Example*>& examples,
                                                         const sdk::MicrobatchPlan& plan) override;
-  int64_t count_units(const sdk::Microbatch& microbatch) const override;
-  double loss_divisor(int64_t global_units) const override;
+  // One term, "policy": the clipped surrogate with its KL penalty per token, aggregated by loss_type.
+  std::vector<sdk::LossTerm> loss_terms() const override;
+  std::vector<int64_t> count_units(const sdk::Microbatch& microbatch) const override;
   sdk::LossOut microbatch_loss(sdk::Context& ctx, const sdk::Microbatch& microbatch) override;
 
   // One forward of the policy over `batch` and the objective's terms per token.

@@ -185,12 +185,12 @@ std::vector<std::unique_ptr<sdk::Microbatch>> SftModule::prepare(sdk::Context& c
   return microbatches;
 }
 
-int64_t SftModule::count_units(const sdk::Microbatch& microbatch) const {
-  return sdk::count_loss_units(static_cast<const SftMicrobatch&>(microbatch).tokens, config_.aggregation);
+std::vector<sdk::LossTerm> SftModule::loss_terms() const {
+  return {{"nll", sdk::term_divisor(config_.aggregation)}};
 }
 
-double SftModule::loss_divisor(int64_t global_units) const {
-  return sdk::loss_divisor(config_.aggregation, global_units);
+std::vector<int64_t> SftModule::count_units(const sdk::Microbatch& microbatch) const {
+  return {sdk::count_loss_units(static_cast<const SftMicrobatch&>(microbatch).tokens, config_.aggregation)};
 }
 
 sdk::LossOut SftModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatch& microbatch) {
@@ -199,7 +199,7 @@ sdk::LossOut SftModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatch
   const at::Tensor token_nll = -scored.log_probs;  // [B, T], 0 outside the mask
 
   sdk::LossOut out;
-  out.loss_sum = sdk::aggregate_loss_sum(token_nll, batch.tokens, config_.aggregation);
+  out.loss_sums = {sdk::aggregate_loss_sum(token_nll, batch.tokens, config_.aggregation)};
 
   // Metric values stay tensors: the core reads a step's metrics after its last microbatch.
   const at::Tensor& mask = batch.tokens.loss_mask;

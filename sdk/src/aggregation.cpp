@@ -126,8 +126,8 @@ at::Tensor aggregate_loss_sum(const at::Tensor& token_loss, const TokenBatch& ba
   return aggregate(token_loss, batch.loss_mask, batch.document_ids, spec);
 }
 
-double loss_divisor(const AggregationSpec& spec, int64_t global_units) {
-  return spec.mode == LossAggregation::kSum ? 1.0 : static_cast<double>(global_units);
+TermDivisor term_divisor(const AggregationSpec& spec) {
+  return spec.mode == LossAggregation::kSum ? TermDivisor::kOne : TermDivisor::kGlobalUnits;
 }
 
 }  // namespace ptrain::sdk

@@ -31,6 +31,13 @@ std::string format_number(double value) {
   return out.str();
 }
 
+std::string units_text(const std::vector<int64_t>& units) {
+  if (units.size() == 1) return std::to_string(units[0]);
+  std::string text;
+  for (const int64_t count : units) text += (text.empty() ? "[" : ", ") + std::to_string(count);
+  return text + "]";
+}
+
 std::string metric_differences(const std::map<std::string, double>& actual,
                                const std::map<std::string, double>& expected, const std::vector<sdk::MetricSpec>& specs,
                                double tolerance) {

@@ -21,6 +21,9 @@ bool close(double actual, double expected, double tolerance);
 
 std::string format_number(double value);
 
+// Unit counts of the loss terms: "7" for one term, "[7, 30]" for several.
+std::string units_text(const std::vector<int64_t>& units);
+
 // Differences between two reduced metric maps, for the metrics whose
 // reduction is split-invariant (sum, weighted_mean, max, min); "" when none.
 std::string metric_differences(const std::map<std::string, double>& actual,

@@ -128,8 +128,7 @@ class Harness {
 
   CheckResult check_units(InProcessRun& run) {
     CheckResult check{"units_before_forward", true, ""};
-    std::vector<int64_t> reference_units{reference_.result.global_units};
-    for (const int64_t extra : reference_.result.global_extra_units) reference_units.push_back(extra);
+    const std::vector<int64_t>& reference_units = reference_.result.global_units;
     for (const Split& split : variant_splits(run.config().data.max_length)) {
       std::vector<int64_t> total(reference_units.size(), 0);
       const std::vector<MicrobatchUnits> audits = run.audit_units(global_batch_, split.plan);
@@ -221,7 +220,7 @@ class Harness {
     for (const at::Tensor& gradient : only_zero.gradients) gradient_norm += gradient.abs().sum().item<double>();
     if (only_zero.result.has_units || gradient_norm != 0.0 || !all_finite(only_zero.metrics)) {
       check.passed = false;
-      check.detail += " a batch of only zero-unit examples gave " + std::to_string(only_zero.result.global_units) +
+      check.detail += " a batch of only zero-unit examples gave " + units_text(only_zero.result.global_units) +
                       " units, gradient L1 norm " + format_number(gradient_norm) +
                       (all_finite(only_zero.metrics) ? "" : ", non-finite metrics") + ";";
     }
@@ -234,8 +233,8 @@ class Harness {
     if (!(error <= spec_.tolerance) || with_zero.result.global_units != reference_.result.global_units) {
       check.passed = false;
       check.detail += " zero-unit examples mixed into the batch changed the gradient (relative error " +
-                      format_number(error) + ") or the units (" + std::to_string(with_zero.result.global_units) +
-                      " vs " + std::to_string(reference_.result.global_units) + ");";
+                      format_number(error) + ") or the units (" + units_text(with_zero.result.global_units) + " vs " +
+                      units_text(reference_.result.global_units) + ");";
     }
   }
 

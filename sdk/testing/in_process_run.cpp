@@ -13,6 +13,7 @@ namespace ptrain::testing {
 
 InProcessRun::InProcessRun(const plugin::LoadedPlugin& plugin, config::RunConfig config)
     : config_(std::move(config)),
+      plugin_name_(plugin.info().name),
       tokenizer_(train::make_tokenizer(config_.tokenizer)),
       policy_(train::make_policy(config_, *tokenizer_)),
       communicator_(dist::make_single_process_communicator()),
@@ -49,11 +50,14 @@ std::vector<const sdk::Example*> InProcessRun::pointers(const std::vector<int64_
   return selected;
 }
 
+train::StepParts InProcessRun::step_parts(sdk::TrainModule& module) {
+  return {module, plugin_name_, *context_, parameters_, *communicator_, *grad_sync_};
+}
+
 StepOutcome InProcessRun::step(const std::vector<int64_t>& example_indices, const sdk::MicrobatchPlan& plan) {
   StepOutcome outcome;
   metrics::MetricReducer reducer(train::step_metric_specs(*module_));
-  outcome.result = train::accumulate_gradients(*module_, *context_, pointers(example_indices), plan, parameters_,
-                                               *communicator_, *grad_sync_, reducer);
+  outcome.result = train::accumulate_gradients(step_parts(*module_), pointers(example_indices), plan, reducer);
   outcome.metrics = reducer.reduce(*communicator_);
   for (const at::Tensor& parameter : parameters_) outcome.gradients.push_back(parameter.grad().detach().clone());
   return outcome;
@@ -63,26 +67,20 @@ LoopReads InProcessRun::loop_scalar_reads(const std::vector<int64_t>& example_in
                                           const sdk::MicrobatchPlan& plan) {
   LoopReadObserver observed(*module_);
   metrics::MetricReducer reducer(train::step_metric_specs(observed));
-  train::accumulate_gradients(observed, *context_, pointers(example_indices), plan, parameters_, *communicator_,
-                              *grad_sync_, reducer);
+  train::accumulate_gradients(step_parts(observed), pointers(example_indices), plan, reducer);
   reducer.reduce(*communicator_);
   return {observed.microbatches(), observed.reads()};
 }
 
 std::vector<MicrobatchUnits> InProcessRun::audit_units(const std::vector<int64_t>& example_indices,
                                                        const sdk::MicrobatchPlan& plan) {
-  const auto counts = [this](const sdk::Microbatch& microbatch) {
-    std::vector<int64_t> units{module_->count_units(microbatch)};
-    for (const int64_t extra : module_->count_extra_units(microbatch)) units.push_back(extra);
-    return units;
-  };
+  const auto counts = [this](const sdk::Microbatch& microbatch) { return module_->count_units(microbatch); };
   std::vector<MicrobatchUnits> audits;
   for (const auto& microbatch : module_->prepare(*context_, pointers(example_indices), plan)) {
     MicrobatchUnits audit;
     audit.before_forward = counts(*microbatch);
     const sdk::LossOut out = module_->microbatch_loss(*context_, *microbatch);
-    audit.loss_sums.push_back(out.loss_sum.defined() ? out.loss_sum.item<double>() : 0.0);
-    for (const at::Tensor& extra : out.extra_loss_sums) audit.loss_sums.push_back(extra.item<double>());
+    for (const at::Tensor& sum : out.loss_sums) audit.loss_sums.push_back(sum.defined() ? sum.item<double>() : 0.0);
     audit.after_forward = counts(*microbatch);
     audits.push_back(std::move(audit));
   }

@@ -36,9 +36,9 @@ struct LoopReads {
 
 // What the plugin reported per microbatch when asked directly.
 struct MicrobatchUnits {
-  std::vector<int64_t> before_forward;  // count_units, then count_extra_units
+  std::vector<int64_t> before_forward;  // count_units: one count per loss term
   std::vector<int64_t> after_forward;
-  std::vector<double> loss_sums;  // loss_sum, then extra_loss_sums
+  std::vector<double> loss_sums;  // one per loss term
 };
 
 class InProcessRun {
@@ -66,8 +66,10 @@ class InProcessRun {
 
  private:
   std::vector<const sdk::Example*> pointers(const std::vector<int64_t>& example_indices) const;
+  train::StepParts step_parts(sdk::TrainModule& module);
 
   config::RunConfig config_;
+  std::string plugin_name_;
   std::unique_ptr<sdk::Tokenizer> tokenizer_;
   std::unique_ptr<model::CausalLm> policy_;
   std::vector<at::Tensor> parameters_;

@@ -48,14 +48,9 @@ class LoopReadObserver final : public sdk::TrainModule {
   std::vector<std::unique_ptr<sdk::Microbatch>> prepare(sdk::Context& ctx,
                                                         const std::vector<const sdk::Example*>& examples,
                                                         const sdk::MicrobatchPlan& plan) override;
-  int64_t count_units(const sdk::Microbatch& microbatch) const override { return inner_.count_units(microbatch); }
-  double loss_divisor(int64_t global_units) const override { return inner_.loss_divisor(global_units); }
-  size_t num_extra_loss_terms() const override { return inner_.num_extra_loss_terms(); }
-  std::vector<int64_t> count_extra_units(const sdk::Microbatch& microbatch) const override {
-    return inner_.count_extra_units(microbatch);
-  }
-  double extra_loss_divisor(size_t term, int64_t global_units) const override {
-    return inner_.extra_loss_divisor(term, global_units);
+  std::vector<sdk::LossTerm> loss_terms() const override { return inner_.loss_terms(); }
+  std::vector<int64_t> count_units(const sdk::Microbatch& microbatch) const override {
+    return inner_.count_units(microbatch);
   }
   sdk::LossOut microbatch_loss(sdk::Context& ctx, const sdk::Microbatch& microbatch) override;
   void end_step(sdk::Context& ctx) override { inner_.end_step(ctx); }

@@ -169,7 +169,8 @@ int run_grpo(const dist::LaunchEnv& launch, int argc, char** argv) {
   metrics::MetricReducer reducer(train::step_metric_specs(module));
   dist::GradientSynchronizer grad_sync(parameters, *communicator, 1 << 20);
   const sdk::MicrobatchPlan plan{std::atoll(argv[3]), 0};
-  train::accumulate_gradients(module, context, rank_examples, plan, parameters, *communicator, grad_sync, reducer);
+  train::accumulate_gradients({module, "grpo", context, parameters, *communicator, grad_sync}, rank_examples, plan,
+                              reducer);
   const auto reduced = reducer.reduce(*communicator);
   if (launch.rank == 0) {
     std::vector<std::pair<std::string, at::Tensor>> grads;

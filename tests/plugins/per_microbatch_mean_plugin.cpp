@@ -27,12 +27,14 @@ class PerMicrobatchMeanModule final : public sdk::TrainModule {
                                                         const sdk::MicrobatchPlan& plan) override {
     return sft_.prepare(ctx, examples, plan);
   }
-  int64_t count_units(const sdk::Microbatch& microbatch) const override { return sft_.count_units(microbatch); }
-  double loss_divisor(int64_t global_units) const override { return sft_.loss_divisor(global_units); }
+  std::vector<sdk::LossTerm> loss_terms() const override { return sft_.loss_terms(); }
+  std::vector<int64_t> count_units(const sdk::Microbatch& microbatch) const override {
+    return sft_.count_units(microbatch);
+  }
   sdk::LossOut microbatch_loss(sdk::Context& ctx, const sdk::Microbatch& microbatch) override {
     sdk::LossOut out = sft_.microbatch_loss(ctx, microbatch);
-    const int64_t units = count_units(microbatch);
-    if (units > 0) out.loss_sum = out.loss_sum / static_cast<double>(units);  // the bug
+    const int64_t units = count_units(microbatch)[0];
+    if (units > 0) out.loss_sums[0] = out.loss_sums[0] / static_cast<double>(units);  // the bug
     return out;
   }
 

@@ -208,7 +208,8 @@ inline StepOutcome run_step(sdk::TrainModule& module, sdk::Context& context,
   dist::GradientSynchronizer grad_sync(parameters, communicator, 1 << 20);
   StepOutcome outcome;
   outcome.gradient =
-      train::accumulate_gradients(module, context, rank_examples, plan, parameters, communicator, grad_sync, reducer);
+      train::accumulate_gradients({module, "dpo", context, parameters, communicator, grad_sync}, rank_examples, plan,
+                                  reducer);
   outcome.metrics = reducer.reduce(communicator);
   outcome.grads = gradients_of(parameters);
   return outcome;

@@ -42,8 +42,9 @@ TEST_CASE("aggregation sums and units match the table of DESIGN.md §2") {
   CHECK(sum_for(M::kSeqMeanTokenSumNorm, 4.0) == Approx(16.0 / 4.0));
   CHECK(units_for(M::kSeqMeanTokenSumNorm) == 2);
   CHECK(sum_for(M::kSum) == Approx(16.0));
-  CHECK(sdk::loss_divisor({M::kSum, 1.0}, 5) == 1.0);
-  CHECK(sdk::loss_divisor({M::kTokenMean, 1.0}, 5) == 5.0);
+  CHECK(sdk::term_divisor({M::kSum, 1.0}) == sdk::TermDivisor::kOne);
+  CHECK(sdk::term_divisor({M::kTokenMean, 1.0}) == sdk::TermDivisor::kGlobalUnits);
+  CHECK(sdk::term_divisor({M::kSeqMeanTokenSumNorm, 4.0}) == sdk::TermDivisor::kGlobalUnits);
 }
 
 TEST_CASE("a NaN loss at a masked position does not reach the sum") {

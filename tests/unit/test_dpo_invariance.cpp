@@ -82,7 +82,7 @@ TEST_CASE("the DPO step gradient equals the full-batch reference for every split
               dpo_test::run_step(module, context, example_pointers, {micro_size, 0}, parameters, *communicator);
           REQUIRE(outcome.gradient.has_units);
           CHECK(outcome.gradient.num_microbatches == 8 / micro_size);
-          CHECK(outcome.gradient.global_units == 8);
+          CHECK(outcome.gradient.global_units[0] == 8);
           const double error = dpo_test::relative_error(outcome.grads, reference_grads);
           INFO("relative gradient error " << error);
           CHECK(error <= 1e-5);
@@ -98,7 +98,7 @@ TEST_CASE("the DPO step gradient equals the full-batch reference for every split
           const dpo_test::StepOutcome outcome =
               dpo_test::run_step(module, context, example_pointers, plan, parameters, *communicator);
           REQUIRE(outcome.gradient.has_units);
-          CHECK(outcome.gradient.global_units == 8);
+          CHECK(outcome.gradient.global_units[0] == 8);
           const double error = dpo_test::relative_error(outcome.grads, reference_grads);
           INFO("relative gradient error " << error << ", " << outcome.gradient.num_microbatches << " microbatches");
           CHECK(error <= 1e-5);
@@ -148,7 +148,7 @@ TEST_CASE("with loss_agg = token, pairs weigh by their tokens and the split stil
     INFO("micro_size " << plan.micro_size << ", micro_tokens " << plan.micro_tokens);
     const dpo_test::StepOutcome outcome =
         dpo_test::run_step(module, context, dpo_test::pointers_to(examples), plan, parameters, *communicator);
-    CHECK(outcome.gradient.global_units == tokens);
+    CHECK(outcome.gradient.global_units[0] == tokens);
     CHECK(dpo_test::relative_error(outcome.grads, reference_grads) <= 1e-5);
     CHECK(outcome.metrics.at("core/loss") == Approx(reference_loss.item<double>()).epsilon(1e-5));
   }

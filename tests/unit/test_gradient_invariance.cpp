@@ -104,8 +104,8 @@ struct SingleProcessStep {
   train::GradientResult accumulate(sdk::TrainModule& module, sdk::Context& context, const sdk::MicrobatchPlan& plan,
                                    std::map<std::string, double>& reduced) {
     metrics::MetricReducer reducer(train::step_metric_specs(module));
-    const train::GradientResult result = train::accumulate_gradients(module, context, example_pointers, plan,
-                                                                     parameters, *communicator, grad_sync, reducer);
+    const train::GradientResult result = train::accumulate_gradients(
+        {module, "test", context, parameters, *communicator, grad_sync}, example_pointers, plan, reducer);
     reduced = reducer.reduce(*communicator);
     return result;
   }
@@ -197,7 +197,7 @@ TEST_CASE("a global batch without any trainable token is reported as empty, not 
     std::map<std::string, double> reduced;
     const train::GradientResult result = step.accumulate(module, context, {1, 0}, reduced);
     CHECK_FALSE(result.has_units);
-    CHECK(result.global_units == 0);
+    CHECK(result.global_units == std::vector<int64_t>{0});
     for (const at::Tensor& parameter : step.parameters) CHECK(parameter.grad().abs().sum().item<double>() == 0.0);
   }
 }
@@ -221,14 +221,15 @@ class TwoTermModule final : public sdk::TrainModule {
                                                         const sdk::MicrobatchPlan& plan) override {
     return main_.prepare(ctx, examples, plan);
   }
-  int64_t count_units(const sdk::Microbatch& microbatch) const override { return main_.count_units(microbatch); }
-  size_t num_extra_loss_terms() const override { return 1; }
-  std::vector<int64_t> count_extra_units(const sdk::Microbatch& microbatch) const override {
-    return {extra_.count_units(microbatch)};
+  std::vector<sdk::LossTerm> loss_terms() const override {
+    return {main_.loss_terms()[0], {"extra", extra_.loss_terms()[0].divisor}};
+  }
+  std::vector<int64_t> count_units(const sdk::Microbatch& microbatch) const override {
+    return {main_.count_units(microbatch)[0], extra_.count_units(microbatch)[0]};
   }
   sdk::LossOut microbatch_loss(sdk::Context& ctx, const sdk::Microbatch& microbatch) override {
     sdk::LossOut out = main_.microbatch_loss(ctx, microbatch);
-    out.extra_loss_sums.push_back(extra_.microbatch_loss(ctx, microbatch).loss_sum);
+    out.loss_sums.push_back(extra_.microbatch_loss(ctx, microbatch).loss_sums[0]);
     return out;
   }
 
@@ -262,8 +263,8 @@ TEST_CASE("extra loss terms are normalised by their own global units under every
     INFO("micro_size " << plan.micro_size << ", micro_tokens " << plan.micro_tokens);
     std::map<std::string, double> reduced;
     const train::GradientResult result = step.accumulate(module, main_context, plan, reduced);
-    REQUIRE(result.global_extra_units.size() == 1);
-    CHECK(result.global_units == 7);  // the fully truncated example is not a unit
+    REQUIRE(result.global_units.size() == 2);
+    CHECK(result.global_units[0] == 7);  // the fully truncated example is not a unit
     const double error = relative_error(gradients_of(step.parameters), reference_grads);
     INFO("relative gradient error " << error);
     CHECK(error <= 1e-5);

@@ -13,6 +13,7 @@
 #pragma once
 
 #include "ptrain/sdk/batch.h"
+#include "ptrain/sdk/train_module.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -49,7 +50,7 @@ at::Tensor aggregate_loss_sum(const at::Tensor& token_loss, const at::Tensor& lo
 int64_t count_loss_units(const TokenBatch& batch, const AggregationSpec& spec);
 at::Tensor aggregate_loss_sum(const at::Tensor& token_loss, const TokenBatch& batch, const AggregationSpec& spec);
 
-// The divisor of the step loss given the global unit count N.
-double loss_divisor(const AggregationSpec& spec, int64_t global_units);
+// How the step loss divides the term's global unit count: by N, or by 1 in `sum` mode.
+TermDivisor term_divisor(const AggregationSpec& spec);
 
 }  // namespace ptrain::sdk

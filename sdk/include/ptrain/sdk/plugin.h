@@ -21,17 +21,7 @@ namespace ptrain::sdk {
 // Raise whenever a header under ptrain/sdk changes a class layout, a virtual
 // function or an inline function (and PTRAIN_SDK_VERSION_MAJOR with it, version.h).
 // CMake reads this line (cmake/ptrain_sdk_version.cmake); keep its shape.
-inline constexpr uint32_t kAbiVersion = 6;  // 2: Tokenizer gained encode_pieces, token_id, fingerprint, chat_template;
-                                            // 3: Context gained start_progress, TrainModule end_step,
-                                            //    LanguageModel named_parameters and target_log_probs_and_entropy,
-                                            //    TargetLogProbs::entropy, Context::rollout_engine, ConfigValue lists;
-                                            // 4: TokenBatch position_ids/document_ids (packing), MicrobatchPlan
-                                            //    group_by_length/packing/row_tokens, Context::open_reward_library
-                                            //    with RewardLibrary (rewards.h) and the reward-library entry
-                                            //    RewardPluginInfo (reward_plugin.h), error classes' destructors
-                                            //    out of line in libptrain_sdk (errors.h);
-                                            // 5: MetricValue value_tensor/weight_tensor and MetricList::add
-                                            //    of tensors, read by the core once per step (metrics.h)
+inline constexpr uint32_t kAbiVersion = 6;  // docs/plugins.md, "ABI history", lists what each version changed
 
 #define PTRAIN_STRINGIFY_DETAIL(x) #x
 #define PTRAIN_STRINGIFY(x) PTRAIN_STRINGIFY_DETAIL(x)

@@ -1,18 +1,15 @@
-// The one interface an algorithm implements: turn a microbatch into a loss sum.
+// The one interface an algorithm implements: turn a microbatch into loss sums.
 //
-// Per microbatch k on rank r the core asks for n[r,k] = count_units() before
-// any forward pass, all-reduces N = Σ n, then backpropagates
-// microbatch_loss().loss_sum / loss_divisor(N) for each microbatch, so a
-// step's gradient does not depend on how its global batch was split
-// (DESIGN.md §2). loss_sum must be a SUM over the microbatch's units, never a
-// mean.
-//
-// A loss that adds terms normalised by other units (DPO's NLL term is a mean
-// over the completion tokens of the whole global batch while its main term is
-// a mean over pairs) declares num_extra_loss_terms() = E and reports, per
-// microbatch, E more unit counts and E more sums. The step loss is then
-//   L = ΣS / divisor(N) + Σ_j ΣS_j / extra_divisor(j, N_j)
-// where a term with N_j = 0 adds nothing. All counts travel in one all-reduce.
+// A loss has one or more terms (DESIGN.md §2), each with units of its own:
+// SFT's NLL over tokens; DPO's pair losses over pairs plus an NLL term over
+// chosen tokens. The plugin declares its terms once (loss_terms()); per
+// microbatch k on rank r the core asks for n_j[r,k] = count_units()[j]
+// before any forward pass, all-reduces N_j = Σ n_j in one collective, then
+// backpropagates Σ_j microbatch_loss().loss_sums[j] / divisor_j(N_j) for
+// each microbatch, so that the step loss is
+//   L = Σ_j Σ_{r,k} S_j[r,k] / divisor_j(N_j)      (a term with N_j = 0 adds nothing)
+// and a step's gradient does not depend on how its global batch was split.
+// A loss sum is a SUM over the microbatch's units of its term, never a mean.
 #pragma once
 
 #include "ptrain/sdk/batch.h"
@@ -38,9 +35,22 @@ struct PluginState {
   std::vector<std::pair<std::string, at::Tensor>> tensors;
 };
 
+// How a term's global unit count N_j becomes its divisor.
+enum class TermDivisor {
+  kGlobalUnits,  // N_j: the term is a mean over the global batch's units
+  kOne,          // 1: the term is a sum; its units only tell an empty step (aggregation `sum`)
+};
+
+struct LossTerm {
+  std::string name;  // the core logs the term's share of L as loss/<name>
+  TermDivisor divisor = TermDivisor::kGlobalUnits;
+};
+
 struct LossOut {
-  at::Tensor loss_sum;                      // differentiable scalar: Σ of the loss over this microbatch's units
-  std::vector<at::Tensor> extra_loss_sums;  // num_extra_loss_terms() scalars, each a Σ over its own units
+  // One differentiable scalar per loss term, in loss_terms() order: the
+  // term's Σ over this microbatch's units. A term with units in the
+  // microbatch must have a sum that requires grad.
+  std::vector<at::Tensor> loss_sums;
   MetricList metrics;
 };
 
@@ -70,20 +80,15 @@ class TrainModule {
   virtual std::vector<std::unique_ptr<Microbatch>> prepare(Context& ctx, const std::vector<const Example*>& examples,
                                                            const MicrobatchPlan& plan) = 0;
 
-  // n[r,k]: loss units of a microbatch, known before its forward pass.
-  virtual int64_t count_units(const Microbatch& microbatch) const = 0;
+  // The loss terms, in the order count_units() and LossOut::loss_sums give
+  // them. Read once, after setup().
+  virtual std::vector<LossTerm> loss_terms() const = 0;
 
-  // The step loss divisor given the global unit count N (e.g. 1 for `sum`).
-  virtual double loss_divisor(int64_t global_units) const { return static_cast<double>(global_units); }
+  // n_j[r,k] of each term: the microbatch's loss units, known before its
+  // forward pass.
+  virtual std::vector<int64_t> count_units(const Microbatch& microbatch) const = 0;
 
-  // Further loss terms with units of their own (see the top of this file).
-  virtual size_t num_extra_loss_terms() const { return 0; }
-  virtual std::vector<int64_t> count_extra_units(const Microbatch& microbatch) const { return {}; }
-  virtual double extra_loss_divisor(size_t term, int64_t global_units) const {
-    return static_cast<double>(global_units);
-  }
-
-  // S[r,k] and metrics.
+  // S_j[r,k] of each term, and metrics.
   virtual LossOut microbatch_loss(Context& ctx, const Microbatch& microbatch) = 0;
 
   // Called on every rank once a step's update is done (also when the step

@@ -14,7 +14,7 @@
 //   split_invariance      microbatch sizes 1, 2, 3 and two token budgets (the
 //                         gradient accumulated over microbatches by the core's
 //                         update step) give the reference gradient and loss
-//   units_before_forward  count_units()/count_extra_units() give the same
+//   units_before_forward  count_units() gives the same
 //                         counts before and after the forward, their sum over
 //                         any split is the reference N, and a microbatch with
 //                         no units returns a zero loss sum
