@@ -5,6 +5,8 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <cstring>
+
 namespace ptrain::tokenizer {
 
 struct UnicodeRegex::Compiled {
@@ -85,6 +87,15 @@ bool UnicodeRegex::matches_at(std::string_view text, size_t offset) const {
   const int rc = pcre2_match(compiled_->code, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), offset,
                              PCRE2_ANCHORED, data, nullptr);
   return rc >= 0;
+}
+
+std::string escape_regex_literal(const std::string& literal) {
+  std::string out;
+  for (const char c : literal) {
+    if (std::strchr("\\^$.|?*+()[]{}", c) && c != '\0') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
 }
 
 }  // namespace ptrain::tokenizer

@@ -37,4 +37,8 @@ class UnicodeRegex {
   std::string pattern_;
 };
 
+// `literal` with PCRE2's metacharacters escaped, so that it matches itself
+// (tokenizer.json's {"String": ...} patterns).
+std::string escape_regex_literal(const std::string& literal);
+
 }  // namespace ptrain::tokenizer

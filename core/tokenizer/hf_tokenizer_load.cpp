@@ -1,0 +1,105 @@
+// Reading tokenizer.json and tokenizer_config.json into an HfTokenizer: each
+// part of the file goes to the piece that owns it, in the order below, and
+// whatever is not byte-level BPE is refused naming the file and the key.
+#include "core/tokenizer/hf_tokenizer.h"
+
+#include "core/tokenizer/hf_tokenizer_impl.h"
+
+#include "ptrain/sdk/errors.h"
+#include "ptrain/sdk/fingerprint.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace ptrain::tokenizer {
+
+using nlohmann::json;
+
+namespace {
+
+bool read_file(const std::filesystem::path& path, std::string& text) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  text = buffer.str();
+  return true;
+}
+
+json parse_json(const std::string& text, const std::filesystem::path& path) {
+  try {
+    return json::parse(text);
+  } catch (const json::exception& error) {  // parse_error, or out_of_range for a number past a double
+    throw sdk::ConfigError(path.string() + ": not valid JSON: " + error.what());
+  }
+}
+
+std::string fingerprint_of(const std::string& tokenizer_text, const std::string& config_text) {
+  return "hf:" + sdk::hex64(sdk::fnv1a(tokenizer_text)) + ":" + sdk::hex64(sdk::fnv1a(config_text));
+}
+
+void check_decoder(const json& node, const detail::JsonSource& file) {
+  if (node.is_null()) return;
+  const std::string type = node.is_object() ? node.value("type", "") : "";
+  if (type != "ByteLevel") {
+    file.fail("key 'decoder': decoder '" + (type.empty() ? node.dump() : type) +
+              "' is not supported (byte-level BPE decodes with ByteLevel)");
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<HfTokenizer> HfTokenizer::load(const std::filesystem::path& tokenizer_json) {
+  std::string text;
+  if (!read_file(tokenizer_json, text)) {
+    throw sdk::ConfigError(tokenizer_json.string() + ": cannot read tokenizer file (" +
+                           (std::filesystem::exists(tokenizer_json) ? "not a readable file" : "no such file") + ")");
+  }
+  const json tokenizer = parse_json(text, tokenizer_json);
+  std::string config_text;
+  json config;
+  const std::filesystem::path config_path = tokenizer_json.parent_path() / "tokenizer_config.json";
+  if (read_file(config_path, config_text)) config = parse_json(config_text, config_path);
+  return build(tokenizer, config, tokenizer_json.string(), fingerprint_of(text, config_text));
+}
+
+std::unique_ptr<HfTokenizer> HfTokenizer::from_json(const json& tokenizer, const json& config,
+                                                    const std::string& source) {
+  return build(tokenizer, config, source, fingerprint_of(tokenizer.dump(), config.dump()));
+}
+
+// A function-try-block: the loaders check the keys they know, and a value of
+// an unexpected JSON type anywhere else still ends as this file's ConfigError.
+std::unique_ptr<HfTokenizer> HfTokenizer::build(const json& tokenizer, const json& config, const std::string& source,
+                                                std::string fingerprint) try {
+  const detail::JsonSource file{source};
+  if (!tokenizer.is_object())
+    file.fail("expected a JSON object (a Hugging Face tokenizer.json), got " + detail::json_type(tokenizer));
+  if (!tokenizer.contains("model")) file.fail("missing key 'model' (is this a Hugging Face tokenizer.json?)");
+  auto impl = std::make_unique<Impl>();
+  impl->normalizer = detail::Normalizer::load(tokenizer.value("normalizer", json()), file);
+  impl->pre_tokenizer = detail::PreTokenizer::load(tokenizer.value("pre_tokenizer", json()), file);
+  if (!impl->pre_tokenizer.has_byte_level()) {
+    file.fail(
+        "pre_tokenizer has no ByteLevel step: only byte-level BPE is supported (GPT-2, Llama 3, Qwen, SmolLM), "
+        "not SentencePiece-style or whitespace BPE");
+  }
+  check_decoder(tokenizer.value("decoder", json()), file);
+  impl->model = detail::load_model(tokenizer.at("model"), file, impl->decode_table);
+  impl->added_tokens =
+      detail::AddedTokens::load(tokenizer.value("added_tokens", json()), file, impl->normalizer, impl->decode_table);
+  // Special tokens are named by their text: an added token's content first, else a vocabulary token's bytes.
+  const Impl& parts = *impl;
+  impl->config = detail::read_tokenizer_config(config, file, [&parts](const std::string& text) {
+    const auto added = parts.added_tokens.id_of(text);
+    return added ? added : parts.model->token_id(text);
+  });
+  if (impl->config.pad < 0)
+    impl->config.pad = impl->config.eos;  // what TRL does for models without a pad token; padding is never trained on
+  impl->fingerprint = std::move(fingerprint);
+  return std::unique_ptr<HfTokenizer>(new HfTokenizer(std::move(impl)));
+} catch (const json::exception& error) {
+  throw sdk::ConfigError(source + ": unexpected value in tokenizer.json: " + error.what());
+}
+
+}  // namespace ptrain::tokenizer

@@ -1,0 +1,26 @@
+// tokenizer_config.json, read beside tokenizer.json: the bos, eos and pad
+// tokens, and which chat template family its chat_template is.
+#pragma once
+
+#include "core/tokenizer/json_source.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace ptrain::tokenizer::detail {
+
+struct TokenizerConfig {
+  int64_t bos = -1, eos = -1, pad = -1;  // -1: not given
+  std::string chat_template_family;      // "chatml", "llama3" or empty
+};
+
+// `config` may be null (no file). `token_id` maps a token's text to its id;
+// a special token it does not know is an error naming the key.
+TokenizerConfig read_tokenizer_config(const nlohmann::json& config, const JsonSource& file,
+                                      const std::function<std::optional<int64_t>(const std::string&)>& token_id);
+
+}  // namespace ptrain::tokenizer::detail
