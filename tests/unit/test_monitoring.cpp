@@ -4,8 +4,8 @@
 #include "support/run_command.h"
 #include "support/test_util.h"
 
-#include "core/metrics/progress.h"
-#include "core/metrics/status_line.h"
+#include "core/log/progress.h"
+#include "core/log/status_line.h"
 #include "core/report/report_html.h"
 #include "core/report/run_data.h"
 #include "core/report/run_summary.h"
@@ -56,7 +56,7 @@ struct TempFile {
 
 TEST_CASE("the status line moves out of the way of log lines and redraws below them", "[monitoring]") {
   TempFile out;
-  metrics::StatusLine status(out.file, true);
+  log::StatusLine status(out.file, true);
   status.show("step 1/4");
   status.write_above([&] { std::fputs("12:00:00 r0 info  [train] hello\n", out.file); });
   status.clear();
@@ -67,31 +67,31 @@ TEST_CASE("the status line moves out of the way of log lines and redraws below t
 
 TEST_CASE("a disabled status line writes nothing, so logs to files and pipes stay plain", "[monitoring]") {
   TempFile out;
-  metrics::StatusLine status(out.file, false);
+  log::StatusLine status(out.file, false);
   status.show("step 1/4");
   status.write_above([&] { std::fputs("line\n", out.file); });
   status.clear();
   CHECK(contents_of(out.file) == "line\n");
-  CHECK(!metrics::is_terminal(out.file));
-  CHECK(metrics::terminal_columns(out.file) == 0);
+  CHECK(!log::is_terminal(out.file));
+  CHECK(log::terminal_columns(out.file) == 0);
 }
 
 TEST_CASE("progress bars fill in proportion and say the percentage", "[monitoring]") {
-  CHECK(metrics::format_bar(0, 10, 10) == "[>         ]   0%");
-  CHECK(metrics::format_bar(5, 10, 10) == "[=====>    ]  50%");
-  CHECK(metrics::format_bar(10, 10, 10) == "[==========] 100%");
-  CHECK(metrics::format_bar(3, 0, 4) == "[====] 100%");  // an empty phase is complete
-  CHECK(metrics::format_phase_progress("tokenizing", 30, 120, 10.0) ==
+  CHECK(log::format_bar(0, 10, 10) == "[>         ]   0%");
+  CHECK(log::format_bar(5, 10, 10) == "[=====>    ]  50%");
+  CHECK(log::format_bar(10, 10, 10) == "[==========] 100%");
+  CHECK(log::format_bar(3, 0, 4) == "[====] 100%");  // an empty phase is complete
+  CHECK(log::format_phase_progress("tokenizing", 30, 120, 10.0) ==
         "tokenizing 30/120 [=====>              ]  25% | 10s elapsed | eta 30s");
-  CHECK(metrics::format_training_progress(12, 300, 12.0, 288.0, 2.34111, 1e-3, 5123.4) ==
+  CHECK(log::format_training_progress(12, 300, 12.0, 288.0, 2.34111, 1e-3, 5123.4) ==
         "step 12/300 [>                   ]   4% | 12s elapsed | eta 4m48s | loss 2.3411 | lr 1.00e-03 | 5123 tok/s");
 }
 
 TEST_CASE("a phase's progress draws on the status line and clears it when it ends", "[monitoring]") {
   TempFile out;
-  metrics::StatusLine status(out.file, true);
+  log::StatusLine status(out.file, true);
   {
-    metrics::PhaseProgress phase("dpo", "reference log-probs", 4, status);
+    log::PhaseProgress phase("dpo", "reference log-probs", 4, status);
     phase.advance(2);
     CHECK_THAT(contents_of(out.file), Catch::EndsWith("[dpo] reference log-probs 2/4 [==========>         ]  50% | "
                                                       "0s elapsed | eta 0s"));
