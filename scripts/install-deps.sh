@@ -15,13 +15,20 @@ packages=(
   pkg-config libpcre2-dev libutf8proc-dev   # tokenizer.json: pre-tokenizer regexes, Unicode normalization
   python3
   debootstrap                  # scripts/compat-trixie.sh: the LibTorch 2.x build root
-  libprotobuf-dev protobuf-compiler   # TensorBoard event files (messages generated at build time)
-  chromium                     # the report's browser test (headless, driven by playwright-core)
   clang libclang-rt-dev        # libFuzzer targets (scripts/fuzz.sh)
 )
-# npm installs the report's charting library (web/package-lock.json). A Node.js
-# from elsewhere (e.g. NodeSource, which bundles npm) is used as it is.
-if ! command -v npm >/dev/null; then packages+=(nodejs npm); fi
+# The optional outputs (CMake options of the same names; scripts/build.sh
+# passes these variables on): PTRAIN_TENSORBOARD=OFF or PTRAIN_REPORT=OFF in
+# the environment leaves out what only they need.
+if [ "${PTRAIN_TENSORBOARD:-ON}" != OFF ]; then
+  packages+=(libprotobuf-dev protobuf-compiler)   # TensorBoard event files (messages generated at build time)
+fi
+if [ "${PTRAIN_REPORT:-ON}" != OFF ]; then
+  packages+=(chromium)         # the report's browser test (headless, driven by playwright-core)
+  # npm installs the report's charting library (web/package-lock.json). A Node.js
+  # from elsewhere (e.g. NodeSource, which bundles npm) is used as it is.
+  if ! command -v npm >/dev/null; then packages+=(nodejs npm); fi
+fi
 
 missing=()
 for package in "${packages[@]}"; do

@@ -4,9 +4,19 @@
 #include "core/log/progress.h"
 
 #include <cmath>
+#include <sstream>
 
 namespace ptrain::metrics {
 namespace {
+
+// Markdown that shows `text` verbatim (an indented code block).
+std::string as_markdown_code(const std::string& text) {
+  std::istringstream lines(text);
+  std::string line;
+  std::string markdown;
+  while (std::getline(lines, line)) markdown += "    " + line + "\n";
+  return markdown;
+}
 
 double value_or_nan(const std::map<std::string, double>& values, const std::string& name) {
   const auto found = values.find(name);
@@ -21,6 +31,7 @@ StepLog::StepLog(const StepLogOptions& options, log::StatusLine& status)
       jsonl_(options.output_dir / "metrics.jsonl"),
       start_(std::chrono::steady_clock::now()) {
   if (options_.tensorboard) {
+    require_tensorboard_available();
     tensorboard_ = std::make_unique<TensorBoardWriter>(options_.output_dir);
     tensorboard_->add_text(options_.first_step, "config", as_markdown_code(options_.resolved_config_toml));
     log::info("metrics", "TensorBoard events in " + tensorboard_->path().string());
