@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # Configures and builds ptrain into build/ (or $PTRAIN_BUILD_DIR), using ccache.
 # Extra arguments are passed to `cmake --build` (e.g. --target ptrain).
+# Environment: PTRAIN_JOBS, PTRAIN_CMAKE_ARGS (first configure), PTRAIN_TENSORBOARD, PTRAIN_REPORT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir="${PTRAIN_BUILD_DIR:-build}"
 jobs="${PTRAIN_JOBS:-$(nproc)}"
-if [ ! -f "$build_dir/CMakeCache.txt" ]; then
-  cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${PTRAIN_CMAKE_ARGS:-}
+# PTRAIN_TENSORBOARD / PTRAIN_REPORT in the environment (ON or OFF) set those
+# CMake options, also in an existing build directory.
+options=()
+for option in PTRAIN_TENSORBOARD PTRAIN_REPORT; do
+  if [ -n "${!option:-}" ]; then options+=("-D$option=${!option}"); fi
+done
+if [ ! -f "$build_dir/CMakeCache.txt" ] || [ ${#options[@]} -gt 0 ]; then
+  cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${PTRAIN_CMAKE_ARGS:-} "${options[@]}"
 fi
 # Relative paths under the checkout let clones in other directories (CI) hit the cache.
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"

@@ -24,18 +24,27 @@ packages=(
   libssl-dev                   # SHA-256 of loaded plugins (OpenSSL EVP)
   pkg-config libpcre2-dev libutf8proc-dev   # tokenizer.json: pre-tokenizer regexes, Unicode normalization
   python3                      # scripts/make_*_data.py: more data like the bundled sets
-  libprotobuf-dev protobuf-compiler   # TensorBoard event files (messages generated at build time)
 )
-# npm installs the report's charting library (web/package-lock.json) at build
-# time. A Node.js from elsewhere (e.g. NodeSource, which bundles npm) is used as it is.
-if ! command -v npm >/dev/null; then packages+=(nodejs npm); fi
+# The optional outputs (CMake options of the same names; scripts/build.sh
+# passes these variables on): PTRAIN_TENSORBOARD=OFF or PTRAIN_REPORT=OFF in
+# the environment leaves out what only they need.
+if [ "${PTRAIN_TENSORBOARD:-ON}" != OFF ]; then
+  packages+=(libprotobuf-dev protobuf-compiler)   # TensorBoard event files (messages generated at build time)
+fi
+if [ "${PTRAIN_REPORT:-ON}" != OFF ]; then
+  # npm installs the report's charting library (web/package-lock.json) at build
+  # time. A Node.js from elsewhere (e.g. NodeSource, which bundles npm) is used as it is.
+  if ! command -v npm >/dev/null; then packages+=(nodejs npm); fi
+fi
 
 test_packages=(
   catch2                       # the test suite (PTRAIN_BUILD_TESTS) and examples/plugin_template's tests
-  chromium                     # the report's browser test (headless, driven by playwright-core)
   clang libclang-rt-dev        # libFuzzer targets (scripts/fuzz.sh)
   debootstrap                  # scripts/compat-trixie.sh: the LibTorch 2.x build root
 )
+if [ "${PTRAIN_REPORT:-ON}" != OFF ]; then
+  test_packages+=(chromium)    # the report's browser test (headless, driven by playwright-core)
+fi
 what="build dependencies"
 if [ "$with_test_tools" = 1 ]; then
   packages+=("${test_packages[@]}")

@@ -7,8 +7,8 @@
 #include "core/dist/c10d_communicator.h"
 #include "core/dist/launch_env.h"
 #include "core/dist/launcher.h"
+#include "core/log/logger.h"
 #include "core/plugin/host_context.h"
-#include "core/plugin/host_logger.h"
 #include "core/plugin/plugin_loader.h"
 #include "core/train/run_setup.h"
 #include "core/train/trainer.h"
@@ -31,8 +31,8 @@ struct LoadedRun {
 LoadedRun load_run(const ConfigOptions& options) {
   const config::ConfigDocument document = config::ConfigDocument::load(options.config_file, options.overrides);
   plugin::LoadedPlugin plugin = plugin::load_plugin(document.plugin(), plugin::plugin_search_dirs(options.plugin_dirs));
-  plugin::log_info("plugin", "loaded " + std::string(plugin.info().name) + " from " + plugin.resolved_path().string() +
-                                 " (sha256 " + plugin.sha256() + ")");
+  log::info("plugin", "loaded " + std::string(plugin.info().name) + " from " + plugin.resolved_path().string() +
+                          " (sha256 " + plugin.sha256() + ")");
   config::RunConfig config = document.resolve(plugin.config_schema());
   return {std::move(plugin), std::move(config)};
 }
@@ -41,7 +41,7 @@ LoadedRun load_run(const ConfigOptions& options) {
 
 int command_train(const ConfigOptions& options, bool overwrite, const std::string& resume) {
   const dist::LaunchEnv launch = dist::read_launch_env();
-  plugin::init_logging(launch.rank);
+  log::init_logging(launch.rank);
   LoadedRun run = load_run(options);
   auto communicator = dist::make_communicator(launch, std::chrono::seconds(run.config.distributed.timeout_s));
   train::TrainOptions train_options;
@@ -53,7 +53,7 @@ int command_train(const ConfigOptions& options, bool overwrite, const std::strin
 }
 
 int command_validate(const ConfigOptions& options) {
-  plugin::init_logging(0);
+  log::init_logging(0);
   LoadedRun run = load_run(options);
   const config::RunConfig& config = run.config;
 
@@ -69,8 +69,8 @@ int command_validate(const ConfigOptions& options) {
 
   std::error_code error;
   if (fs::is_directory(config.output_dir, error) && !fs::is_empty(config.output_dir, error)) {
-    plugin::log_warn("validate", "output_dir '" + config.output_dir +
-                                     "' already holds a run: `ptrain train` will refuse it without --overwrite");
+    log::warn("validate", "output_dir '" + config.output_dir +
+                              "' already holds a run: `ptrain train` will refuse it without --overwrite");
   }
   const double epochs = static_cast<double>(config.train.max_steps) / static_cast<double>(sampler.steps_per_epoch());
   char epochs_text[32];
@@ -114,7 +114,7 @@ int command_describe_plugin(const std::string& name_or_path, const std::vector<f
 }
 
 int command_plugins(const std::vector<fs::path>& plugin_dirs) {
-  plugin::init_logging(0);
+  log::init_logging(0);
   const std::vector<fs::path> dirs = plugin::plugin_search_dirs(plugin_dirs);
   const std::vector<plugin::PluginListing> listings = plugin::list_plugins(dirs);
   std::cout << "search path:\n";

@@ -1,7 +1,7 @@
 #include "core/generation/rollout_engine.h"
 
 #include "core/generation/sampling.h"
-#include "core/metrics/progress.h"
+#include "core/log/progress.h"
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
@@ -56,7 +56,7 @@ std::vector<sdk::Rollout> CausalLmRolloutEngine::generate(const std::vector<sdk:
   std::vector<sdk::Rollout> rollouts(requests.size());
   const size_t chunk = max_batch > 0 ? static_cast<size_t>(max_batch) : std::max<size_t>(1, requests.size());
   // A bar while this step's rollouts are sampled (rank 0, on a terminal).
-  metrics::PhaseProgress progress("generate", "rollouts", static_cast<int64_t>(requests.size()));
+  log::PhaseProgress progress("generate", "rollouts", static_cast<int64_t>(requests.size()));
   for (size_t begin = 0; begin < requests.size(); begin += chunk) {
     const size_t end = std::min(requests.size(), begin + chunk);
     std::vector<sdk::Rollout> part;

@@ -1,5 +1,6 @@
 #include "core/metrics/metrics_sink.h"
 
+#include "core/log/progress.h"
 #include "ptrain/sdk/errors.h"
 
 #include <nlohmann/json.hpp>
@@ -25,22 +26,6 @@ void JsonlMetricsWriter::write(int64_t step, const std::map<std::string, double>
   if (!out_) throw sdk::Error(path_.string() + ": failed to write metrics");
 }
 
-std::string format_duration(double seconds) {
-  if (!std::isfinite(seconds) || seconds < 0) return "?";
-  const auto total = static_cast<int64_t>(std::llround(seconds));
-  char buffer[32];
-  if (total >= 3600) {
-    std::snprintf(buffer, sizeof buffer, "%lldh%02lldm", static_cast<long long>(total / 3600),
-                  static_cast<long long>(total % 3600 / 60));
-  } else if (total >= 60) {
-    std::snprintf(buffer, sizeof buffer, "%lldm%02llds", static_cast<long long>(total / 60),
-                  static_cast<long long>(total % 60));
-  } else {
-    std::snprintf(buffer, sizeof buffer, "%llds", static_cast<long long>(total));
-  }
-  return buffer;
-}
-
 std::string format_console_line(int64_t step, int64_t max_steps, const std::map<std::string, double>& values,
                                 double eta_s) {
   std::string line = "step " + std::to_string(step) + "/" + std::to_string(max_steps);
@@ -55,7 +40,7 @@ std::string format_console_line(int64_t step, int64_t max_steps, const std::map<
   append("lr", "lr", "%.2e");
   append("grad_norm", "grad_norm", "%.3f");
   append("tokens_per_s", "tok/s", "%.0f");
-  line += " | eta " + format_duration(eta_s);
+  line += " | eta " + log::format_duration(eta_s);
   return line;
 }
 

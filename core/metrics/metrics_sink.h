@@ -26,7 +26,4 @@ class JsonlMetricsWriter {
 std::string format_console_line(int64_t step, int64_t max_steps, const std::map<std::string, double>& values,
                                 double eta_s);
 
-// "1h02m", "3m07s", "12s"
-std::string format_duration(double seconds);
-
 }  // namespace ptrain::metrics

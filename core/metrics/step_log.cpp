@@ -1,12 +1,22 @@
 #include "core/metrics/step_log.h"
 
-#include "core/metrics/progress.h"
-#include "core/plugin/host_logger.h"
+#include "core/log/logger.h"
+#include "core/log/progress.h"
 
 #include <cmath>
+#include <sstream>
 
 namespace ptrain::metrics {
 namespace {
+
+// Markdown that shows `text` verbatim (an indented code block).
+std::string as_markdown_code(const std::string& text) {
+  std::istringstream lines(text);
+  std::string line;
+  std::string markdown;
+  while (std::getline(lines, line)) markdown += "    " + line + "\n";
+  return markdown;
+}
 
 double value_or_nan(const std::map<std::string, double>& values, const std::string& name) {
   const auto found = values.find(name);
@@ -15,15 +25,16 @@ double value_or_nan(const std::map<std::string, double>& values, const std::stri
 
 }  // namespace
 
-StepLog::StepLog(const StepLogOptions& options, StatusLine& status)
+StepLog::StepLog(const StepLogOptions& options, log::StatusLine& status)
     : options_(options),
       status_(status),
       jsonl_(options.output_dir / "metrics.jsonl"),
       start_(std::chrono::steady_clock::now()) {
   if (options_.tensorboard) {
+    require_tensorboard_available();
     tensorboard_ = std::make_unique<TensorBoardWriter>(options_.output_dir);
     tensorboard_->add_text(options_.first_step, "config", as_markdown_code(options_.resolved_config_toml));
-    plugin::log_info("metrics", "TensorBoard events in " + tensorboard_->path().string());
+    log::info("metrics", "TensorBoard events in " + tensorboard_->path().string());
   }
 }
 
@@ -37,10 +48,10 @@ void StepLog::record(int64_t step, const std::map<std::string, double>& values) 
   const double eta_s =
       elapsed_s / static_cast<double>(step - options_.first_step) * static_cast<double>(options_.max_steps - step);
   if (step % options_.log_every == 0 || step == options_.max_steps) {
-    plugin::log_info("train", format_console_line(step, options_.max_steps, values, eta_s));
+    log::info("train", format_console_line(step, options_.max_steps, values, eta_s));
   }
-  status_.show(format_training_progress(step, options_.max_steps, elapsed_s, eta_s, value_or_nan(values, "loss"),
-                                        value_or_nan(values, "lr"), value_or_nan(values, "tokens_per_s")));
+  status_.show(log::format_training_progress(step, options_.max_steps, elapsed_s, eta_s, value_or_nan(values, "loss"),
+                                             value_or_nan(values, "lr"), value_or_nan(values, "tokens_per_s")));
 }
 
 }  // namespace ptrain::metrics

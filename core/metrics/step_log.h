@@ -3,8 +3,8 @@
 // progress bar when stderr is a terminal, plus a log line every log_every steps.
 #pragma once
 
+#include "core/log/status_line.h"
 #include "core/metrics/metrics_sink.h"
-#include "core/metrics/status_line.h"
 #include "core/metrics/tensorboard_writer.h"
 
 #include <chrono>
@@ -27,7 +27,7 @@ struct StepLogOptions {
 
 class StepLog {
  public:
-  explicit StepLog(const StepLogOptions& options, StatusLine& status = StatusLine::for_stderr());
+  explicit StepLog(const StepLogOptions& options, log::StatusLine& status = log::StatusLine::for_stderr());
   ~StepLog();
   StepLog(const StepLog&) = delete;
   StepLog& operator=(const StepLog&) = delete;
@@ -37,7 +37,7 @@ class StepLog {
 
  private:
   StepLogOptions options_;
-  StatusLine& status_;
+  log::StatusLine& status_;
   JsonlMetricsWriter jsonl_;
   std::unique_ptr<TensorBoardWriter> tensorboard_;
   std::chrono::steady_clock::time_point start_;

@@ -8,7 +8,6 @@
 
 #include <array>
 #include <chrono>
-#include <sstream>
 
 namespace ptrain::metrics {
 namespace {
@@ -29,6 +28,8 @@ void append_little_endian(std::string& out, Int value) {
 }
 
 }  // namespace
+
+void require_tensorboard_available() {}
 
 uint32_t masked_crc32c(const void* data, size_t size) {
   // CRC-32C: polynomial 0x1EDC6F41, reflected, initial and final XOR all ones.
@@ -89,14 +90,6 @@ void TensorBoardWriter::write_event(const tensorboard::Event& event) {
   out_.write(record.data(), static_cast<std::streamsize>(record.size()));
   out_.flush();
   if (!out_) throw sdk::Error(path_.string() + ": failed to write a TensorBoard event");
-}
-
-std::string as_markdown_code(const std::string& text) {
-  std::istringstream lines(text);
-  std::string line;
-  std::string markdown;
-  while (std::getline(lines, line)) markdown += "    " + line + "\n";
-  return markdown;
 }
 
 }  // namespace ptrain::metrics

@@ -48,7 +48,9 @@ class TensorBoardWriter {
   std::ofstream out_;
 };
 
-// Markdown that shows `text` verbatim (an indented code block).
-std::string as_markdown_code(const std::string& text);
+// TensorBoard event files need protobuf, an optional part of the build
+// (CMake option PTRAIN_TENSORBOARD). Without it this throws sdk::ConfigError
+// naming logging.tensorboard and the option; with it, it does nothing.
+void require_tensorboard_available();
 
 }  // namespace ptrain::metrics

@@ -1,5 +1,5 @@
-// The SDK's Progress as the host shows it (metrics::PhaseProgress).
-#include "core/metrics/progress.h"
+// The SDK's Progress as the host shows it (log::PhaseProgress).
+#include "core/log/progress.h"
 #include "core/plugin/host_context.h"
 
 namespace ptrain::plugin {
@@ -12,7 +12,7 @@ class HostProgress final : public sdk::Progress {
   void finish() override { phase_.finish(); }
 
  private:
-  metrics::PhaseProgress phase_;
+  log::PhaseProgress phase_;
 };
 
 }  // namespace

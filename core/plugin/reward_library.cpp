@@ -1,7 +1,7 @@
 #include "core/plugin/reward_library.h"
 
+#include "core/log/logger.h"
 #include "core/plugin/library_checks.h"
-#include "core/plugin/host_logger.h"
 #include "ptrain/sdk/errors.h"
 #include "ptrain/sdk/reward_plugin.h"
 
@@ -120,8 +120,8 @@ std::unique_ptr<LoadedRewardLibrary> load_reward_library_file(const fs::path& pa
                              "'");
     }
   }
-  log_info("plugin", "loaded reward library " + std::string(info->name) + " from " + resolved.string() +
-                         " (sha256 " + detail::sha256_of_file(resolved) + ")");
+  log::info("plugin", "loaded reward library " + std::string(info->name) + " from " + resolved.string() + " (sha256 " +
+                          detail::sha256_of_file(resolved) + ")");
   return std::make_unique<LoadedRewardLibrary>(std::move(library), info, resolved);
 }
 

@@ -1,6 +1,6 @@
 #include "core/report/report_html.h"
 
-#include "core/metrics/metrics_sink.h"
+#include "core/log/progress.h"
 #include "core/report/run_summary.h"
 
 #include <nlohmann/json.hpp>
@@ -65,7 +65,7 @@ std::string overview_table(const std::vector<RunData>& runs, const std::vector<R
                  ? number(loss->second.min_value) + " (" + std::to_string(loss->second.min_step) + ")"
                  : "–") +
             "</td><td>" + (summary.tokens_per_s ? number(*summary.tokens_per_s) : "–") + "</td><td>" +
-            metrics::format_duration(summary.train_s) + "</td><td class=\"skipped\">" +
+            log::format_duration(summary.train_s) + "</td><td class=\"skipped\">" +
             std::to_string(summary.skipped_steps) + "</td></tr>\n";
   }
   return html + "</table>\n";

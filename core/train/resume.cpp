@@ -1,7 +1,7 @@
 #include "core/train/resume.h"
 
 #include "core/checkpoint/atomic_dir.h"
-#include "core/plugin/host_logger.h"
+#include "core/log/logger.h"
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
@@ -78,7 +78,7 @@ void restore_policy(const checkpoint::LoadedCheckpoint& loaded, const std::strin
   }
   for (const ConfigChange& change : config_changes(loaded.config_toml, resolved_config_toml)) {
     if (change.key == "output_dir") continue;
-    plugin::log_warn("resume", change.key + " changed from " + change.before + " to " + change.after);
+    log::warn("resume", change.key + " changed from " + change.before + " to " + change.after);
   }
   const auto source = loaded.model->named_parameters();
   const auto target = policy.named_parameters();

@@ -1,7 +1,7 @@
 #include "core/train/run_setup.h"
 
 #include "core/data/jsonl_reader.h"
-#include "core/plugin/host_logger.h"
+#include "core/log/logger.h"
 #include "core/tokenizer/byte_tokenizer.h"
 #include "core/tokenizer/hf_tokenizer.h"
 #include "ptrain/sdk/errors.h"
@@ -127,11 +127,11 @@ std::vector<sdk::Example> load_examples(const config::RunConfig& config, const s
   // Every rank reads the whole file, so every rank skips the same lines and
   // reports the same counts; the data order depends on the kept count only.
   if (!skipped.empty()) {
-    plugin::log_warn("data", "skipped " + std::to_string(skipped.size()) + " bad examples of " +
-                                 std::to_string(skipped.size() + examples.size()) + " in " + config.data.train +
-                                 " (data.on_error = \"skip\")");
+    log::warn("data", "skipped " + std::to_string(skipped.size()) + " bad examples of " +
+                          std::to_string(skipped.size() + examples.size()) + " in " + config.data.train +
+                          " (data.on_error = \"skip\")");
     constexpr size_t kListed = 5;
-    for (size_t i = 0; i < std::min(kListed, skipped.size()); ++i) plugin::log_warn("data", "skipped " + skipped[i]);
+    for (size_t i = 0; i < std::min(kListed, skipped.size()); ++i) log::warn("data", "skipped " + skipped[i]);
   }
   return examples;
 }

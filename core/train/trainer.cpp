@@ -2,12 +2,13 @@
 
 #include "core/checkpoint/checkpoint.h"
 #include "core/data/global_batch_sampler.h"
+#include "core/log/logger.h"
+#include "core/log/progress.h"
 #include "core/metrics/metric_reducer.h"
 #include "core/metrics/step_log.h"
 #include "core/metrics/throughput.h"
 #include "core/model/gemm.h"
 #include "core/plugin/host_context.h"
-#include "core/plugin/host_logger.h"
 #include "core/train/lr_schedule.h"
 #include "core/train/numeric_guard.h"
 #include "core/train/optimizer.h"
@@ -155,7 +156,7 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
   // created or replaced, so a failed validation leaves it as it was.
   if (is_main) prepare_output_dir(output_dir, options.overwrite, !options.resume.empty());
   communicator.barrier();
-  plugin::add_log_file(output_dir, communicator.rank());
+  log::add_log_file(output_dir, communicator.rank());
   if (is_main) write_text_file(output_dir / "config.toml", options.resolved_config_toml);
   module->prepare_dataset(context, examples);
   const data::GlobalBatchSampler sampler(static_cast<int64_t>(examples.size()), config.batch.global_size, config.seed);
@@ -177,22 +178,22 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
     module->load_state(context, loaded.plugin_state);
     trainer_state = loaded.trainer;
     trainer_state.world_size = communicator.world_size();
-    plugin::log_info("resume", "continuing from " + resume_from->string() + " after step " +
-                                   std::to_string(trainer_state.completed_steps) + " (saved at world size " +
-                                   std::to_string(loaded.trainer.world_size) + ")");
+    log::info("resume", "continuing from " + resume_from->string() + " after step " +
+                            std::to_string(trainer_state.completed_steps) + " (saved at world size " +
+                            std::to_string(loaded.trainer.world_size) + ")");
   } else if (!options.resume.empty()) {
-    plugin::log_info("resume", "no checkpoint under " + checkpoints_dir.string() + "; starting from step 0");
+    log::info("resume", "no checkpoint under " + checkpoints_dir.string() + "; starting from step 0");
   }
   broadcast_parameters(parameters, communicator);
   dist::GradientSynchronizer grad_sync(parameters, communicator, config.distributed.bucket_mb << 20);
 
   const int64_t num_parameters = policy->num_parameters();
   const double peak_flops_per_s = metrics::measure_matmul_flops_per_s();
-  plugin::log_info("train", "plugin " + std::string(plugin.info().name) + " " + plugin.info().version + ", " +
-                                std::to_string(num_parameters) + " parameters, " + std::to_string(examples.size()) +
-                                " examples, " + std::to_string(sampler.steps_per_epoch()) + " steps per epoch, " +
-                                std::to_string(threads) + " threads, world size " +
-                                std::to_string(communicator.world_size()) + ", matmul " + model::gemm_backend());
+  log::info("train", "plugin " + std::string(plugin.info().name) + " " + plugin.info().version + ", " +
+                         std::to_string(num_parameters) + " parameters, " + std::to_string(examples.size()) +
+                         " examples, " + std::to_string(sampler.steps_per_epoch()) + " steps per epoch, " +
+                         std::to_string(threads) + " threads, world size " + std::to_string(communicator.world_size()) +
+                         ", matmul " + model::gemm_backend());
 
   std::unique_ptr<metrics::StepLog> step_log;
   if (is_main) {
@@ -207,7 +208,7 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
       checkpoint::CheckpointData data{policy.get(), optimizer.state_tensors(), module->save_state(), trainer_state,
                                       options.resolved_config_toml};
       const fs::path saved = checkpoint::write_checkpoint(checkpoints_dir, data, config.checkpoint.keep_last);
-      plugin::log_info("checkpoint", "saved " + saved.string());
+      log::info("checkpoint", "saved " + saved.string());
     }
     communicator.barrier();
   };
@@ -255,8 +256,8 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
     std::map<std::string, double> values;
     bool stepped = false;
     if (!gradient.has_units) {
-      plugin::log_warn("train", "step " + std::to_string(step + 1) +
-                                    ": no loss unit in the global batch (nothing to learn from); step skipped");
+      log::warn("train", "step " + std::to_string(step + 1) +
+                             ": no loss unit in the global batch (nothing to learn from); step skipped");
     } else {
       const double loss = reduced["core/loss"];
       values["loss"] = loss;
@@ -266,12 +267,12 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
         optimizer.step(lr);
         stepped = true;
       } else {
-        plugin::log_warn("train", "step " + std::to_string(step + 1) +
-                                      ": non-finite loss or gradient norm on some rank; update skipped on every rank");
+        log::warn("train", "step " + std::to_string(step + 1) +
+                               ": non-finite loss or gradient norm on some rank; update skipped on every rank");
       }
       if (verdict.spike) {
-        plugin::log_warn("train", "step " + std::to_string(step + 1) + ": loss spike: " + std::to_string(loss) +
-                                      " is at least train.loss_spike_factor times every earlier loss");
+        log::warn("train", "step " + std::to_string(step + 1) + ": loss spike: " + std::to_string(loss) +
+                               " is at least train.loss_spike_factor times every earlier loss");
       }
     }
     module->end_step(context);
@@ -307,8 +308,7 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
     }
     if (reduced["core/stop_requested"] > 0.0) {
       if (!saved_this_step) save_checkpoint();
-      plugin::log_info("train", "stopped on request after step " + std::to_string(step + 1) +
-                                    "; continue with --resume auto");
+      log::info("train", "stopped on request after step " + std::to_string(step + 1) + "; continue with --resume auto");
       summary.stopped = true;
       return summary;
     }
@@ -320,10 +320,9 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
   summary.final_model_dir = output_dir / "final";
   if (is_main) {
     checkpoint::save_model_atomically(*policy, summary.final_model_dir);
-    plugin::log_info("train", "done: " + std::to_string(summary.steps) + " steps (" +
-                                  std::to_string(summary.skipped_steps) + " skipped in all) in " +
-                                  metrics::format_duration(seconds_since(run_start)) + "; final model in " +
-                                  summary.final_model_dir.string());
+    log::info("train", "done: " + std::to_string(summary.steps) + " steps (" + std::to_string(summary.skipped_steps) +
+                           " skipped in all) in " + log::format_duration(seconds_since(run_start)) +
+                           "; final model in " + summary.final_model_dir.string());
   }
   communicator.barrier();
   return summary;

@@ -2,6 +2,7 @@
 #include "catch.h"
 
 #include "core/dist/communicator.h"
+#include "core/log/progress.h"
 #include "core/metrics/metric_reducer.h"
 #include "core/metrics/metrics_sink.h"
 #include "ptrain/sdk/errors.h"
@@ -108,9 +109,9 @@ TEST_CASE("undeclared and duplicate metrics are refused by name") {
 }
 
 TEST_CASE("console lines and durations read well") {
-  CHECK(metrics::format_duration(5.2) == "5s");
-  CHECK(metrics::format_duration(125) == "2m05s");
-  CHECK(metrics::format_duration(3725) == "1h02m");
+  CHECK(log::format_duration(5.2) == "5s");
+  CHECK(log::format_duration(125) == "2m05s");
+  CHECK(log::format_duration(3725) == "1h02m");
   const std::string line =
       metrics::format_console_line(12, 300, {{"loss", 2.34112}, {"lr", 0.001}, {"grad_norm", 0.8121}}, 72);
   CHECK(line == "step 12/300 | loss 2.3411 | lr 1.00e-03 | grad_norm 0.812 | eta 1m12s");

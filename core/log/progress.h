@@ -3,13 +3,16 @@
 // Slurm logs), and a closing line with the time the phase took.
 #pragma once
 
-#include "core/metrics/status_line.h"
+#include "core/log/status_line.h"
 
 #include <chrono>
 #include <cstdint>
 #include <string>
 
-namespace ptrain::metrics {
+namespace ptrain::log {
+
+// "1h02m", "3m07s", "12s"
+std::string format_duration(double seconds);
 
 // "[=========>          ] 45%" with `width` cells between the brackets.
 std::string format_bar(int64_t done, int64_t total, int width);
@@ -53,4 +56,4 @@ class PhaseProgress {
   bool finished_ = false;
 };
 
-}  // namespace ptrain::metrics
+}  // namespace ptrain::log

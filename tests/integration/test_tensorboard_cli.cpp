@@ -1,8 +1,9 @@
 // Watching a run from outside: TensorBoard event files read back record by
-// record (CRCs recomputed here, messages decoded with the .proto), the plain
-// console of a non-terminal, and `ptrain report`.
+// record (CRCs recomputed here, messages decoded with the .proto), and the
+// plain console of a non-terminal (built with -DPTRAIN_TENSORBOARD=ON only).
 #include "catch.h"
 
+#include "integration/small_sft_run.h"
 #include "support/run_command.h"
 #include "support/test_util.h"
 
@@ -22,6 +23,7 @@ namespace fs = std::filesystem;
 namespace {
 
 using ptrain::testing::run_ptrain;
+using ptrain::testing::write_small_sft_config;
 
 // Bit by bit, independent of the writer's Boost.CRC: CRC-32C, reflected
 // polynomial 0x82F63B78, initial value and final XOR all ones.
@@ -62,19 +64,6 @@ std::vector<std::string> read_records(const fs::path& path) {
   return records;
 }
 
-fs::path write_config(const fs::path& dir, const std::string& name, double lr) {
-  const fs::path path = dir / (name + ".toml");
-  std::ofstream(path) << "plugin = \"sft\"\nseed = 1\noutput_dir = \"" << (dir / name).string() << "\"\n"
-                      << "[model]\nvocab_size = 259\nhidden_size = 32\nintermediate_size = 64\nnum_layers = 1\n"
-                      << "num_heads = 2\nnum_kv_heads = 1\nmax_position_embeddings = 32\n"
-                      << "[data]\ntrain = \"" << PTRAIN_SOURCE_DIR << "/data/arith/train.jsonl\"\nmax_length = 16\n"
-                      << "[batch]\nglobal_size = 8\n"
-                      << "[optim]\nlr = " << lr << "\n"
-                      << "[train]\nmax_steps = 12\nlog_every = 4\n"
-                      << "[runtime]\nthreads = 1\n";
-  return path;
-}
-
 }  // namespace
 
 TEST_CASE("the independent CRC-32C matches the published check value", "[monitoring]") {
@@ -85,7 +74,7 @@ TEST_CASE("logging.tensorboard writes event files that hold every metric of metr
           "[monitoring]") {
   const fs::path dir = ptrain::testing::fresh_test_dir("monitoring_tb");
   const auto result =
-      run_ptrain("train -c " + write_config(dir, "run", 3e-3).string() + " --set logging.tensorboard=true");
+      run_ptrain("train -c " + write_small_sft_config(dir, "run", 3e-3).string() + " --set logging.tensorboard=true");
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
   // Not a terminal: plain lines every log_every steps, no bar and no cursor control.
@@ -144,36 +133,4 @@ TEST_CASE("logging.tensorboard writes event files that hold every metric of metr
       }
     }
   }
-}
-
-TEST_CASE("ptrain report writes one self-contained page for several runs and refuses what is no run", "[monitoring]") {
-  const fs::path dir = ptrain::testing::fresh_test_dir("monitoring_report");
-  for (const auto& [name, lr] : {std::pair<const char*, double>{"fast", 3e-3}, {"slow", 1e-3}}) {
-    const auto trained = run_ptrain("train -c " + write_config(dir, name, lr).string());
-    INFO(trained.output);
-    REQUIRE(trained.exit_code == 0);
-  }
-  const auto single = run_ptrain("report " + (dir / "fast").string());
-  INFO(single.output);
-  REQUIRE(single.exit_code == 0);
-  CHECK(fs::exists(dir / "fast" / "report.html"));
-
-  const fs::path page = dir / "compare.html";
-  const auto both =
-      run_ptrain("report " + (dir / "fast").string() + " " + (dir / "slow").string() + " -o " + page.string());
-  INFO(both.output);
-  REQUIRE(both.exit_code == 0);
-  CHECK_THAT(both.output, Catch::Contains("2 runs"));
-  std::ifstream in(page);
-  const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  CHECK_THAT(html, Catch::Contains("<td>fast</td>") && Catch::Contains("<td>slow</td>"));
-  CHECK_THAT(html, Catch::Contains("var uPlot="));  // the library itself, inlined
-  CHECK_THAT(html, !Catch::Contains("<script src") && !Catch::Contains("<link"));
-
-  const auto missing = run_ptrain("report " + (dir / "nothing_here").string());
-  CHECK(missing.exit_code == 1);
-  CHECK_THAT(missing.output, Catch::Contains("nothing_here/metrics.jsonl: cannot read"));
-  const auto no_dir = run_ptrain("report");
-  CHECK(no_dir.exit_code == 2);
-  CHECK_THAT(no_dir.output, Catch::Contains("needs a run directory"));
 }

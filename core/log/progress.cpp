@@ -1,13 +1,12 @@
-#include "core/metrics/progress.h"
+#include "core/log/progress.h"
 
-#include "core/metrics/metrics_sink.h"
-#include "core/plugin/host_logger.h"
+#include "core/log/logger.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-namespace ptrain::metrics {
+namespace ptrain::log {
 namespace {
 
 double fraction_of(int64_t done, int64_t total) {
@@ -17,6 +16,22 @@ double fraction_of(int64_t done, int64_t total) {
 std::string counter(int64_t done, int64_t total) { return std::to_string(done) + "/" + std::to_string(total); }
 
 }  // namespace
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const auto total = static_cast<int64_t>(std::llround(seconds));
+  char buffer[32];
+  if (total >= 3600) {
+    std::snprintf(buffer, sizeof buffer, "%lldh%02lldm", static_cast<long long>(total / 3600),
+                  static_cast<long long>(total % 3600 / 60));
+  } else if (total >= 60) {
+    std::snprintf(buffer, sizeof buffer, "%lldm%02llds", static_cast<long long>(total / 60),
+                  static_cast<long long>(total % 60));
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%llds", static_cast<long long>(total));
+  }
+  return buffer;
+}
 
 std::string format_bar(int64_t done, int64_t total, int width) {
   const double fraction = fraction_of(done, total);
@@ -74,7 +89,7 @@ void PhaseProgress::advance(int64_t count) {
     status_.show(bar_text());
   } else if (elapsed - last_line_s_ >= line_interval_s_ && done_ < total_) {
     last_line_s_ = elapsed;
-    plugin::log_info(component_, format_phase_progress(label_, done_, total_, elapsed));
+    info(component_, format_phase_progress(label_, done_, total_, elapsed));
   }
 }
 
@@ -87,7 +102,7 @@ void PhaseProgress::finish() {
   if (finished_) return;
   finished_ = true;
   status_.clear();
-  plugin::log_info(component_, label_ + ": " + counter(done_, total_) + " in " + format_duration(elapsed_s()));
+  info(component_, label_ + ": " + counter(done_, total_) + " in " + format_duration(elapsed_s()));
 }
 
-}  // namespace ptrain::metrics
+}  // namespace ptrain::log

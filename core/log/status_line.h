@@ -11,7 +11,7 @@
 #include <mutex>
 #include <string>
 
-namespace ptrain::metrics {
+namespace ptrain::log {
 
 class StatusLine {
  public:
@@ -51,4 +51,4 @@ bool is_terminal(std::FILE* stream);
 // Columns of the terminal on `stream`, or 0 when it is not a terminal or does not say.
 int terminal_columns(std::FILE* stream);
 
-}  // namespace ptrain::metrics
+}  // namespace ptrain::log

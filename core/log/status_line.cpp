@@ -1,4 +1,4 @@
-#include "core/metrics/status_line.h"
+#include "core/log/status_line.h"
 
 #include <spdlog/details/log_msg.h>
 #include <spdlog/formatter.h>
@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-namespace ptrain::metrics {
+namespace ptrain::log {
 namespace {
 
 // "\r" returns to column 0; "ESC [ K" erases to the end of the line.
@@ -107,4 +107,4 @@ int terminal_columns(std::FILE* stream) {
   return size.ws_col;
 }
 
-}  // namespace ptrain::metrics
+}  // namespace ptrain::log

@@ -1,6 +1,6 @@
-#include "core/plugin/host_logger.h"
+#include "core/log/logger.h"
 
-#include "core/metrics/status_line.h"
+#include "core/log/status_line.h"
 
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace ptrain::plugin {
+namespace ptrain::log {
 namespace {
 
 int g_rank = 0;
@@ -21,9 +21,9 @@ void init_logging(int rank) {
   g_rank = rank;
   std::shared_ptr<spdlog::sinks::sink> sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
   // Rank 0 on a terminal draws progress bars; its log lines go above them.
-  auto& status = metrics::StatusLine::for_stderr();
-  status.set_enabled(rank == 0 && metrics::is_terminal(stderr));
-  if (status.enabled()) sink = metrics::status_aware_sink(sink, status);
+  auto& status = StatusLine::for_stderr();
+  status.set_enabled(rank == 0 && is_terminal(stderr));
+  if (status.enabled()) sink = status_aware_sink(sink, status);
   auto console = std::make_shared<spdlog::logger>("ptrain", sink);
   console->set_pattern(pattern_for(rank));
   console->set_level(rank == 0 ? spdlog::level::info : spdlog::level::warn);
@@ -33,21 +33,15 @@ void init_logging(int rank) {
 
 void add_log_file(const std::filesystem::path& dir, int rank) {
   auto logger = spdlog::default_logger();
-  auto file_sink =
-      std::make_shared<spdlog::sinks::basic_file_sink_mt>((dir / ("log_rank" + std::to_string(rank) + ".txt")).string());
+  auto file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(
+      (dir / ("log_rank" + std::to_string(rank) + ".txt")).string());
   file_sink->set_pattern("%Y-%m-%d " + pattern_for(rank));
   logger->sinks().push_back(file_sink);
   logger->flush_on(spdlog::level::info);
 }
 
-void log_info(std::string_view component, std::string_view message) {
-  spdlog::info("[{}] {}", component, message);
-}
-void log_warn(std::string_view component, std::string_view message) {
-  spdlog::warn("[{}] {}", component, message);
-}
-void log_error(std::string_view component, std::string_view message) {
-  spdlog::error("[{}] {}", component, message);
-}
+void info(std::string_view component, std::string_view message) { spdlog::info("[{}] {}", component, message); }
+void warn(std::string_view component, std::string_view message) { spdlog::warn("[{}] {}", component, message); }
+void error(std::string_view component, std::string_view message) { spdlog::error("[{}] {}", component, message); }
 
-}  // namespace ptrain::plugin
+}  // namespace ptrain::log
