@@ -8,6 +8,7 @@
 #include "core/dist/launch_env.h"
 #include "core/dist/launcher.h"
 #include "core/log/logger.h"
+#include "core/metrics/tensorboard_writer.h"
 #include "core/plugin/host_context.h"
 #include "core/plugin/plugin_loader.h"
 #include "core/train/run_setup.h"
@@ -52,45 +53,50 @@ int command_train(const ConfigOptions& options, bool overwrite, const std::strin
   return 0;
 }
 
+namespace {
+
+// What `ptrain validate` prints once everything loaded.
+void print_validated(const ConfigOptions& options, const plugin::LoadedPlugin& plugin, const config::RunConfig& config,
+                     const train::RunParts& parts, const data::GlobalBatchSampler& sampler) {
+  const double epochs = static_cast<double>(config.train.max_steps) / static_cast<double>(sampler.steps_per_epoch());
+  char epochs_text[32];
+  std::snprintf(epochs_text, sizeof epochs_text, "%.2f", epochs);
+  std::cout << "config OK: " << options.config_file.string() << "\n"
+            << "  plugin     " << plugin.info().name << " " << plugin.info().version << " (" << plugin.path().string()
+            << ")\n"
+            << "  model      " << parts.policy->num_parameters() << " parameters, "
+            << (config.model.init.empty() ? "initialised from [model] sizes" : "loaded from " + config.model.init)
+            << "\n"
+            << "  data       " << parts.examples.size() << " examples in " << config.data.train << ", "
+            << sampler.steps_per_epoch() << " steps per epoch of " << config.batch.global_size << "\n"
+            << "  training   " << config.train.max_steps << " steps (" << epochs_text << " epochs) into "
+            << config.output_dir << "\n";
+}
+
+}  // namespace
+
 int command_validate(const ConfigOptions& options) {
   log::init_logging(0);
   LoadedRun run = load_run(options);
   const config::RunConfig& config = run.config;
-
-  const auto tokenizer = train::make_tokenizer(config.tokenizer);
-  const auto policy = train::make_policy(config, *tokenizer);
-  plugin::ModuleHandle module = run.plugin.create_module();
+  if (config.logging.tensorboard) metrics::require_tensorboard_available();
   auto communicator = dist::make_single_process_communicator();
-  plugin::HostContext context(*policy, *tokenizer, config.module, *communicator,
-                              sdk::RunInfo{config.seed, config.data.max_length, 0, 0, config.output_dir});
-  module->setup(context);
-  const std::vector<sdk::Example> examples = train::load_examples(config, *module);
-  const data::GlobalBatchSampler sampler(static_cast<int64_t>(examples.size()), config.batch.global_size, config.seed);
-
+  const train::RunParts parts = train::load_run_parts(config, run.plugin, *communicator);
+  const data::GlobalBatchSampler sampler(static_cast<int64_t>(parts.examples.size()), config.batch.global_size,
+                                         config.seed);
   std::error_code error;
   if (fs::is_directory(config.output_dir, error) && !fs::is_empty(config.output_dir, error)) {
     log::warn("validate", "output_dir '" + config.output_dir +
                               "' already holds a run: `ptrain train` will refuse it without --overwrite");
   }
-  const double epochs = static_cast<double>(config.train.max_steps) / static_cast<double>(sampler.steps_per_epoch());
-  char epochs_text[32];
-  std::snprintf(epochs_text, sizeof epochs_text, "%.2f", epochs);
-  std::cout << "config OK: " << options.config_file.string() << "\n"
-            << "  plugin     " << run.plugin.info().name << " " << run.plugin.info().version << " ("
-            << run.plugin.path().string() << ")\n"
-            << "  model      " << policy->num_parameters() << " parameters, "
-            << (config.model.init.empty() ? "initialised from [model] sizes" : "loaded from " + config.model.init)
-            << "\n"
-            << "  data       " << examples.size() << " examples in " << config.data.train << ", "
-            << sampler.steps_per_epoch() << " steps per epoch of " << config.batch.global_size << "\n"
-            << "  training   " << config.train.max_steps << " steps (" << epochs_text << " epochs) into "
-            << config.output_dir << "\n";
+  print_validated(options, run.plugin, config, parts, sampler);
   return 0;
 }
 
 int command_schema(const std::vector<std::string>& plugin_names, const std::vector<fs::path>& plugin_dirs) {
   std::vector<std::pair<std::string, sdk::ConfigSchema>> sections;
-  for (const config::CoreSection& section : config::core_sections()) sections.emplace_back(section.name, section.schema);
+  for (const config::CoreSection& section : config::core_sections())
+    sections.emplace_back(section.name, section.schema);
   std::cout << config::schema_markdown(sections);
   const std::vector<fs::path> dirs = plugin::plugin_search_dirs(plugin_dirs);
   for (const std::string& name : plugin_names) {

@@ -1,15 +1,13 @@
 #include "core/checkpoint/atomic_dir.h"
 
+#include "core/log/failpoint.h"
 #include "ptrain/sdk/errors.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <map>
 #include <string>
 
 namespace ptrain::checkpoint {
@@ -22,18 +20,6 @@ void fsync_path(const fs::path& path) {
   ::close(fd);
 }
 
-void kill_point(const char* point) {
-  const char* wanted = std::getenv("PTRAIN_TEST_KILL_AT");
-  if (wanted == nullptr) return;
-  // "point" or "point:N" (the N-th time this point is reached).
-  const std::string spec = wanted;
-  const size_t colon = spec.find(':');
-  if (spec.substr(0, colon) != point) return;
-  static std::map<std::string, int> times_reached;
-  const int nth = colon == std::string::npos ? 1 : std::atoi(spec.c_str() + colon + 1);
-  if (++times_reached[point] == nth) ::raise(SIGKILL);
-}
-
 void write_directory_atomically(const fs::path& target, const std::function<void(const fs::path& staging)>& fill) {
   const fs::path parent = target.parent_path();
   fs::create_directories(parent);
@@ -44,7 +30,7 @@ void write_directory_atomically(const fs::path& target, const std::function<void
   fill(staging);
   for (const auto& entry : fs::directory_iterator(staging)) fsync_path(entry.path());
   fsync_path(staging);
-  kill_point("before_rename");
+  failpoint::kill_point("before_rename");
 
   // rename() cannot replace a non-empty directory: move the old one aside
   // first, and delete it only once the new one is in place.

@@ -19,9 +19,4 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
 
 void fsync_path(const std::filesystem::path& path);
 
-// Test hook: when the environment variable PTRAIN_TEST_KILL_AT is `point`
-// (or `point:N`, the N-th time it is reached), the process kills itself with
-// SIGKILL here, as a crash or an OOM kill would.
-void kill_point(const char* point);
-
 }  // namespace ptrain::checkpoint

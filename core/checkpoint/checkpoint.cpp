@@ -1,6 +1,7 @@
 #include "core/checkpoint/checkpoint.h"
 
 #include "core/checkpoint/atomic_dir.h"
+#include "core/log/failpoint.h"
 #include "core/model/safetensors.h"
 #include "ptrain/sdk/errors.h"
 
@@ -72,8 +73,11 @@ nlohmann::json parse_json(const std::string& text, const fs::path& path) {
 }  // namespace
 
 nlohmann::json TrainerState::to_json() const {
-  return {{"completed_steps", completed_steps}, {"skipped_steps", skipped_steps}, {"world_size", world_size},
-          {"plugin", plugin},                   {"run_id", run_id}};
+  return {{"completed_steps", completed_steps},
+          {"skipped_steps", skipped_steps},
+          {"world_size", world_size},
+          {"plugin", plugin},
+          {"run_id", run_id}};
 }
 
 TrainerState TrainerState::from_json(const nlohmann::json& json, const std::string& source) {
@@ -98,7 +102,7 @@ fs::path write_checkpoint(const fs::path& checkpoints_dir, const CheckpointData&
   require_finite(data.plugin_state.tensors, target, "plugin state");
   write_directory_atomically(target, [&](const fs::path& staging) {
     data.model->save_hf_dir(staging);
-    kill_point("after_model");
+    failpoint::kill_point("after_model");
     model::write_safetensors(staging / "optimizer.safetensors", data.optimizer_state);
     model::write_safetensors(staging / "plugin_state.safetensors", data.plugin_state.tensors);
     write_file(staging / "plugin_state.json", data.plugin_state.meta.dump(2));
@@ -111,15 +115,13 @@ fs::path write_checkpoint(const fs::path& checkpoints_dir, const CheckpointData&
       const std::string bytes = read_file(entry.path());
       files[entry.path().filename().string()] = {{"bytes", bytes.size()}, {"crc32", crc32_of(bytes)}};
     }
-    const nlohmann::json manifest = {{"format", kFormat},
-                                     {"run_id", data.trainer.run_id},
-                                     {"step", data.trainer.completed_steps},
-                                     {"files", files}};
+    const nlohmann::json manifest = {
+        {"format", kFormat}, {"run_id", data.trainer.run_id}, {"step", data.trainer.completed_steps}, {"files", files}};
     write_file(staging / kManifest, manifest.dump(2));
   });
-  kill_point("before_latest");
+  failpoint::kill_point("before_latest");
   write_file_atomically(checkpoints_dir / kLatest, target.filename().string() + "\n");
-  kill_point("before_prune");
+  failpoint::kill_point("before_prune");
   prune_checkpoints(checkpoints_dir, keep_last);
   return target;
 }
@@ -175,7 +177,8 @@ std::optional<fs::path> find_resume_checkpoint(const std::string& resume, const 
   if (fs::exists(path / kManifest)) return path;
   if (auto latest = from_latest(path)) return latest;
   if (auto latest = from_latest(path / "checkpoints")) return latest;
-  throw sdk::Error(path.string() + ": no checkpoint here (expected a checkpoints/step_N directory with manifest.json, "
+  throw sdk::Error(path.string() +
+                   ": no checkpoint here (expected a checkpoints/step_N directory with manifest.json, "
                    "or a directory holding a `latest` pointer)");
 }
 

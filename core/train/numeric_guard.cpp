@@ -1,5 +1,6 @@
 #include "core/train/numeric_guard.h"
 
+#include "core/log/logger.h"
 #include "ptrain/sdk/errors.h"
 
 #include <algorithm>
@@ -7,10 +8,8 @@
 
 namespace ptrain::train {
 
-sdk::MetricSpec nonfinite_metric_spec() { return {kNonfiniteMetric, sdk::Reduction::kMax}; }
-
-double local_fault(double local_loss, double grad_norm) {
-  return std::isfinite(local_loss) && std::isfinite(grad_norm) ? 0.0 : 1.0;
+bool local_fault(double local_loss, double grad_norm) {
+  return !(std::isfinite(local_loss) && std::isfinite(grad_norm));
 }
 
 NumericGuard::NumericGuard(int64_t max_consecutive_skips, double loss_spike_factor)
@@ -40,6 +39,23 @@ NumericGuard::Verdict NumericGuard::on_step(int64_t step, bool fault, double los
   running_max_loss_ = seen_loss_ ? std::max(running_max_loss_, loss) : loss;
   seen_loss_ = true;
   return verdict;
+}
+
+bool NumericGuard::apply_update(int64_t step, bool has_units, bool fault, double loss) {
+  const std::string at_step = "step " + std::to_string(step) + ": ";
+  if (!has_units) {
+    log::warn("train", at_step + "no loss unit in the global batch (nothing to learn from); step skipped");
+    return false;
+  }
+  const Verdict verdict = on_step(step, fault, loss);
+  if (verdict.skip) {
+    log::warn("train", at_step + "non-finite loss or gradient norm on some rank; update skipped on every rank");
+  }
+  if (verdict.spike) {
+    log::warn("train", at_step + "loss spike: " + std::to_string(loss) +
+                           " is at least train.loss_spike_factor times every earlier loss");
+  }
+  return !verdict.skip;
 }
 
 }  // namespace ptrain::train

@@ -1,26 +1,16 @@
 // Numeric faults of an update step: a non-finite loss or gradient norm skips
 // the optimizer step on every rank, too many in a row abort the run, and a
-// loss far above every earlier one is flagged.
-//
-// Agreement needs no collective of its own: each rank adds its local verdict
-// (local_fault) to the step's metric reduction as "core/nonfinite" with MAX,
-// so every rank decides from the same reduced value at the same step.
+// loss far above every earlier one is flagged. Every rank decides from the
+// same reduced values (StepTotals), so every rank takes the same branch.
 #pragma once
 
-#include "ptrain/sdk/metrics.h"
-
 #include <cstdint>
-#include <string>
-#include <vector>
 
 namespace ptrain::train {
 
-// The metric a step reduces to agree on a fault (MAX over ranks).
-sdk::MetricSpec nonfinite_metric_spec();
-inline constexpr const char* kNonfiniteMetric = "core/nonfinite";
-
-// 1 when this rank's loss share or the gradient norm it computed is not finite.
-double local_fault(double local_loss, double grad_norm);
+// Whether this rank's loss share or the gradient norm it computed is not
+// finite; reduced with MAX over ranks.
+bool local_fault(double local_loss, double grad_norm);
 
 class NumericGuard {
  public:
@@ -34,6 +24,10 @@ class NumericGuard {
   // Called once per step on every rank with the reduced fault flag and loss.
   // Throws sdk::Error when the step makes max_consecutive_skips faults in a row.
   Verdict on_step(int64_t step, bool fault, double loss);
+
+  // The step's decision (1-based step): false skips its update, which a step
+  // with no loss unit anywhere (nothing to learn from) also does. Logs why.
+  bool apply_update(int64_t step, bool has_units, bool fault, double loss);
 
   int64_t faults() const { return faults_; }
   int64_t spikes() const { return spikes_; }

@@ -5,7 +5,7 @@
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
+#include <ATen/core/grad_mode.h>
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -69,8 +69,8 @@ void restore_policy(const checkpoint::LoadedCheckpoint& loaded, const std::strin
                     const std::string& resolved_config_toml, model::CausalLm& policy) {
   const std::string where = loaded.dir.string();
   if (loaded.trainer.plugin != plugin_name) {
-    throw sdk::ConfigError(where + ": checkpoint of plugin '" + loaded.trainer.plugin + "' cannot resume with plugin '" +
-                           plugin_name + "'");
+    throw sdk::ConfigError(where + ": checkpoint of plugin '" + loaded.trainer.plugin +
+                           "' cannot resume with plugin '" + plugin_name + "'");
   }
   if (loaded.model->config() != policy.config()) {
     throw sdk::ConfigError(where + ": the checkpoint's model (" + loaded.model->config().to_hf_json().dump() +

@@ -15,11 +15,16 @@ namespace {
 // The sdk::ChatTemplate::named() name of a configured template; `auto_name` for auto.
 std::string template_name(config::ChatTemplateChoice choice, const std::string& auto_name) {
   switch (choice) {
-    case config::ChatTemplateChoice::kChatml: return "chatml";
-    case config::ChatTemplateChoice::kLlama3: return "llama3";
-    case config::ChatTemplateChoice::kPlain: return "plain";
-    case config::ChatTemplateChoice::kCustom: return "custom";
-    case config::ChatTemplateChoice::kAuto: break;
+    case config::ChatTemplateChoice::kChatml:
+      return "chatml";
+    case config::ChatTemplateChoice::kLlama3:
+      return "llama3";
+    case config::ChatTemplateChoice::kPlain:
+      return "plain";
+    case config::ChatTemplateChoice::kCustom:
+      return "custom";
+    case config::ChatTemplateChoice::kAuto:
+      break;
   }
   return auto_name;
 }
@@ -90,13 +95,13 @@ std::unique_ptr<model::CausalLm> make_policy(const config::RunConfig& config, co
   policy->set_activation_checkpointing(config.model.activation_checkpointing);
   const model::ModelConfig& loaded = policy->config();
   if (loaded.vocab_size < tokenizer.vocab_size()) {
-    throw sdk::ConfigError("model vocab_size " + std::to_string(loaded.vocab_size) + " is smaller than the tokenizer's " +
-                           std::to_string(tokenizer.vocab_size()) + " ids");
+    throw sdk::ConfigError("model vocab_size " + std::to_string(loaded.vocab_size) +
+                           " is smaller than the tokenizer's " + std::to_string(tokenizer.vocab_size()) + " ids");
   }
   if (config.data.max_length > loaded.max_position_embeddings) {
-    throw sdk::ConfigError("data.max_length = " + std::to_string(config.data.max_length) +
-                           " exceeds the model's max_position_embeddings = " +
-                           std::to_string(loaded.max_position_embeddings));
+    throw sdk::ConfigError(
+        "data.max_length = " + std::to_string(config.data.max_length) +
+        " exceeds the model's max_position_embeddings = " + std::to_string(loaded.max_position_embeddings));
   }
   return policy;
 }
@@ -146,6 +151,19 @@ sdk::MicrobatchPlan microbatch_plan(const config::RunConfig& config) {
   plan.packing = batch.packing;
   plan.row_tokens = config.data.max_length;
   return plan;
+}
+
+RunParts load_run_parts(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,
+                        dist::Communicator& communicator) {
+  auto tokenizer = make_tokenizer(config.tokenizer);
+  auto policy = make_policy(config, *tokenizer);
+  plugin::ModuleHandle module = plugin.create_module();
+  auto context =
+      std::make_unique<plugin::HostContext>(*policy, *tokenizer, config.module, communicator,
+                                            sdk::RunInfo{config.seed, config.data.max_length, 0, 0, config.output_dir});
+  module->setup(*context);
+  std::vector<sdk::Example> examples = load_examples(config, *module);
+  return {std::move(tokenizer), std::move(policy), std::move(module), std::move(context), std::move(examples)};
 }
 
 }  // namespace ptrain::train

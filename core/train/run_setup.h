@@ -3,7 +3,10 @@
 #pragma once
 
 #include "core/config/run_config.h"
+#include "core/dist/communicator.h"
 #include "core/model/causal_lm.h"
+#include "core/plugin/host_context.h"
+#include "core/plugin/plugin_loader.h"
 #include "ptrain/sdk/batch.h"
 #include "ptrain/sdk/chat.h"
 #include "ptrain/sdk/tokenizer.h"
@@ -38,5 +41,21 @@ std::vector<sdk::Example> load_examples(const config::RunConfig& config, const s
                                         std::vector<std::string>* skipped = nullptr);
 
 sdk::MicrobatchPlan microbatch_plan(const config::RunConfig& config);
+
+// What `ptrain train` and `ptrain validate` both load, in this order, so that
+// a failure names what is wrong before anything later loads. Members are
+// destroyed in reverse: the module and the context before the models they use.
+struct RunParts {
+  std::unique_ptr<sdk::Tokenizer> tokenizer;
+  std::unique_ptr<model::CausalLm> policy;
+  plugin::ModuleHandle module;
+  std::unique_ptr<plugin::HostContext> context;
+  std::vector<sdk::Example> examples;  // checked by the plugin
+};
+
+// The tokenizer, the policy, the plugin's module set up with its context,
+// and the dataset checked example by example.
+RunParts load_run_parts(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,
+                        dist::Communicator& communicator);
 
 }  // namespace ptrain::train

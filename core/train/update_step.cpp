@@ -1,5 +1,6 @@
 #include "core/train/update_step.h"
 
+#include "core/log/failpoint.h"
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
@@ -99,14 +100,25 @@ std::vector<at::Tensor> backward_microbatches(const StepParts& parts, const std:
   return shares;
 }
 
+// PTRAIN_TEST_NAN_AT (core/log/failpoint.h): this rank's loss share and its
+// reduced gradient turn NaN, as an overflow in its forward or backward would
+// (the logged loss stays the reduced sum).
+void inject_nonfinite_if_armed(const StepParts& parts, GradientResult& result) {
+  const int64_t step = parts.context.run_info().step + 1;
+  if (!failpoint::armed(failpoint::StepFault::kNonfiniteGradient, step, parts.communicator.rank())) return;
+  result.local_loss = std::nan("");
+  parts.parameters.front().mutable_grad().view({-1})[0] = std::nan("");
+}
+
 }  // namespace
 
 std::vector<sdk::MetricSpec> step_metric_specs(const sdk::TrainModule& module) {
-  std::vector<sdk::MetricSpec> specs{
-      {kLossMetric, sdk::Reduction::kSum}, {kTokensMetric, sdk::Reduction::kSum}, {kPaddedTokensMetric, sdk::Reduction::kSum}};
-  std::set<std::string> reserved{"loss",   "grad_norm", "lr",  "units",         "tokens", "tokens_per_s",
-                                 "step_s", "comm_s",    "mfu", "skipped_steps", "epoch",  "step",
-                                 "nonfinite_steps", "loss_spikes"};
+  std::vector<sdk::MetricSpec> specs{{kLossMetric, sdk::Reduction::kSum},
+                                     {kTokensMetric, sdk::Reduction::kSum},
+                                     {kPaddedTokensMetric, sdk::Reduction::kSum}};
+  std::set<std::string> reserved{
+      "loss", "grad_norm",     "lr",    "units", "tokens",          "tokens_per_s", "step_s", "comm_s",
+      "mfu",  "skipped_steps", "epoch", "step",  "nonfinite_steps", "loss_spikes"};
   const std::vector<sdk::LossTerm> terms = module.loss_terms();
   for (const sdk::LossTerm& term : terms) {
     if (term.name.empty() || !reserved.insert(term_metric(term)).second) {
@@ -148,8 +160,8 @@ GradientResult accumulate_gradients(const StepParts& parts, const std::vector<co
   for (const int64_t count : result.global_units) result.has_units = result.has_units || count > 0;
 
   if (result.has_units) {
-    const std::vector<at::Tensor> shares = backward_microbatches(
-        parts, terms, microbatches, units, term_scales(terms, result.global_units), reducer);
+    const std::vector<at::Tensor> shares =
+        backward_microbatches(parts, terms, microbatches, units, term_scales(terms, result.global_units), reducer);
     sdk::MetricList term_losses;
     at::Tensor local_loss = at::zeros({}, at::kDouble);
     for (size_t j = 0; j < terms.size(); ++j) {
@@ -163,6 +175,7 @@ GradientResult accumulate_gradients(const StepParts& parts, const std::vector<co
     // Every rank takes the same branch (has_units is global), so the
     // gradient all-reduce is symmetric, also on a rank without microbatches.
     parts.grad_sync.finish();
+    inject_nonfinite_if_armed(parts, result);
   }
   for (const auto& microbatch : microbatches) {
     reducer.add(kTokensMetric, static_cast<double>(microbatch->num_tokens));

@@ -78,8 +78,8 @@ TEST_CASE("launch sets torchrun's variables, prefixes output with the rank and n
   }
   CHECK_THAT(ok.output, Catch::Contains("[rank 2] MASTER_PORT="));
 
-  const CommandResult fixed_port = run_ptrain("launch --nproc 2 --master-port 29123 -- " +
-                                              std::string(PTRAIN_DIST_WORKER) + " env");
+  const CommandResult fixed_port =
+      run_ptrain("launch --nproc 2 --master-port 29123 -- " + std::string(PTRAIN_DIST_WORKER) + " env");
   CHECK_THAT(fixed_port.output, Catch::Contains("[rank 1] MASTER_PORT=29123"));
 
   const CommandResult failed = run_ptrain(launch_worker(3, "env 2 7"));
@@ -155,8 +155,8 @@ TEST_CASE("a rank that dies or hangs ends the job with an error naming it, withi
         // Gloo does not compare shapes across ranks: a rank receiving more bytes
         // than it posted aborts in Gloo's I/O thread (uncatchable), which the
         // launcher reports; otherwise the wait times out. Either way no hang.
-        CHECK_THAT(result.output, Catch::Contains("op.preamble.length <= op.nbytes") ||
-                                      Catch::Contains("all_reduce(sum) failed"));
+        CHECK_THAT(result.output,
+                   Catch::Contains("op.preamble.length <= op.nbytes") || Catch::Contains("all_reduce(sum) failed"));
         CHECK_THAT(result.output, Catch::Contains("ptrain launch: rank"));
       } else {
         // Rank 0 or 2 times out first, names the operation it waited in and
@@ -225,7 +225,8 @@ TEST_CASE("one step gives the full-batch gradient for world sizes 1, 2, 4 × acc
   for (const std::string& mode : sdk::loss_aggregation_names()) {
     const auto initial = model::CausalLm::init_random(train::model_config_from(model_section), kSeed);
     std::vector<at::Tensor> initial_parameters;
-    for (const auto& [name, parameter] : initial->named_parameters()) initial_parameters.push_back(parameter.detach().clone());
+    for (const auto& [name, parameter] : initial->named_parameters())
+      initial_parameters.push_back(parameter.detach().clone());
     const double norm_constant = static_cast<double>(kMaxLength);  // the SFT default, data.max_length
     const std::vector<at::Tensor> expected = testing::reference_sft_gradients(
         *initial, global_batch, {sdk::parse_loss_aggregation(mode), norm_constant}, kMaxLength);
@@ -280,8 +281,8 @@ TEST_CASE("DPO: one step gives the full-batch gradient on world sizes 1 and 2", 
   const fs::path config_path = dir / "dpo.toml";
   std::ofstream(config_path) << "plugin = \"dpo\"\nseed = " << kPolicySeed << "\n"
                              << "[model]\nvocab_size = " << tiny.vocab_size << "\nhidden_size = " << tiny.hidden_size
-                             << "\nintermediate_size = " << tiny.intermediate_size << "\nnum_layers = "
-                             << tiny.num_layers << "\nnum_heads = " << tiny.num_heads
+                             << "\nintermediate_size = " << tiny.intermediate_size
+                             << "\nnum_layers = " << tiny.num_layers << "\nnum_heads = " << tiny.num_heads
                              << "\nnum_kv_heads = " << tiny.num_kv_heads
                              << "\nmax_position_embeddings = " << tiny.max_position_embeddings
                              << "\ntie_word_embeddings = false\nattention_bias = true\n"
@@ -324,17 +325,16 @@ TEST_CASE("DPO: one step gives the full-batch gradient on world sizes 1 and 2", 
     };
     for (const Split& split : {Split{1, 1, 0}, Split{2, 1, 0}, Split{2, 2, 0}, Split{2, 4, 0},
                                Split{1, 0, 3 * dpo_test::kMaxLength}, Split{2, 0, 2 * dpo_test::kMaxLength}}) {
-      const std::string layout = split.packed_tokens > 0
-                                     ? " --set batch.packing=true --set batch.micro_tokens=" +
-                                           std::to_string(split.packed_tokens)
-                                     : " --set batch.micro_size=" + std::to_string(8 / split.world / split.accumulation);
+      const std::string layout =
+          split.packed_tokens > 0
+              ? " --set batch.packing=true --set batch.micro_tokens=" + std::to_string(split.packed_tokens)
+              : " --set batch.micro_size=" + std::to_string(8 / split.world / split.accumulation);
       const fs::path run_dir = dir / (std::string(c.loss) + "_w" + std::to_string(split.world) + "_a" +
-                                      std::to_string(split.accumulation) + "_p" +
-                                      std::to_string(split.packed_tokens));
-      const CommandResult result = run_ptrain(
-          "launch --nproc " + std::to_string(split.world) + " -- train -c " + config_path.string() +
-          " --set module.loss=\"" + c.loss + "\" --set module.beta=" + std::to_string(c.beta) + layout +
-          " --set output_dir=\"" + run_dir.string() + "\"");
+                                      std::to_string(split.accumulation) + "_p" + std::to_string(split.packed_tokens));
+      const CommandResult result =
+          run_ptrain("launch --nproc " + std::to_string(split.world) + " -- train -c " + config_path.string() +
+                     " --set module.loss=\"" + c.loss + "\" --set module.beta=" + std::to_string(c.beta) + layout +
+                     " --set output_dir=\"" + run_dir.string() + "\"");
       INFO("loss " << c.loss << ", world " << split.world << ", accumulation " << split.accumulation
                    << ", packed tokens " << split.packed_tokens << "\n"
                    << result.output);
@@ -375,7 +375,7 @@ fs::path write_fault_config(const fs::path& dir, int max_steps) {
   return config;
 }
 
-// `ptrain launch --nproc 2 -- train` with one test hook set (test_hooks.h).
+// `ptrain launch --nproc 2 -- train` with one failpoint armed (core/log/failpoint.h).
 CommandResult train_two_ranks_with(const char* hook, const char* value, const fs::path& config) {
   ::setenv(hook, value, 1);
   const CommandResult result = run_ptrain("launch --nproc 2 -- train -c " + config.string() + " 2>&1");
@@ -493,13 +493,11 @@ TEST_CASE("GRPO: one step on fixed rollouts gives the full-batch gradient on wor
     for (const std::string& option : test.options) options += " " + option;
 
     // 12 completions; on 2 ranks 6 each, so micro sizes 4 and 1 split a rank unevenly.
-    for (const auto& [world, micro_size] :
-         std::vector<std::pair<int, int>>{{1, 12}, {2, 6}, {2, 4}, {2, 2}, {2, 1}}) {
+    for (const auto& [world, micro_size] : std::vector<std::pair<int, int>>{{1, 12}, {2, 6}, {2, 4}, {2, 2}, {2, 1}}) {
       const fs::path gradient_file = dir / ("case" + std::to_string(c) + "_w" + std::to_string(world) + "_m" +
                                             std::to_string(micro_size) + ".safetensors");
-      const CommandResult result =
-          run_ptrain(launch_worker(world, "grpo " + test.loss_type + " " + std::to_string(micro_size) + " " +
-                                              gradient_file.string() + options));
+      const CommandResult result = run_ptrain(launch_worker(
+          world, "grpo " + test.loss_type + " " + std::to_string(micro_size) + " " + gradient_file.string() + options));
       INFO("loss_type " << test.loss_type << options << ", world " << world << ", micro_size " << micro_size << "\n"
                         << result.output);
       REQUIRE(result.exit_code == 0);

@@ -1,0 +1,46 @@
+// When a run saves a checkpoint (DESIGN.md §6, docs/checkpoints.md): every
+// checkpoint.every_steps updates, when a stop is requested, and once more
+// after the last step (so a longer max_steps can continue the run), never
+// twice for one step. Rank 0 writes under <output_dir>/checkpoints/ and keeps
+// checkpoint.keep_last of them; every rank waits until it is written.
+#pragma once
+
+#include "core/checkpoint/checkpoint.h"
+#include "core/config/run_config.h"
+#include "core/dist/communicator.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+
+namespace ptrain::train {
+
+class Checkpointer {
+ public:
+  // `snapshot` gives what to save, as of the step just completed.
+  // `first_step`: the steps completed when this invocation started (a
+  // resumed run's checkpoint holds them already).
+  Checkpointer(const config::CheckpointSection& section, std::filesystem::path checkpoints_dir,
+               dist::Communicator& communicator, std::function<checkpoint::CheckpointData()> snapshot,
+               int64_t first_step);
+
+  // Collective. After update step `completed_steps` (1-based): saves when
+  // the cadence says so, or when the run is about to stop.
+  void after_step(int64_t completed_steps, bool stopping);
+
+  // Collective. At the end of the run: saves unless the last step did (or
+  // no step ran).
+  void at_end(int64_t completed_steps);
+
+ private:
+  void save(int64_t completed_steps);
+
+  int64_t every_steps_;
+  int64_t keep_last_;
+  std::filesystem::path checkpoints_dir_;
+  dist::Communicator& communicator_;
+  std::function<checkpoint::CheckpointData()> snapshot_;
+  int64_t last_saved_step_;
+};
+
+}  // namespace ptrain::train

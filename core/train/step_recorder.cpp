@@ -1,0 +1,64 @@
+#include "core/train/step_recorder.h"
+
+#include "core/metrics/throughput.h"
+#include "core/train/resume.h"
+#include "core/train/training_run.h"
+
+namespace ptrain::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+}  // namespace
+
+StepRecorder::StepRecorder(const TrainingRun& run)
+    : communicator_(run.communicator),
+      num_parameters_(run.parts.policy->num_parameters()),
+      peak_flops_per_s_(metrics::measure_matmul_flops_per_s()),
+      run_start_(Clock::now()) {
+  if (communicator_.rank() != 0) return;
+  const config::RunConfig& config = run.config;
+  const std::filesystem::path output_dir = config.output_dir;
+  truncate_metrics(output_dir / "metrics.jsonl", run.first_step);
+  step_log_ = std::make_unique<metrics::StepLog>(
+      metrics::StepLogOptions{output_dir, config.logging.tensorboard, run.resolved_config_toml, run.first_step,
+                              config.train.max_steps, config.train.log_every});
+}
+
+void StepRecorder::start_step() {
+  step_start_ = Clock::now();
+  collective_s_at_start_ = communicator_.collective_seconds();
+}
+
+void StepRecorder::record(const StepRecord& record) {
+  const double step_s = seconds_since(step_start_);
+  const StepTotals& totals = *record.totals;
+  std::map<std::string, double> values;
+  if (record.gradient->has_units) {
+    values["loss"] = totals.loss;
+    values["grad_norm"] = record.grad_norm;
+  }
+  values["lr"] = record.lr;
+  // The first loss term's units: the plugin's own unit (tokens, sequences, pairs).
+  const std::vector<int64_t>& units = record.gradient->global_units;
+  values["units"] = static_cast<double>(units.empty() ? 0 : units.front());
+  values["tokens"] = static_cast<double>(totals.tokens);
+  values["padded_tokens"] = totals.padded_tokens;
+  values["step_s"] = step_s;
+  values["comm_s"] = communicator_.collective_seconds() - collective_s_at_start_;
+  values["tokens_per_s"] = static_cast<double>(totals.tokens) / step_s;
+  values["mfu"] = metrics::training_flops(num_parameters_, totals.tokens) / step_s /
+                  (peak_flops_per_s_ * communicator_.world_size());
+  values["skipped_steps"] = static_cast<double>(record.skipped_steps);
+  values["nonfinite_steps"] = static_cast<double>(record.nonfinite_steps);
+  values["loss_spikes"] = static_cast<double>(record.loss_spikes);
+  values["epoch"] = static_cast<double>(record.epoch);
+  values.insert(totals.plugin_metrics.begin(), totals.plugin_metrics.end());
+  if (step_log_) step_log_->record(record.step, values);
+}
+
+double StepRecorder::run_seconds() const { return seconds_since(run_start_); }
+
+}  // namespace ptrain::train

@@ -1,0 +1,56 @@
+// What one update step logs (DESIGN.md §4): the core's figures (loss,
+// grad_norm, lr, units, tokens, throughput, mfu, skip counters, epoch) next
+// to the plugin's reduced metrics. Every rank computes them; rank 0 sends
+// them to metrics.jsonl, TensorBoard and the console (metrics::StepLog).
+#pragma once
+
+#include "core/dist/communicator.h"
+#include "core/metrics/step_log.h"
+#include "core/train/step_reduction.h"
+#include "core/train/update_step.h"
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+
+namespace ptrain::train {
+
+struct TrainingRun;
+
+struct StepRecord {
+  int64_t step = 0;  // 1-based: the updates completed
+  int64_t epoch = 0;
+  double lr = 0.0;
+  double grad_norm = 0.0;
+  const GradientResult* gradient = nullptr;
+  const StepTotals* totals = nullptr;
+  int64_t skipped_steps = 0;    // over the whole run
+  int64_t nonfinite_steps = 0;  // in this invocation
+  int64_t loss_spikes = 0;
+};
+
+class StepRecorder {
+ public:
+  // Measures the matmul peak mfu is reported against; rank 0 opens the
+  // step log, cutting metrics.jsonl back to the steps a resumed run keeps.
+  explicit StepRecorder(const TrainingRun& run);
+
+  // Starts the clocks of a step.
+  void start_step();
+  void record(const StepRecord& record);
+  // Ends the live progress display; the run's closing lines stay.
+  void close() { step_log_.reset(); }
+  double run_seconds() const;
+
+ private:
+  dist::Communicator& communicator_;
+  int64_t num_parameters_;
+  double peak_flops_per_s_;
+  std::unique_ptr<metrics::StepLog> step_log_;  // rank 0 only
+  std::chrono::steady_clock::time_point run_start_;
+  std::chrono::steady_clock::time_point step_start_;
+  double collective_s_at_start_ = 0.0;
+};
+
+}  // namespace ptrain::train

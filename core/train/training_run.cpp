@@ -1,0 +1,124 @@
+#include "core/train/training_run.h"
+
+#include "core/log/logger.h"
+#include "core/metrics/tensorboard_writer.h"
+#include "core/model/gemm.h"
+#include "core/train/resume.h"
+#include "core/train/run_directory.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
+
+#include <algorithm>
+#include <random>
+#include <thread>
+
+namespace ptrain::train {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string new_run_id() {
+  std::random_device device;
+  char text[17];
+  std::snprintf(text, sizeof text, "%08x%08x", device(), device());
+  return text;
+}
+
+int thread_count(const config::RuntimeSection& runtime, int local_world_size) {
+  if (runtime.threads > 0) return static_cast<int>(runtime.threads);
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::max(1, static_cast<int>(cores) / std::max(1, local_world_size));
+}
+
+// Every rank starts from rank 0's weights, whatever its own init or load did.
+void broadcast_parameters(const std::vector<at::Tensor>& parameters, dist::Communicator& communicator) {
+  if (communicator.world_size() == 1) return;
+  std::vector<at::Tensor> flat_parts;
+  for (const at::Tensor& parameter : parameters) flat_parts.push_back(parameter.detach().reshape({-1}));
+  std::vector<at::Tensor> flat{at::cat(flat_parts)};
+  communicator.broadcast(flat, 0);
+  int64_t offset = 0;
+  at::NoGradGuard no_grad;
+  for (const at::Tensor& parameter : parameters) {
+    parameter.copy_(flat[0].narrow(0, offset, parameter.numel()).view_as(parameter));
+    offset += parameter.numel();
+  }
+}
+
+// A resumed run continues from the checkpoint's weights, optimizer state,
+// plugin state and step; the data order follows from the step alone.
+void resume_from(const fs::path& checkpoint_dir, const std::string& plugin_name, TrainingRun& run) {
+  const checkpoint::LoadedCheckpoint loaded = checkpoint::read_checkpoint(checkpoint_dir);
+  restore_policy(loaded, plugin_name, run.resolved_config_toml, *run.parts.policy);
+  run.optimizer->load_state_tensors(loaded.optimizer_state);
+  run.module().load_state(run.context(), loaded.plugin_state);
+  run.state = loaded.trainer;
+  run.state.world_size = run.communicator.world_size();
+  log::info("resume", "continuing from " + checkpoint_dir.string() + " after step " +
+                          std::to_string(run.state.completed_steps) + " (saved at world size " +
+                          std::to_string(loaded.trainer.world_size) + ")");
+}
+
+void log_start(const TrainingRun& run, const sdk::PluginInfo& plugin, int threads) {
+  log::info("train", "plugin " + std::string(plugin.name) + " " + plugin.version + ", " +
+                         std::to_string(run.parts.policy->num_parameters()) + " parameters, " +
+                         std::to_string(run.parts.examples.size()) + " examples, " +
+                         std::to_string(run.sampler.steps_per_epoch()) + " steps per epoch, " +
+                         std::to_string(threads) + " threads, world size " +
+                         std::to_string(run.communicator.world_size()) + ", matmul " + model::gemm_backend());
+}
+
+}  // namespace
+
+std::vector<const sdk::Example*> TrainingRun::rank_examples(int64_t step) const {
+  std::vector<const sdk::Example*> examples;
+  for (const int64_t index :
+       data::rank_example_indices(sampler, step, communicator.rank(), communicator.world_size())) {
+    examples.push_back(&parts.examples[index]);
+  }
+  return examples;
+}
+
+checkpoint::CheckpointData TrainingRun::snapshot() const {
+  return {parts.policy.get(), optimizer->state_tensors(), parts.module->save_state(), state, resolved_config_toml};
+}
+
+std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,
+                                                dist::Communicator& communicator, const TrainOptions& options) {
+  const fs::path output_dir = config.output_dir;
+  const std::optional<fs::path> resume_checkpoint =
+      options.resume.empty() ? std::nullopt : checkpoint::find_resume_checkpoint(options.resume, output_dir);
+  const RunDirectory run_dir(output_dir, options.overwrite, !options.resume.empty());
+  if (config.logging.tensorboard) metrics::require_tensorboard_available();
+  const int threads = thread_count(config.runtime, communicator.local_world_size());
+  at::set_num_threads(threads);
+
+  RunParts parts = load_run_parts(config, plugin, communicator);
+  run_dir.create(communicator, options.resolved_config_toml);
+  parts.module->prepare_dataset(*parts.context, parts.examples);
+
+  const data::GlobalBatchSampler sampler(static_cast<int64_t>(parts.examples.size()), config.batch.global_size,
+                                         config.seed);
+  auto run = std::unique_ptr<TrainingRun>(new TrainingRun{config, communicator, plugin.info().name,
+                                                          options.resolved_config_toml, std::move(parts), sampler,
+                                                          microbatch_plan(config)});
+  const auto named_parameters = run->parts.policy->named_parameters();
+  for (const auto& [name, parameter] : named_parameters) run->parameters.push_back(parameter);
+  run->optimizer = std::make_unique<ParameterOptimizer>(config.optim, named_parameters);
+  run->state = {0, 0, communicator.world_size(), plugin.info().name, new_run_id()};
+  if (resume_checkpoint) {
+    resume_from(*resume_checkpoint, plugin.info().name, *run);
+  } else if (!options.resume.empty()) {
+    log::info("resume", "no checkpoint under " + (output_dir / "checkpoints").string() + "; starting from step 0");
+  }
+  run->first_step = run->state.completed_steps;
+  broadcast_parameters(run->parameters, communicator);
+  run->grad_sync =
+      std::make_unique<dist::GradientSynchronizer>(run->parameters, communicator, config.distributed.bucket_mb << 20);
+  log_start(*run, plugin.info(), threads);
+  return run;
+}
+
+}  // namespace ptrain::train

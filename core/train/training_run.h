@@ -1,0 +1,60 @@
+// A training run's parts, built before its first step and handed to the loop
+// as typed objects (STYLE.md 13): the tokenizer, policy and plugin module,
+// the dataset and its sampler, the optimizer and gradient synchronisation,
+// and the step counters a resumed run continues from. Building loads and
+// checks everything before the run directory is created or replaced, so a
+// run that fails to load leaves an existing directory as it was.
+#pragma once
+
+#include "core/checkpoint/checkpoint.h"
+#include "core/config/run_config.h"
+#include "core/data/global_batch_sampler.h"
+#include "core/dist/communicator.h"
+#include "core/dist/gradient_sync.h"
+#include "core/plugin/host_context.h"
+#include "core/plugin/plugin_loader.h"
+#include "core/train/optimizer.h"
+#include "core/train/run_setup.h"
+#include "core/train/trainer.h"
+#include "core/train/update_step.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ptrain::train {
+
+struct TrainingRun {
+  const config::RunConfig& config;
+  dist::Communicator& communicator;
+  std::string plugin_name;
+  std::string resolved_config_toml;
+  RunParts parts;  // tokenizer, policy, module, context, examples
+  data::GlobalBatchSampler sampler;
+  sdk::MicrobatchPlan plan;
+  std::vector<at::Tensor> parameters;  // the policy's, in named_parameters() order
+  std::unique_ptr<ParameterOptimizer> optimizer;
+  std::unique_ptr<dist::GradientSynchronizer> grad_sync;
+  checkpoint::TrainerState state;  // steps completed and skipped so far, run id
+  int64_t first_step = 0;          // steps completed when this invocation started
+
+  sdk::TrainModule& module() { return *parts.module; }
+  plugin::HostContext& context() { return *parts.context; }
+  // What accumulate_gradients() works with in every step.
+  StepParts step_parts() { return {module(), plugin_name, context(), parameters, communicator, *grad_sync}; }
+  // This rank's examples of `step` (0-based): its slice of the global batch.
+  std::vector<const sdk::Example*> rank_examples(int64_t step) const;
+  // What a checkpoint of the current state holds.
+  checkpoint::CheckpointData snapshot() const;
+};
+
+// Collective. Loads, checks and prepares everything, creates (or replaces,
+// with options.overwrite) the run directory with config.toml and the log
+// file, and restores a checkpoint when options.resume finds one.
+std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,
+                                                dist::Communicator& communicator, const TrainOptions& options);
+
+}  // namespace ptrain::train
