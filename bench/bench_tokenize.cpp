@@ -6,7 +6,7 @@
 // Defaults: the Qwen3 tokenizer.json the test fixtures extract into the build
 // tree, and 8 MB of generated multilingual text, code and numbers.
 #include "core/tokenizer/hf_tokenizer.h"
-#include "ptrain/sdk/token_cache.h"
+#include "ptrain/sdk/util/token_cache.h"
 
 #include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>

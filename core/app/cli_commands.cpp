@@ -99,6 +99,7 @@ int run_launch(const CliCommand& self, const Arguments& arguments) {
   launch.nproc = values["nproc"].as<int>();
   launch.master_port = values["master-port"].as<int>();
   if (separator != arguments.end()) launch.command.assign(separator + 1, arguments.end());
+  for (const CliCommand& command : cli_commands()) launch.ptrain_commands.insert(command.name);
   return command_launch(launch);
 }
 

@@ -4,6 +4,7 @@
 #include "core/tokenizer/hf_tokenizer.h"
 #include "ptrain/sdk/chat.h"
 #include "ptrain/sdk/errors.h"
+#include "ptrain/sdk/util/example_fields.h"
 
 #include <nlohmann/json.hpp>
 

@@ -12,15 +12,9 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <set>
 
 namespace ptrain::dist {
 namespace {
-
-const std::set<std::string>& ptrain_commands() {
-  static const std::set<std::string> commands{"train", "validate", "plugins", "tokenize"};
-  return commands;
-}
 
 std::string self_executable() {
   char buffer[4096];
@@ -30,9 +24,9 @@ std::string self_executable() {
 }
 
 // A ptrain command runs with this executable; anything else as it is.
-std::vector<std::string> worker_argv(const std::vector<std::string>& command) {
-  std::vector<std::string> argv = command;
-  if (ptrain_commands().count(argv[0]) != 0) argv.insert(argv.begin(), self_executable());
+std::vector<std::string> worker_argv(const LaunchOptions& options) {
+  std::vector<std::string> argv = options.command;
+  if (options.ptrain_commands.count(argv[0]) != 0) argv.insert(argv.begin(), self_executable());
   return argv;
 }
 
@@ -101,7 +95,7 @@ int pick_free_port() {
 int run_launcher(const LaunchOptions& options) {
   if (options.nproc < 1) throw sdk::UsageError("launch: --nproc must be at least 1");
   if (options.command.empty()) throw sdk::UsageError("launch: give the command after --, e.g. -- train -c FILE");
-  const std::vector<std::string> argv = worker_argv(options.command);
+  const std::vector<std::string> argv = worker_argv(options);
   const int port = options.master_port > 0 ? options.master_port : pick_free_port();
 
   WorkerGroup workers(options.stop_grace_s);

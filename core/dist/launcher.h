@@ -3,6 +3,7 @@
 // and when one fails stops the others and exits non-zero naming it.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,8 @@ struct LaunchOptions {
   // After `--`: a ptrain command (train, validate, ...) run with this
   // executable, or any other program (like torchrun --no-python).
   std::vector<std::string> command;
+  // The names that make command[0] a ptrain command (the app's command table).
+  std::set<std::string> ptrain_commands;
   double stop_grace_s = 5.0;  // SIGTERM, then SIGKILL after this long
 };
 

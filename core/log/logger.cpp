@@ -11,14 +11,11 @@
 namespace ptrain::log {
 namespace {
 
-int g_rank = 0;
-
 std::string pattern_for(int rank) { return "%H:%M:%S.%e r" + std::to_string(rank) + " %^%-5l%$ %v"; }
 
 }  // namespace
 
 void init_logging(int rank) {
-  g_rank = rank;
   std::shared_ptr<spdlog::sinks::sink> sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
   // Rank 0 on a terminal draws progress bars; its log lines go above them.
   auto& status = StatusLine::for_stderr();

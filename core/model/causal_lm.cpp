@@ -9,7 +9,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
-#include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 #include <cmath>

@@ -6,7 +6,7 @@
 #include "core/tokenizer/hf_tokenizer_impl.h"
 
 #include "ptrain/sdk/errors.h"
-#include "ptrain/sdk/fingerprint.h"
+#include "ptrain/sdk/util/fingerprint.h"
 
 #include <fstream>
 #include <sstream>

@@ -1,4 +1,5 @@
 #include "orpo_loss.h"
+#include "ptrain/sdk/util/microbatching.h"
 
 #include <ATen/ATen.h>
 

@@ -1,4 +1,7 @@
 #include "orpo_module.h"
+#include "ptrain/sdk/util/example_fields.h"
+#include "ptrain/sdk/util/microbatching.h"
+#include "ptrain/sdk/util/row_metrics.h"
 
 #include <ATen/ATen.h>
 

@@ -1,6 +1,7 @@
 #include "dpo_chat.h"
 
 #include "ptrain/sdk/errors.h"
+#include "ptrain/sdk/util/example_fields.h"
 
 #include <algorithm>
 

@@ -1,4 +1,5 @@
 #include "dpo_data.h"
+#include "ptrain/sdk/util/microbatching.h"
 
 #include <ATen/ATen.h>
 
@@ -184,10 +185,9 @@ PairBatch collate_pairs(const std::vector<TokenizedPair>& pairs, int64_t pad_id,
   } else {
     batch.forwards.resize(2);
     batch.shared_masks.resize(2);
-    collate_rows(sequences, one_per_row(0, num_pairs), pad_id, false, batch.forwards[0], batch.shared_masks[0],
+    collate_rows(sequences, one_per_row(0, num_pairs), pad_id, false, batch.forwards[0], batch.shared_masks[0], unused);
+    collate_rows(sequences, one_per_row(num_pairs, num_pairs), pad_id, false, batch.forwards[1], batch.shared_masks[1],
                  unused);
-    collate_rows(sequences, one_per_row(num_pairs, num_pairs), pad_id, false, batch.forwards[1],
-                 batch.shared_masks[1], unused);
   }
   return batch;
 }

@@ -1,4 +1,5 @@
 #include "dpo_microbatches.h"
+#include "ptrain/sdk/util/microbatching.h"
 
 #include <iterator>
 #include <limits>

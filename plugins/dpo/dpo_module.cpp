@@ -3,10 +3,12 @@
 #include "dpo_chat.h"
 
 #include "ptrain/sdk/errors.h"
-#include "ptrain/sdk/token_cache.h"
+#include "ptrain/sdk/util/example_fields.h"
+#include "ptrain/sdk/util/row_metrics.h"
+#include "ptrain/sdk/util/token_cache.h"
 
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 #include <sstream>
@@ -43,7 +45,7 @@ std::string setup_summary(const DpoConfig& config, const std::optional<sdk::Chat
   return summary.str();
 }
 
-// A tokenized pair as the token cache stores it (sdk/token_cache.h), and back.
+// A tokenized pair as the token cache stores it (sdk/util/token_cache.h), and back.
 sdk::TokenArrays to_arrays(TokenizedPair pair) {
   const auto as_ids = [](const std::vector<uint8_t>& mask) { return std::vector<int64_t>(mask.begin(), mask.end()); };
   return {std::move(pair.prompt),      std::move(pair.chosen),        std::move(pair.rejected),

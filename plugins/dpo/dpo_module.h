@@ -40,7 +40,7 @@ class DpoModule final : public sdk::TrainModule {
   std::vector<sdk::MetricSpec> metric_specs() const override;
   void check_example(const sdk::Example& example) const override;
   // Tokenizes every pair once, in parallel, cached in the run directory
-  // (sdk/token_cache.h); precomputes reference log-probs if configured.
+  // (sdk/util/token_cache.h); precomputes reference log-probs if configured.
   void prepare_dataset(sdk::Context& ctx, const std::vector<sdk::Example>& examples) override;
   std::vector<std::unique_ptr<sdk::Microbatch>> prepare(sdk::Context& ctx,
                                                         const std::vector<const sdk::Example*>& examples,

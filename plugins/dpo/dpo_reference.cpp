@@ -3,10 +3,10 @@
 #include "dpo_reference_cache.h"
 
 #include "ptrain/sdk/errors.h"
-#include "ptrain/sdk/reference_model.h"
+#include "ptrain/sdk/util/reference_model.h"
 
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 #include <optional>

@@ -2,9 +2,9 @@
 // docs/grpo.md gives each option's formula and paper.
 #pragma once
 
-#include "ptrain/sdk/aggregation.h"
 #include "ptrain/sdk/config_schema.h"
 #include "ptrain/sdk/generation.h"
+#include "ptrain/sdk/util/aggregation.h"
 
 #include <cstdint>
 #include <optional>

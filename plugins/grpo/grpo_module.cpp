@@ -7,10 +7,13 @@
 
 #include "ptrain/sdk/chat.h"
 #include "ptrain/sdk/errors.h"
-#include "ptrain/sdk/reference_model.h"
+#include "ptrain/sdk/util/example_fields.h"
+#include "ptrain/sdk/util/microbatching.h"
+#include "ptrain/sdk/util/reference_model.h"
+#include "ptrain/sdk/util/row_metrics.h"
 
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 #include <cstddef>

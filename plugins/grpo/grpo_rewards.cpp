@@ -1,6 +1,7 @@
 #include "grpo_rewards.h"
 
 #include "ptrain/sdk/errors.h"
+#include "ptrain/sdk/util/example_fields.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,6 +2,7 @@
 
 #include "ptrain/sdk/chat.h"
 #include "ptrain/sdk/errors.h"
+#include "ptrain/sdk/util/example_fields.h"
 
 #include <ATen/ATen.h>
 

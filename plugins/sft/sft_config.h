@@ -1,8 +1,8 @@
 // [module] settings of the SFT plugin.
 #pragma once
 
-#include "ptrain/sdk/aggregation.h"
 #include "ptrain/sdk/config_schema.h"
+#include "ptrain/sdk/util/aggregation.h"
 
 namespace ptrain::sft {
 

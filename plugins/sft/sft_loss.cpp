@@ -1,4 +1,5 @@
 #include "sft_loss.h"
+#include "ptrain/sdk/util/microbatching.h"
 
 #include <ATen/ATen.h>
 

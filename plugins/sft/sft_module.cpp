@@ -1,7 +1,9 @@
 #include "sft_module.h"
 
 #include "ptrain/sdk/errors.h"
-#include "ptrain/sdk/token_cache.h"
+#include "ptrain/sdk/util/example_fields.h"
+#include "ptrain/sdk/util/microbatching.h"
+#include "ptrain/sdk/util/token_cache.h"
 
 #include <ATen/ATen.h>
 
@@ -24,8 +26,9 @@ void check_turn_order(const std::vector<sdk::ChatMessage>& messages, const std::
     }
   }
   if (messages.back().role != "assistant") {
-    throw sdk::DataError(location + ": field 'messages': the last message must be the assistant's (nothing to "
-                                    "train on after message " +
+    throw sdk::DataError(location +
+                         ": field 'messages': the last message must be the assistant's (nothing to "
+                         "train on after message " +
                          std::to_string(messages.size() - 1) + ")");
   }
 }
@@ -185,9 +188,7 @@ std::vector<std::unique_ptr<sdk::Microbatch>> SftModule::prepare(sdk::Context& c
   return microbatches;
 }
 
-std::vector<sdk::LossTerm> SftModule::loss_terms() const {
-  return {{"nll", sdk::term_divisor(config_.aggregation)}};
-}
+std::vector<sdk::LossTerm> SftModule::loss_terms() const { return {{"nll", sdk::term_divisor(config_.aggregation)}}; }
 
 std::vector<int64_t> SftModule::count_units(const sdk::Microbatch& microbatch) const {
   return {sdk::count_loss_units(static_cast<const SftMicrobatch&>(microbatch).tokens, config_.aggregation)};

@@ -23,7 +23,7 @@ class SftModule final : public sdk::TrainModule {
   void setup(sdk::Context& ctx) override;
   std::vector<sdk::MetricSpec> metric_specs() const override;
   void check_example(const sdk::Example& example) const override;
-  // Tokenizes every example once, in parallel, cached in the run directory (sdk/token_cache.h).
+  // Tokenizes every example once, in parallel, cached in the run directory (sdk/util/token_cache.h).
   void prepare_dataset(sdk::Context& ctx, const std::vector<sdk::Example>& examples) override;
   std::vector<std::unique_ptr<sdk::Microbatch>> prepare(sdk::Context& ctx,
                                                         const std::vector<const sdk::Example*>& examples,

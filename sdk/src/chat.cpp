@@ -1,6 +1,7 @@
 #include "ptrain/sdk/chat.h"
 
 #include "ptrain/sdk/errors.h"
+#include "ptrain/sdk/util/example_fields.h"
 
 #include <cstring>
 

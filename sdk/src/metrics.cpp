@@ -50,9 +50,4 @@ void MetricList::add(std::string name, const at::Tensor& value, const at::Tensor
   values_.push_back({std::move(name), 0.0, 1.0, std::move(value_scalar), std::move(weight_scalar)});
 }
 
-void add_row_mean(MetricList& metrics, const std::string& name, const at::Tensor& per_row) {
-  const auto rows = static_cast<double>(per_row.size(0));
-  if (rows > 0) metrics.add(name, per_row.detach().to(at::kDouble).mean(), rows);
-}
-
 }  // namespace ptrain::sdk

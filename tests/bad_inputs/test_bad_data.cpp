@@ -70,7 +70,7 @@ TEST_CASE("bad JSONL examples are rejected naming file:line", "[bad_inputs][data
       {"invalid JSON", kGood + "\n{\"prompt\": \n", ":2: invalid JSON"},
       {"unterminated string", kGood + "\n" + kGood + "\n{\"prompt\": \"abc\n", ":3: invalid JSON"},
       {"trailing garbage", kGood + " x\n", ":1: invalid JSON"},
-      // Found by fuzz/jsonl_fuzzer.cpp: a number too large for a double once escaped as json::out_of_range.
+      // A number too large for a double makes nlohmann's parser throw out_of_range, not parse_error.
       {"number overflow", "{\"prompt\": \"a\", \"completion\": \"b\", \"n\": 1e999999}\n", ":1: invalid JSON"},
       {"an array, not an object", "[1, 2]\n", ":1: expected a JSON object, got array"},
       {"a bare string", "\"text\"\n", ":1: expected a JSON object, got string"},

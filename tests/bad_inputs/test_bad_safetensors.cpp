@@ -43,7 +43,7 @@ TEST_CASE("malformed safetensors files are rejected naming the file and the tens
       {"header past the end of the file", "{}", "", 1000, "header length 1000 runs past the end"},
       {"header not JSON", "{not json", kEight, kHeaderSize, "header is not valid JSON"},
       {"header cut short", R"({"w":{"dtype":"F32")", "", kHeaderSize, "header is not valid JSON"},
-      // Found by fuzz_safetensors: nlohmann's parser throws out_of_range, not parse_error, here.
+      // nlohmann's parser throws out_of_range, not parse_error, here.
       {"header number past a double", R"({"w":{"dtype":"F32","shape":[1e400],"data_offsets":[0,8]}})", kEight,
        kHeaderSize, "header is not valid JSON"},
       {"header not UTF-8", "{\"w\xff\":{}}", "", kHeaderSize, "header is not valid JSON"},

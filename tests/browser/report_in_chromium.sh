@@ -6,7 +6,7 @@ set -euo pipefail
 ptrain=$1 source_dir=$2 out_dir=$3
 here="$(cd "$(dirname "$0")" && pwd)"
 for tool in node /usr/bin/chromium; do
-  command -v "$tool" >/dev/null || { echo "report_in_chromium: $tool is missing (run scripts/install-deps.sh)"; exit 1; }
+  command -v "$tool" >/dev/null || { echo "report_in_chromium: $tool is missing (run scripts/install-deps.sh --test)"; exit 1; }
 done
 playwright="$source_dir/web/node_modules/playwright-core"
 [ -d "$playwright" ] || { echo "report_in_chromium: $playwright is missing (the build runs npm ci in web/)"; exit 1; }

@@ -13,7 +13,7 @@
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
+#include <ATen/core/grad_mode.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>

@@ -3,6 +3,7 @@
 // that break the RewardFunction contract in the ways the host must report.
 #include "ptrain/sdk/errors.h"
 #include "ptrain/sdk/reward_plugin.h"
+#include "ptrain/sdk/util/example_fields.h"
 
 #include <cctype>
 #include <limits>
@@ -70,7 +71,8 @@ class OneShort final : public RewardFunction {
 
 PTRAIN_DEFINE_REWARD_PLUGIN("test_rewards", "0.0.1", "reward functions for the GRPO tests",
                             {"digit_count", "digits in the completion", ptrain::sdk::new_reward<DigitCount>},
-                            {"same_first_byte", "first byte equals the answer's", ptrain::sdk::new_reward<SameFirstByte>},
+                            {"same_first_byte", "first byte equals the answer's",
+                             ptrain::sdk::new_reward<SameFirstByte>},
                             {"throws", "throws a DataError", ptrain::sdk::new_reward<Throws>},
                             {"not_finite", "scores NaN", ptrain::sdk::new_reward<NotFinite>},
                             {"one_short", "one score too few", ptrain::sdk::new_reward<OneShort>})

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "core/model/causal_lm.h"
-#include "ptrain/sdk/aggregation.h"
+#include "ptrain/sdk/util/aggregation.h"
 
 #include <ATen/core/Tensor.h>
 

@@ -22,7 +22,7 @@
 #include "ptrain/sdk/train_module.h"
 
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 #include <cmath>
@@ -33,7 +33,6 @@
 namespace ptrain::dpo_test {
 
 inline constexpr int64_t kMaxLength = 40;
-
 
 struct PreferencePair {
   std::string prompt;
@@ -207,9 +206,8 @@ inline StepOutcome run_step(sdk::TrainModule& module, sdk::Context& context,
   metrics::MetricReducer reducer(train::step_metric_specs(module));
   dist::GradientSynchronizer grad_sync(parameters, communicator, 1 << 20);
   StepOutcome outcome;
-  outcome.gradient =
-      train::accumulate_gradients({module, "dpo", context, parameters, communicator, grad_sync}, rank_examples, plan,
-                                  reducer);
+  outcome.gradient = train::accumulate_gradients({module, "dpo", context, parameters, communicator, grad_sync},
+                                                 rank_examples, plan, reducer);
   outcome.metrics = reducer.reduce(communicator);
   outcome.grads = gradients_of(parameters);
   return outcome;

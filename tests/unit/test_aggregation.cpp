@@ -1,8 +1,8 @@
 // Aggregation modes against hand-computed values.
 #include "catch.h"
 
-#include "ptrain/sdk/aggregation.h"
 #include "ptrain/sdk/errors.h"
+#include "ptrain/sdk/util/aggregation.h"
 
 #include <ATen/ATen.h>
 

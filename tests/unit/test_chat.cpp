@@ -13,7 +13,7 @@
 #include "core/train/run_setup.h"
 #include "ptrain/sdk/chat.h"
 #include "ptrain/sdk/errors.h"
-#include "ptrain/sdk/token_cache.h"
+#include "ptrain/sdk/util/token_cache.h"
 #include "sft_loss.h"
 
 #include <ATen/ATen.h>
@@ -46,7 +46,6 @@ std::vector<sdk::ChatMessage> messages_of(const json& list) {
   for (const json& m : list) messages.push_back({m.at("role"), m.at("content")});
   return messages;
 }
-
 
 // The ids of each maximal run of trainable positions.
 std::vector<std::vector<int64_t>> trainable_runs(const sdk::ChatTokens& chat) {

@@ -10,6 +10,8 @@
 #include "core/tokenizer/byte_tokenizer.h"
 #include "ptrain/sdk/batch.h"
 #include "ptrain/sdk/errors.h"
+#include "ptrain/sdk/util/example_fields.h"
+#include "ptrain/sdk/util/microbatching.h"
 #include "sft_loss.h"
 
 #include <ATen/ATen.h>
@@ -28,7 +30,6 @@ namespace {
 fs::path write_data_file(const std::string& name, const std::string& text) {
   return testing::write_text_file(testing::fresh_test_dir("data"), name, text);
 }
-
 
 }  // namespace
 
@@ -120,7 +121,8 @@ TEST_CASE("rank slices and microbatch plans partition the global batch without r
 }
 
 TEST_CASE("JSONL reading names file and line of a bad example") {
-  const fs::path good = write_data_file("good.jsonl", "{\"prompt\": \"a\", \"completion\": \"b\"}\n\n{\"prompt\": \"c\", \"completion\": \"d\"}\n");
+  const fs::path good = write_data_file(
+      "good.jsonl", "{\"prompt\": \"a\", \"completion\": \"b\"}\n\n{\"prompt\": \"c\", \"completion\": \"d\"}\n");
   const auto examples = data::read_jsonl(good);
   REQUIRE(examples.size() == 2);
   CHECK(examples[1].location == good.string() + ":3");

@@ -11,7 +11,7 @@
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
+#include <ATen/core/grad_mode.h>
 
 #include <unistd.h>
 #include <algorithm>
@@ -114,7 +114,9 @@ TEST_CASE("concatenated and separate forwards give the same loss, metrics and gr
   const std::string reference_dir = save_reference_model("concat_reference", 21);
   const std::vector<std::map<std::string, sdk::ConfigValue>> variants{
       {},
-      {{"loss", std::vector<std::string>{"sigmoid", "ipo", "sft"}}, {"loss_weights", std::vector<double>{1.0, 0.5, 0.2}}, {"ld_alpha", 0.5}},
+      {{"loss", std::vector<std::string>{"sigmoid", "ipo", "sft"}},
+       {"loss_weights", std::vector<double>{1.0, 0.5, 0.2}},
+       {"ld_alpha", 0.5}},
       {{"loss", std::vector<std::string>{"simpo"}}, {"use_weighting", true}, {"loss_agg", std::string("token")}}};
   for (size_t v = 0; v < variants.size(); ++v) {
     INFO("variant " << v);
@@ -218,7 +220,9 @@ TEST_CASE("packed pairs give the loss, metrics and gradients of one pair per row
   const std::string reference_dir = save_reference_model("packed_reference", 22);
   const std::vector<std::map<std::string, sdk::ConfigValue>> variants{
       {},
-      {{"loss", std::vector<std::string>{"sigmoid", "ipo", "sft"}}, {"loss_weights", std::vector<double>{1.0, 0.5, 0.2}}, {"ld_alpha", 0.5}},
+      {{"loss", std::vector<std::string>{"sigmoid", "ipo", "sft"}},
+       {"loss_weights", std::vector<double>{1.0, 0.5, 0.2}},
+       {"ld_alpha", 0.5}},
       {{"loss", std::vector<std::string>{"simpo"}}, {"loss_agg", std::string("token")}}};
   sdk::MicrobatchPlan packed{0, 4 * dpo_test::kMaxLength};
   packed.packing = true;
@@ -434,13 +438,16 @@ TEST_CASE("DPO config errors name the key and the problem", "[dpo][config]") {
     dpo::DpoModule module;
     module.setup(context);
   };
-  CHECK_THROWS_WITH(setup_with({{"loss", std::vector<std::string>{"sigmod"}}}), Catch::Contains("test.toml:1") &&
-                                                                       Catch::Contains("module.loss") &&
-                                                                       Catch::Contains("unknown loss 'sigmod'"));
-  CHECK_THROWS_WITH(setup_with({{"loss", std::vector<std::string>{"sigmoid", "sft"}}, {"loss_weights", std::vector<double>{1.0}}}),
-                    Catch::Contains("expected 2 weights"));
-  CHECK_THROWS_WITH(setup_with({{"loss_weights", std::vector<double>{-1.0}}}), Catch::Contains("loss_weights[0] must be a finite number >= 0, got -1.0"));
-  CHECK_THROWS_WITH(setup_with({{"loss", std::vector<std::string>{"sigmoid", "sigmoid"}}}), Catch::Contains("listed twice"));
+  CHECK_THROWS_WITH(
+      setup_with({{"loss", std::vector<std::string>{"sigmod"}}}),
+      Catch::Contains("test.toml:1") && Catch::Contains("module.loss") && Catch::Contains("unknown loss 'sigmod'"));
+  CHECK_THROWS_WITH(
+      setup_with({{"loss", std::vector<std::string>{"sigmoid", "sft"}}, {"loss_weights", std::vector<double>{1.0}}}),
+      Catch::Contains("expected 2 weights"));
+  CHECK_THROWS_WITH(setup_with({{"loss_weights", std::vector<double>{-1.0}}}),
+                    Catch::Contains("loss_weights[0] must be a finite number >= 0, got -1.0"));
+  CHECK_THROWS_WITH(setup_with({{"loss", std::vector<std::string>{"sigmoid", "sigmoid"}}}),
+                    Catch::Contains("listed twice"));
   CHECK_THROWS_WITH(setup_with({{"sync_reference", true}, {"precompute_reference", true}}),
                     Catch::Contains("cannot be precomputed"));
   CHECK_THROWS_WITH(setup_with({{"sync_reference", true}, {"reference_free", true}}), Catch::Contains("uses none"));

@@ -14,8 +14,8 @@
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 #include <cmath>

@@ -1,9 +1,8 @@
 // GRPO: group advantages against their closed form; with fixed rollouts
 // injected, the step gradient of every loss_type (and every KL estimator at
 // beta > 0) equals the independent full-batch reference
-// (grpo_test_support.h) for micro sizes 1, 2, 4 and the whole batch; num_iterations = 1 gives a ratio of exactly 1, and the second
-// update of num_iterations = 2 uses the stored old log-probs. World size 2:
-// tests/dist.
+// (grpo_test_support.h) for micro sizes 1, 2, 4 and the whole batch; num_iterations = 1 gives a ratio of exactly 1, and
+// the second update of num_iterations = 2 uses the stored old log-probs. World size 2: tests/dist.
 #include "catch.h"
 
 #include "grpo_test_support.h"
@@ -17,7 +16,7 @@
 #include "grpo_rewards.h"
 
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
+#include <ATen/core/grad_mode.h>
 
 #include <unistd.h>
 

@@ -19,7 +19,7 @@
 #include "grpo_module.h"
 
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
+#include <ATen/core/grad_mode.h>
 
 namespace {
 
@@ -28,8 +28,10 @@ using namespace ptrain;
 struct Fixture {
   explicit Fixture(std::vector<grpo_test::Prompt> batch, uint64_t model_seed = 41)
       : policy(model::CausalLm::init_random(testing::tiny_model_config(), model_seed)),
-        parameters(dpo_test::parameters_of(*policy)), prompts(std::move(batch)),
-        examples(grpo_test::to_examples(prompts)), pointers(dpo_test::pointers_to(examples)) {}
+        parameters(dpo_test::parameters_of(*policy)),
+        prompts(std::move(batch)),
+        examples(grpo_test::to_examples(prompts)),
+        pointers(dpo_test::pointers_to(examples)) {}
 
   std::unique_ptr<model::CausalLm> policy;
   std::vector<at::Tensor> parameters;
@@ -44,7 +46,8 @@ struct Fixture {
 struct Run {
   Run(Fixture& f, const sdk::ConfigValues& values)
       : host(*f.policy, f.tokenizer, values, *f.communicator, sdk::RunInfo{0, grpo_test::kMaxLength, 0, 0, ""}),
-        engine(f.prompts), context(host, engine) {
+        engine(f.prompts),
+        context(host, engine) {
     module.setup(context);
   }
   plugin::HostContext host;

@@ -47,7 +47,6 @@ json apply_variant(json tokenizer, const json& variant) {
   return tokenizer;
 }
 
-
 // Every variant of one base file agrees with the reference on every corpus text.
 void check_family(const std::string& base) {
   const json corpus = read_json(kFixtures / "corpus.json");
@@ -182,8 +181,10 @@ TEST_CASE("tokenizer.json: malformed and unsupported files fail naming the file 
                t["model"] = {{"type", "Unigram"}, {"vocab", json::array()}};
              }),
              Catch::Contains("x/tokenizer.json") && Catch::Contains("model type 'Unigram' is not supported"));
-  // Found by fuzz/tokenizer_fuzzer.cpp: a value of the wrong JSON type in a step's fields.
-  CHECK_THAT(failure([](json& t) { t["pre_tokenizer"] = {{"type", true}, {"use_regex", true}}; }),
+  // A value of the wrong JSON type in a step's fields is named, not an internal json error.
+  CHECK_THAT(failure([](json& t) {
+               t["pre_tokenizer"] = {{"type", true}, {"use_regex", true}};
+             }),
              Catch::Contains("x/tokenizer.json: unexpected value in tokenizer.json") &&
                  Catch::Contains("type must be string, but is boolean"));
   CHECK_THAT(failure([](json& t) { t["model"]["type"] = "WordPiece"; }),
@@ -207,12 +208,12 @@ TEST_CASE("tokenizer.json: malformed and unsupported files fail naming the file 
   CHECK_THAT(failure([](json& t) { t["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(unclosed"; }),
              Catch::Contains("does not compile"));
   // A bad pattern is the file's fault: a ConfigError, which `main` reports as
-  // a config problem (the CI fuzzer found `\p2N}` escaping as a plain Error).
+  // a config problem, also for a malformed property escape like `\p2N}`.
   json bad_property = base;
   bad_property["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "\\p2N}";
   CHECK_THROWS_AS(tokenizer::HfTokenizer::from_json(bad_property, json(), "x/tokenizer.json"), sdk::ConfigError);
-  // Found by the CI fuzzer: an id of 2^30 sized a table of 8 GB. Ids index
-  // dense tables, so they are bounded (2^22) before anything is allocated.
+  // Ids index dense tables, so they are bounded (2^22) before anything is
+  // allocated: an id of 2^30 would size a table of 8 GB.
   CHECK_THAT(failure([](json& t) { t["model"]["vocab"]["Ġzzzz"] = int64_t{1} << 30; }),
              Catch::Contains("model.vocab") && Catch::Contains("out of range [0, 4194304)"));
   CHECK_THAT(failure([](json& t) { t["added_tokens"][0]["id"] = int64_t{1} << 30; }),

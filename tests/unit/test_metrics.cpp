@@ -6,6 +6,7 @@
 #include "core/metrics/metric_reducer.h"
 #include "core/metrics/metrics_sink.h"
 #include "ptrain/sdk/errors.h"
+#include "ptrain/sdk/util/row_metrics.h"
 
 #include <ATen/ATen.h>
 
@@ -59,12 +60,12 @@ TEST_CASE("tensor metric values reduce like doubles and are read once at the end
                                   {"rows", sdk::Reduction::kWeightedMean},
                                   {"empty", sdk::Reduction::kWeightedMean}});
   sdk::MetricList first;
-  first.add("s", at::tensor(1.5f));                               // float32: read as double
-  first.add("hi", at::tensor({-3.0}, at::kDouble));               // any one-element shape
-  first.add("lo", 4.0);                                           // doubles and tensors mix
+  first.add("s", at::tensor(1.5f));                                               // float32: read as double
+  first.add("hi", at::tensor({-3.0}, at::kDouble));                               // any one-element shape
+  first.add("lo", 4.0);                                                           // doubles and tensors mix
   first.add("acc", at::tensor(5.0) / at::tensor(10.0), at::tensor(int64_t{10}));  // 5 of 10
-  sdk::add_row_mean(first, "rows", at::tensor({1.0, 2.0, 3.0}));  // mean 2 over 3 rows
-  first.add("empty", at::tensor(0.0), at::tensor(0.0));           // no tokens: weight 0 adds nothing
+  sdk::add_row_mean(first, "rows", at::tensor({1.0, 2.0, 3.0}));                  // mean 2 over 3 rows
+  first.add("empty", at::tensor(0.0), at::tensor(0.0));                           // no tokens: weight 0 adds nothing
   sdk::MetricList second;
   second.add("s", 2.5);
   second.add("hi", at::tensor(-1.0));
@@ -93,8 +94,9 @@ TEST_CASE("a tensor metric must hold one element and be declared") {
   CHECK_THROWS_AS(metrics.add("acc", at::ones({2})), sdk::PluginError);
   CHECK_THROWS_WITH(metrics.add("acc", at::ones({2})),
                     Catch::Contains("metric 'acc': its value must be a tensor of one element, got shape [2]"));
-  CHECK_THROWS_WITH(metrics.add("acc", at::tensor(1.0), at::Tensor()),
-                    Catch::Contains("metric 'acc': its weight must be a tensor of one element, got an undefined tensor"));
+  CHECK_THROWS_WITH(
+      metrics.add("acc", at::tensor(1.0), at::Tensor()),
+      Catch::Contains("metric 'acc': its weight must be a tensor of one element, got an undefined tensor"));
   metrics::MetricReducer reducer({{"a", sdk::Reduction::kSum}});
   sdk::MetricList undeclared;
   undeclared.add("b", at::tensor(1.0));

@@ -6,7 +6,7 @@
 #include "catch.h"
 
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>  // at::NoGradGuard: <ATen/ATen.h> no longer includes it in LibTorch 2.6
+#include <ATen/core/grad_mode.h>
 
 #include "core/model/causal_lm.h"
 #include "core/model/model_config.h"
@@ -14,12 +14,12 @@
 #include "ptrain/sdk/errors.h"
 #include "support/test_util.h"
 
-#include <nlohmann/json.hpp>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace fs = std::filesystem;

@@ -9,8 +9,9 @@
 
 #include "core/model/causal_lm.h"
 #include "core/model/target_scores.h"
-#include "ptrain/sdk/aggregation.h"
 #include "ptrain/sdk/batch.h"
+#include "ptrain/sdk/util/aggregation.h"
+#include "ptrain/sdk/util/microbatching.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -94,7 +95,7 @@ double max_abs_difference(const std::vector<at::Tensor>& a, const std::vector<at
 // row 0 and the rest into row 1: each document's log-probs and the gradient of
 // their sum equal those of each document in a forward of its own.
 void check_packed_rows_match_documents_alone(model::CausalLm& model, const std::vector<int64_t>& lengths,
-                                              size_t first_row) {
+                                             size_t first_row) {
   const std::vector<at::Tensor> parameters = parameters_of(model);
   const auto documents = random_documents(lengths, 17);
 

@@ -1,4 +1,4 @@
-#include "ptrain/sdk/aggregation.h"
+#include "ptrain/sdk/util/aggregation.h"
 
 #include "ptrain/sdk/errors.h"
 

@@ -1,4 +1,4 @@
-#include "ptrain/sdk/fingerprint.h"
+#include "ptrain/sdk/util/fingerprint.h"
 
 #include <cstdio>
 

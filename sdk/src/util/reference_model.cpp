@@ -1,4 +1,4 @@
-#include "ptrain/sdk/reference_model.h"
+#include "ptrain/sdk/util/reference_model.h"
 
 #include "ptrain/sdk/errors.h"
 

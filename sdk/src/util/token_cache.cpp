@@ -1,6 +1,6 @@
-#include "ptrain/sdk/token_cache.h"
+#include "ptrain/sdk/util/token_cache.h"
 
-#include "ptrain/sdk/fingerprint.h"
+#include "ptrain/sdk/util/fingerprint.h"
 
 #include "ptrain/sdk/chat.h"
 #include "ptrain/sdk/errors.h"

@@ -33,9 +33,9 @@ struct MetricSpec {
 struct MetricValue {
   std::string name;
   double value = 0.0;
-  double weight = 1.0;        // used by weighted_mean only
-  at::Tensor value_tensor;    // one element; when defined, replaces value
-  at::Tensor weight_tensor;   // one element; when defined, replaces weight
+  double weight = 1.0;       // used by weighted_mean only
+  at::Tensor value_tensor;   // one element; when defined, replaces value
+  at::Tensor weight_tensor;  // one element; when defined, replaces weight
 };
 
 class MetricList {
@@ -52,11 +52,5 @@ class MetricList {
  private:
   std::vector<MetricValue> values_;
 };
-
-// Adds the mean of a per-row value ([rows], e.g. one value per pair or per
-// completion) as a weighted_mean metric with the row count as its weight, so
-// uneven microbatches and ranks reduce to the exact mean over the global
-// batch's rows (DESIGN.md §4). Adds nothing for zero rows.
-void add_row_mean(MetricList& metrics, const std::string& name, const at::Tensor& per_row);
 
 }  // namespace ptrain::sdk

@@ -40,7 +40,7 @@ class Tokenizer {
   virtual std::optional<int64_t> token_id(std::string_view token) const { return std::nullopt; }
 
   // Identifies the vocabulary, merges and settings, so caches of token ids
-  // (sdk/token_cache.h) are never reused with another tokenizer.
+  // (sdk/util/token_cache.h) are never reused with another tokenizer.
   virtual std::string fingerprint() const = 0;
 
   // The run's chat template (tokenizer.chat_template; by default the one

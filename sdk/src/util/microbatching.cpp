@@ -1,6 +1,4 @@
-#include "ptrain/sdk/batch.h"
-
-#include "ptrain/sdk/errors.h"
+#include "ptrain/sdk/util/microbatching.h"
 
 #include <ATen/ATen.h>
 
@@ -8,26 +6,6 @@
 #include <numeric>
 
 namespace ptrain::sdk {
-namespace {
-
-const char* json_type_name(const nlohmann::json& value) { return value.type_name(); }
-
-}  // namespace
-
-bool has_field(const Example& example, const char* field) {
-  return example.fields.is_object() && example.fields.contains(field);
-}
-
-const std::string& require_string(const Example& example, const char* field) {
-  if (!has_field(example, field)) {
-    throw DataError(example.location + ": missing field '" + field + "'");
-  }
-  const nlohmann::json& value = example.fields.at(field);
-  if (!value.is_string()) {
-    throw DataError(example.location + ": field '" + field + "': expected a string, got " + json_type_name(value));
-  }
-  return value.get_ref<const std::string&>();
-}
 
 std::vector<std::vector<int64_t>> split_into_microbatches(const std::vector<int64_t>& lengths,
                                                           const MicrobatchPlan& plan) {
