@@ -4,8 +4,8 @@
 // the BLAS build (or OPENBLAS_CORETYPE) fixed; oneDNN, which Debian's
 // LibTorch already links, picks its kernels by the CPU it finds at run time
 // (DNNL_MAX_CPU_ISA caps them). On this project's machines that is AVX-512
-// against the environment's AVX2 OpenBLAS: 460 vs 240 GFLOP/s on the model's
-// [tokens × 256] × [256 × 688] products (docs/performance.md).
+// against the environment's AVX2 OpenBLAS, about twice the throughput on the
+// model's products (docs/performance.md has the measurements).
 //
 // Float32 CPU tensors take oneDNN when the build has it (PTRAIN_ONEDNN, on
 // by default); everything else, and every other device and dtype, takes the
