@@ -157,6 +157,27 @@ def sft_vs_pytorch(size, data):
                 ours["tokens_per_s"], "tokens/s", theirs["tokens_per_s"], f">= {target}", ratio >= target)], ours, theirs
 
 
+def sft_bf16_mixed(data):
+    """The small SFT job under runtime.precision = "bf16-mixed": against ptrain in fp32, and against the
+    PyTorch-eager loop under CPU autocast to bfloat16, each pair timed in alternation in the same run.
+
+    On a CPU with AVX512-BF16 or AMX both programs reach oneDNN's bf16 kernels.
+    """
+    model, length, global_size, micro_size, warmup, steps, rounds = SFT_SIZES["small"]
+    fp32 = runner.sft_config("sft_small_fp32", model, data, length, global_size, micro_size, warmup + steps)
+    bf16 = runner.sft_config("sft_small_bf16", model, data, length, global_size, micro_size, warmup + steps,
+                             runtime={"precision": "bf16-mixed"})
+    ours_bf16, ours_fp32 = paired(lambda: runner.run_ptrain("sft_small_bf16", bf16, warmup),
+                                  lambda: runner.run_ptrain("sft_small_fp32", fp32, warmup), rounds)
+    again_bf16, theirs = paired(lambda: runner.run_ptrain("sft_small_bf16", bf16, warmup),
+                                lambda: runner.run_reference("sft_small_bf16_pytorch", bf16, warmup, steps), rounds)
+    speedup = ours_bf16["tokens_per_s"] / ours_fp32["tokens_per_s"]
+    return [row("SFT tokens/s small, bf16-mixed vs fp32 (ptrain)", ours_bf16["tokens_per_s"], "tokens/s",
+                ours_fp32["tokens_per_s"], ">= 1.4", speedup >= 1.4),
+            row("SFT tokens/s small, bf16-mixed: ptrain vs PyTorch eager under CPU autocast bf16",
+                again_bf16["tokens_per_s"], "tokens/s", theirs["tokens_per_s"])]
+
+
 def sft_tiny_openblas_own_kernels(data):
     """The tiny pair again with OPENBLAS_CORETYPE unset for both programs: what a machine without the pin sees.
 

@@ -78,6 +78,7 @@ def main():
         if result:
             vs_pytorch += result[0]
             measured[size] = result[1:]
+    vs_pytorch += attempt("SFT small bf16-mixed", lambda: figures.sft_bf16_mixed(fixed_512)) or []
     vs_pytorch += attempt("SFT tiny vs PyTorch, OpenBLAS's own kernels",
                           lambda: figures.sft_tiny_openblas_own_kernels(fixed_128)) or []
     rest = []

@@ -172,13 +172,17 @@ def main():
         [{"params": decayed, "weight_decay": optim["weight_decay"]}, {"params": others, "weight_decay": 0.0}],
         lr=optim["lr"], betas=(optim.get("beta1", 0.9), optim.get("beta2", 0.999)), eps=optim.get("eps", 1e-8))
 
+    bf16 = run.get("runtime", {}).get("precision", "fp32") == "bf16-mixed"
     rates, step_times = [], []
     for step, microbatches in enumerate(batches):
         start, tokens = time.perf_counter(), 0
         optimizer.zero_grad(set_to_none=True)
         for input_ids, labels, num_tokens in microbatches:
-            logits = model(input_ids)
-            loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1), ignore_index=-100)
+            # runtime.precision = "bf16-mixed": CPU autocast, the way a PyTorch
+            # trainer asks for bf16 (fp32 weights, bf16 matmuls).
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                logits = model(input_ids)
+            loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1), ignore_index=-100)
             (loss / len(microbatches)).backward()
             tokens += num_tokens
         torch.nn.utils.clip_grad_norm_(model.parameters(), optim["clip_grad_norm"])

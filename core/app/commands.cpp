@@ -11,6 +11,7 @@
 #include "core/metrics/tensorboard_writer.h"
 #include "core/plugin/host_context.h"
 #include "core/plugin/plugin_loader.h"
+#include "core/train/compute_device.h"
 #include "core/train/run_setup.h"
 #include "core/train/trainer.h"
 
@@ -67,6 +68,7 @@ void print_validated(const ConfigOptions& options, const plugin::LoadedPlugin& p
             << "  model      " << parts.policy->num_parameters() << " parameters, "
             << (config.model.init.empty() ? "initialised from [model] sizes" : "loaded from " + config.model.init)
             << "\n"
+            << "  compute    " << train::describe_compute(parts.device, config.runtime.precision) << "\n"
             << "  data       " << parts.examples.size() << " examples in " << config.data.train << ", "
             << sampler.steps_per_epoch() << " steps per epoch of " << config.batch.global_size << "\n"
             << "  training   " << config.train.max_steps << " steps (" << epochs_text << " epochs) into "

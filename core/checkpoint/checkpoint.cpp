@@ -182,9 +182,9 @@ std::optional<fs::path> find_resume_checkpoint(const std::string& resume, const 
                    "or a directory holding a `latest` pointer)");
 }
 
-void save_model_atomically(const model::CausalLm& model, const fs::path& target) {
+void save_model_atomically(const model::CausalLm& model, const fs::path& target, at::ScalarType dtype) {
   require_finite(model.named_parameters(), target, "weight");
-  write_directory_atomically(target, [&](const fs::path& staging) { model.save_hf_dir(staging); });
+  write_directory_atomically(target, [&](const fs::path& staging) { model.save_hf_dir(staging, dtype); });
 }
 
 void prune_checkpoints(const fs::path& checkpoints_dir, int64_t keep_last) {

@@ -74,8 +74,9 @@ LoadedCheckpoint read_checkpoint(const std::filesystem::path& dir);
 std::optional<std::filesystem::path> find_resume_checkpoint(const std::string& resume,
                                                             const std::filesystem::path& output_dir);
 
-// A model directory (e.g. final/) written atomically.
-void save_model_atomically(const model::CausalLm& model, const std::filesystem::path& target);
+// A model directory (e.g. final/) written atomically, its weights in `dtype`.
+void save_model_atomically(const model::CausalLm& model, const std::filesystem::path& target,
+                           at::ScalarType dtype = at::kFloat);
 
 // Removes the oldest step_N directories beyond the newest `keep_last`.
 void prune_checkpoints(const std::filesystem::path& checkpoints_dir, int64_t keep_last);

@@ -99,8 +99,10 @@ CoreSection tokenizer_section() {
           .choice("chat_template", &T::chat_template, templates, ChatTemplateChoice::kAuto,
                   "template for {\"messages\": [...]} data: \"auto\" (from tokenizer_config.json; \"plain\" for "
                   "bytes), \"chatml\", \"llama3\", \"plain\", or \"custom\" (the chat_* keys)")
-          .key("chat_begin", &T::chat_begin, sdk::unset, "custom template: text before the first message, e.g. \"{bos}\"")
-          .key("chat_system_prefix", &T::chat_system_prefix, sdk::unset, "custom template: text before a system message")
+          .key("chat_begin", &T::chat_begin, sdk::unset,
+               "custom template: text before the first message, e.g. \"{bos}\"")
+          .key("chat_system_prefix", &T::chat_system_prefix, sdk::unset,
+               "custom template: text before a system message")
           .key("chat_system_suffix", &T::chat_system_suffix, sdk::unset, "custom template: text after a system message")
           .key("chat_user_prefix", &T::chat_user_prefix, sdk::unset,
                "custom template: text before a user message (required)")
@@ -153,20 +155,19 @@ CoreSection batch_section() {
 CoreSection optim_section() {
   const sdk::Choices<OptimizerKind> optimizers{{"adamw", OptimizerKind::kAdamW}, {"sgd", OptimizerKind::kSgd}};
   using O = OptimSection;
-  auto binder =
-      ConfigBinder<O>()
-          .choice("name", &O::name, optimizers, OptimizerKind::kAdamW, "optimizer")
-          .key("lr", &O::lr, 1e-4, "peak learning rate", above(0.0))
-          .key("weight_decay", &O::weight_decay, 0.0, "decoupled weight decay (AdamW) or L2 penalty (SGD)",
-               at_least(0.0))
-          .key("beta1", &O::beta1, 0.9, "AdamW first-moment decay", at_least(0.0).below(1.0))
-          .key("beta2", &O::beta2, 0.999, "AdamW second-moment decay", at_least(0.0).below(1.0))
-          .key("eps", &O::eps, 1e-8, "AdamW denominator epsilon", above(0.0))
-          .key("momentum", &O::momentum, 0.0, "SGD momentum", at_least(0.0).below(1.0))
-          .key("clip_grad_norm", &O::clip_grad_norm, 1.0,
-               "clip the global gradient L2 norm to this; 0 turns clipping off", at_least(0.0))
-          .key("decay_norms_and_biases", &O::decay_norms_and_biases, false,
-               "apply weight_decay to norm weights and biases too (transformers excludes them)");
+  auto binder = ConfigBinder<O>()
+                    .choice("name", &O::name, optimizers, OptimizerKind::kAdamW, "optimizer")
+                    .key("lr", &O::lr, 1e-4, "peak learning rate", above(0.0))
+                    .key("weight_decay", &O::weight_decay, 0.0, "decoupled weight decay (AdamW) or L2 penalty (SGD)",
+                         at_least(0.0))
+                    .key("beta1", &O::beta1, 0.9, "AdamW first-moment decay", at_least(0.0).below(1.0))
+                    .key("beta2", &O::beta2, 0.999, "AdamW second-moment decay", at_least(0.0).below(1.0))
+                    .key("eps", &O::eps, 1e-8, "AdamW denominator epsilon", above(0.0))
+                    .key("momentum", &O::momentum, 0.0, "SGD momentum", at_least(0.0).below(1.0))
+                    .key("clip_grad_norm", &O::clip_grad_norm, 1.0,
+                         "clip the global gradient L2 norm to this; 0 turns clipping off", at_least(0.0))
+                    .key("decay_norms_and_biases", &O::decay_norms_and_biases, false,
+                         "apply weight_decay to norm weights and biases too (transformers excludes them)");
   return bind_section("optim", &RunConfig::optim, std::move(binder));
 }
 
@@ -190,8 +191,7 @@ CoreSection train_section() {
           .key("max_steps", &T::max_steps, sdk::required, "optimizer updates to run", at_least(1))
           .key("log_every", &T::log_every, 1, "log metrics every N updates; <= max_steps", at_least(1))
           .key("max_consecutive_skips", &T::max_consecutive_skips, 5,
-               "abort after this many consecutive updates skipped for a non-finite loss or gradient norm",
-               at_least(1))
+               "abort after this many consecutive updates skipped for a non-finite loss or gradient norm", at_least(1))
           .key("loss_spike_factor", &T::loss_spike_factor, 5.0,
                "warn and count a loss_spike when the loss reaches this factor times the largest earlier loss; 0 "
                "turns it off",
@@ -208,38 +208,54 @@ CoreSection logging_section() {
 }
 
 CoreSection checkpoint_section() {
+  const sdk::Choices<SaveDtype> dtypes{
+      {"auto", SaveDtype::kAuto}, {"float32", SaveDtype::kFloat32}, {"bfloat16", SaveDtype::kBFloat16}};
   auto binder = ConfigBinder<CheckpointSection>()
                     .key("every_steps", &CheckpointSection::every_steps, 0,
                          "save a checkpoint every N updates; 0: only the final model", at_least(0))
                     .key("keep_last", &CheckpointSection::keep_last, 2,
-                         "checkpoints kept on disk; older ones are deleted", at_least(1));
+                         "checkpoints kept on disk; older ones are deleted", at_least(1))
+                    .choice("save_dtype", &CheckpointSection::save_dtype, dtypes, SaveDtype::kAuto,
+                            "dtype of the weights in final/; auto: the dtype model.init was stored in (float32 for "
+                            "a model built from [model] sizes). Checkpoints always keep the float32 weights");
   return bind_section("checkpoint", &RunConfig::checkpoint, std::move(binder));
 }
 
 CoreSection distributed_section() {
-  auto binder = ConfigBinder<DistributedSection>()
-                    .key("timeout_s", &DistributedSection::timeout_s, 300,
-                         "seconds a collective may wait before the run fails", at_least(1))
-                    .key("bucket_mb", &DistributedSection::bucket_mb, 25,
-                         "gradient all-reduce bucket size in MiB (buckets start during the last backward)",
-                         at_least(1));
+  auto binder =
+      ConfigBinder<DistributedSection>()
+          .key("timeout_s", &DistributedSection::timeout_s, 300, "seconds a collective may wait before the run fails",
+               at_least(1))
+          .key("bucket_mb", &DistributedSection::bucket_mb, 25,
+               "gradient all-reduce bucket size in MiB (buckets start during the last backward)", at_least(1));
   return bind_section("distributed", &RunConfig::distributed, std::move(binder));
 }
 
 CoreSection runtime_section() {
-  auto binder = ConfigBinder<RuntimeSection>().key(
-      "threads", &RuntimeSection::threads, 0, "intra-op CPU threads per process; 0: the process's share of the cores",
-      at_least(0));
+  const sdk::Choices<DeviceChoice> devices{
+      {"auto", DeviceChoice::kAuto}, {"cpu", DeviceChoice::kCpu}, {"cuda", DeviceChoice::kCuda}};
+  const sdk::Choices<Precision> precisions{{"fp32", Precision::kFp32}, {"bf16-mixed", Precision::kBf16Mixed}};
+  using R = RuntimeSection;
+  auto binder =
+      ConfigBinder<R>()
+          .key("threads", &R::threads, 0, "intra-op CPU threads per process; 0: the process's share of the cores",
+               at_least(0))
+          .choice("device", &R::device, devices, DeviceChoice::kAuto,
+                  "where each rank computes: cuda:LOCAL_RANK, or the CPU; auto: CUDA when LibTorch has it and a GPU "
+                  "is visible, else the CPU")
+          .choice("precision", &R::precision, precisions, Precision::kFp32,
+                  "fp32, or bf16-mixed: float32 master weights, gradients and optimizer state, matrix products on "
+                  "bfloat16 operands");
   return bind_section("runtime", &RunConfig::runtime, std::move(binder));
 }
 
 }  // namespace
 
 const std::vector<CoreSection>& core_sections() {
-  static const std::vector<CoreSection> sections{
-      top_level(),       model_section(), tokenizer_section(),  data_section(),        batch_section(),
-      optim_section(),   schedule_section(), train_section(),   logging_section(),     checkpoint_section(),
-      distributed_section(), runtime_section()};
+  static const std::vector<CoreSection> sections{top_level(),          model_section(),       tokenizer_section(),
+                                                 data_section(),       batch_section(),       optim_section(),
+                                                 schedule_section(),   train_section(),       logging_section(),
+                                                 checkpoint_section(), distributed_section(), runtime_section()};
   return sections;
 }
 
@@ -251,10 +267,10 @@ const sdk::ConfigSchema* find_core_section(const std::string& name) {
 }
 
 const std::vector<std::string>& model_size_keys() {
-  static const std::vector<std::string> keys = {"vocab_size",   "hidden_size",         "intermediate_size",
-                                                "num_layers",   "num_heads",           "num_kv_heads",
-                                                "max_position_embeddings", "rope_theta", "rms_norm_eps",
-                                                "tie_word_embeddings", "attention_bias"};
+  static const std::vector<std::string> keys = {
+      "vocab_size",   "hidden_size",         "intermediate_size",       "num_layers",
+      "num_heads",    "num_kv_heads",        "max_position_embeddings", "rope_theta",
+      "rms_norm_eps", "tie_word_embeddings", "attention_bias"};
   return keys;
 }
 

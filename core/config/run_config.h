@@ -58,9 +58,9 @@ struct DataSection {
 };
 
 struct BatchSection {
-  int64_t global_size = 0;   // examples per optimizer update
-  int64_t micro_size = 0;    // examples per microbatch (0 when micro_tokens is used)
-  int64_t micro_tokens = 0;  // padded-token budget per microbatch (0 when micro_size is used)
+  int64_t global_size = 0;       // examples per optimizer update
+  int64_t micro_size = 0;        // examples per microbatch (0 when micro_tokens is used)
+  int64_t micro_tokens = 0;      // padded-token budget per microbatch (0 when micro_size is used)
   bool group_by_length = false;  // similar lengths share a microbatch
   bool packing = false;          // several examples per row (needs micro_tokens)
 };
@@ -98,9 +98,13 @@ struct LoggingSection {
   bool tensorboard = false;  // events.out.tfevents.* files in output_dir
 };
 
+// The dtype final/ is written in; kAuto: the dtype the initial model was stored in.
+enum class SaveDtype { kAuto, kFloat32, kBFloat16 };
+
 struct CheckpointSection {
   int64_t every_steps = 0;  // 0: only the final model
   int64_t keep_last = 0;
+  SaveDtype save_dtype = SaveDtype::kAuto;
 };
 
 struct DistributedSection {
@@ -108,8 +112,15 @@ struct DistributedSection {
   int64_t bucket_mb = 0;  // gradient all-reduce bucket size
 };
 
+enum class DeviceChoice { kAuto, kCpu, kCuda };
+// kBf16Mixed: float32 master weights, gradients and optimizer state; the
+// model's matrix products read bfloat16 operands (DESIGN.md §5).
+enum class Precision { kFp32, kBf16Mixed };
+
 struct RuntimeSection {
   int64_t threads = 0;  // 0: the process's share of the cores
+  DeviceChoice device = DeviceChoice::kAuto;
+  Precision precision = Precision::kFp32;
 };
 
 struct RunConfig {

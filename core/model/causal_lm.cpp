@@ -82,6 +82,20 @@ NamedTensors read_model_tensors(const fs::path& dir) {
   return all;
 }
 
+// config.json's torch_dtype for the dtypes save_hf_dir writes.
+std::string torch_dtype_name(at::ScalarType dtype) {
+  switch (dtype) {
+    case at::kFloat:
+      return "float32";
+    case at::kBFloat16:
+      return "bfloat16";
+    case at::kHalf:
+      return "float16";
+    default:
+      throw sdk::ModelError(std::string("cannot save model weights as ") + c10::toString(dtype));
+  }
+}
+
 // [min, max] of a non-empty int64 tensor on the host, read from its memory:
 // one pass, and no tensor-to-scalar read inside the training loop.
 std::pair<int64_t, int64_t> host_value_range(const at::Tensor& ids) {
@@ -94,6 +108,10 @@ std::pair<int64_t, int64_t> host_value_range(const at::Tensor& ids) {
 }  // namespace
 
 CausalLm::CausalLm(ModelConfig config, NamedTensors params) : config_(std::move(config)), params_(std::move(params)) {
+  bind_handles();
+}
+
+void CausalLm::bind_handles() {
   const bool qkv_bias = config_.qkv_bias;
   const bool o_bias = config_.o_bias;
   size_t next = 0;
@@ -103,7 +121,7 @@ CausalLm::CausalLm(ModelConfig config, NamedTensors params) : config_(std::move(
     return params_[next++].second;
   };
   embed_tokens_ = take("model.embed_tokens.weight");
-  layers_.resize(config_.num_layers);
+  layers_.assign(config_.num_layers, Layer{});
   for (Layer& layer : layers_) {
     layer.q_weight = take("q_proj.weight");
     if (qkv_bias) layer.q_bias = take("q_proj.bias");
@@ -192,12 +210,14 @@ std::unique_ptr<CausalLm> CausalLm::load_hf_dir(const std::filesystem::path& dir
   };
 
   NamedTensors params;
+  at::ScalarType loaded_dtype = at::kFloat;
   for (const auto& [name, shape] : expected_parameters(config)) {
     auto it = loaded.find(name);
     if (it == loaded.end()) fail(name, "is missing (expected shape " + format_shape(shape) + ")");
     if (it->second.sizes() != at::IntArrayRef(shape)) {
       fail(name, "has shape " + format_shape(it->second.sizes()) + ", expected " + format_shape(shape));
     }
+    if (params.empty()) loaded_dtype = it->second.scalar_type();
     params.emplace_back(name, to_float(name, it->second).requires_grad_(true));
     loaded.erase(it);
   }
@@ -223,24 +243,43 @@ std::unique_ptr<CausalLm> CausalLm::load_hf_dir(const std::filesystem::path& dir
     throw sdk::ModelError(dir.string() + ": unexpected tensors for a " + config.model_type +
                           " model with this config: " + list);
   }
-  return std::unique_ptr<CausalLm>(new CausalLm(config, std::move(params)));
+  const at::ScalarType stored_dtype = loaded_dtype;
+  auto model = std::unique_ptr<CausalLm>(new CausalLm(config, std::move(params)));
+  model->stored_dtype_ = stored_dtype;
+  return model;
 }
 
-void CausalLm::save_hf_dir(const std::filesystem::path& dir) const {
+void CausalLm::save_hf_dir(const std::filesystem::path& dir, at::ScalarType dtype) const {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw sdk::ModelError(dir.string() + ": cannot create model directory: " + ec.message());
 
   const fs::path config_path = dir / "config.json";
   std::ofstream out(config_path);
-  out << config_.to_hf_json().dump(2) << "\n";
+  out << config_.to_hf_json(torch_dtype_name(dtype)).dump(2) << "\n";
   out.flush();
   if (!out) throw sdk::ModelError(config_path.string() + ": write failed");
 
   NamedTensors tensors;
   tensors.reserve(params_.size());
-  for (const auto& [name, t] : params_) tensors.emplace_back(name, t.detach().to(at::kFloat).contiguous());
+  for (const auto& [name, t] : params_) tensors.emplace_back(name, t.detach().to(at::kCPU, dtype).contiguous());
   write_safetensors(dir / "model.safetensors", tensors);
+}
+
+void CausalLm::set_compute_dtype(at::ScalarType dtype) {
+  TORCH_CHECK(dtype == at::kFloat || dtype == at::kBFloat16, "compute dtype must be float32 or bfloat16, got ", dtype);
+  compute_dtype_ = dtype;
+}
+
+void CausalLm::to_device(at::Device device) {
+  if (device == this->device()) return;
+  for (auto& [name, t] : params_) t = t.detach().to(device).requires_grad_(t.requires_grad());
+  bind_handles();
+  rope_length_ = 0;  // the rotary tables are rebuilt on the new device
+}
+
+at::Tensor CausalLm::dense(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) const {
+  return model::linear(x, weight, bias, compute_dtype_);
 }
 
 NamedTensors CausalLm::named_parameters() const { return params_; }
@@ -249,7 +288,10 @@ std::unique_ptr<CausalLm> CausalLm::frozen_copy() const {
   NamedTensors copies;
   copies.reserve(params_.size());
   for (const auto& [name, t] : params_) copies.emplace_back(name, t.detach().clone());
-  return std::unique_ptr<CausalLm>(new CausalLm(config_, std::move(copies)));
+  auto copy = std::unique_ptr<CausalLm>(new CausalLm(config_, std::move(copies)));
+  copy->stored_dtype_ = stored_dtype_;
+  copy->compute_dtype_ = compute_dtype_;
+  return copy;
 }
 
 void CausalLm::soft_update_from(const sdk::LanguageModel& source, double alpha) {
@@ -280,8 +322,9 @@ void CausalLm::ensure_rope_cache(int64_t length) {
   const at::Tensor positions = at::arange(length, at::kFloat);                      // [L]
   const at::Tensor freqs = at::outer(positions, inv_freq);                          // [L, d/2]
   const at::Tensor angles = at::cat({freqs, freqs}, -1);                            // [L, d]
-  rope_cos_ = angles.cos();
-  rope_sin_ = angles.sin();
+  // Computed on the host, as transformers' float32 tables, then moved once.
+  rope_cos_ = angles.cos().to(device());
+  rope_sin_ = angles.sin().to(device());
   rope_length_ = length;
 }
 
@@ -298,7 +341,7 @@ at::Tensor CausalLm::attention(const Layer& layer, const at::Tensor& x, const At
   const int64_t kv_heads = config_.num_kv_heads;
 
   auto project = [&](const at::Tensor& w, const at::Tensor& bias, int64_t n) {
-    return model::linear(x, w, bias).view({b, t, n, d});  // [B, T, n, d]
+    return dense(x, w, bias).view({b, t, n, d});  // [B, T, n, d]
   };
   // Rotary embeddings write the [B, n, T, d] layout attention reads.
   const at::Tensor q = fused::rotary(project(layer.q_weight, layer.q_bias, heads), layout.cos, layout.sin,
@@ -306,12 +349,11 @@ at::Tensor CausalLm::attention(const Layer& layer, const at::Tensor& x, const At
   const at::Tensor k = fused::rotary(project(layer.k_weight, layer.k_bias, kv_heads), layout.cos, layout.sin, 1.0);
   const at::Tensor v = project(layer.v_weight, layer.v_bias, kv_heads).transpose(1, 2);      // [B, kv_heads, T, d]
   const at::Tensor out = attention_compat::attend(q, k, v, layout.allowed, layout.blocked);  // [B, heads, T, d]
-  return model::linear(out.transpose(1, 2).reshape({b, t, heads * d}), layer.o_weight, layer.o_bias);
+  return dense(out.transpose(1, 2).reshape({b, t, heads * d}), layer.o_weight, layer.o_bias);
 }
 
 at::Tensor CausalLm::mlp(const Layer& layer, const at::Tensor& x) const {
-  return model::linear(at::silu(model::linear(x, layer.gate_weight)) * model::linear(x, layer.up_weight),
-                       layer.down_weight);
+  return dense(at::silu(dense(x, layer.gate_weight)) * dense(x, layer.up_weight), layer.down_weight);
 }
 
 at::Tensor CausalLm::decoder_layer(size_t index, const at::Tensor& x, const AttentionLayout& layout) const {
@@ -337,7 +379,8 @@ CausalLm::AttentionLayout CausalLm::attention_layout(int64_t t, const at::Tensor
   // The fused kernel takes plain causality as a flag: the [T, T] mask is built
   // only for packed rows or the unfused path.
   const bool needs_mask = document_ids.defined() || !attention_compat::kFusedAttention;
-  const at::Tensor causal = needs_mask ? at::ones({t, t}, at::kBool).tril() : at::Tensor();
+  const at::Tensor causal =
+      needs_mask ? at::ones({t, t}, embed_tokens_.options().dtype(at::kBool)).tril() : at::Tensor();
   if (document_ids.defined()) {
     // Block-diagonal causal: a query reads earlier keys of its own document.
     const at::Tensor same_document = document_ids.unsqueeze(2) == document_ids.unsqueeze(1);  // [B, T, T]
@@ -387,7 +430,7 @@ at::Tensor CausalLm::hidden_states(const at::Tensor& input_ids, const at::Tensor
 }
 
 at::Tensor CausalLm::logits(const at::Tensor& input_ids) {
-  return model::linear(hidden_states(input_ids, {}, {}), lm_head_weight());  // [B, T, V]
+  return dense(hidden_states(on_model_device(input_ids), {}, {}), lm_head_weight());  // [B, T, V]
 }
 
 sdk::TargetLogProbs CausalLm::target_log_probs(const sdk::TokenBatch& batch) { return score_targets(batch, false); }
@@ -396,7 +439,17 @@ sdk::TargetLogProbs CausalLm::target_log_probs_and_entropy(const sdk::TokenBatch
   return score_targets(batch, true);
 }
 
-sdk::TargetLogProbs CausalLm::score_targets(const sdk::TokenBatch& batch, bool with_entropy) {
+at::Tensor CausalLm::on_model_device(const at::Tensor& t) const {
+  return t.defined() && t.device() != device() ? t.to(device()) : t;
+}
+
+sdk::TargetLogProbs CausalLm::score_targets(const sdk::TokenBatch& host_batch, bool with_entropy) {
+  // Plugins collate on the host; the batch follows the weights (a no-op on the CPU).
+  sdk::TokenBatch batch = host_batch;
+  for (at::Tensor* t :
+       {&batch.input_ids, &batch.target_ids, &batch.loss_mask, &batch.position_ids, &batch.document_ids}) {
+    *t = on_model_device(*t);
+  }
   const at::Tensor& input_ids = batch.input_ids;
   const at::Tensor& target_ids = batch.target_ids;
   const at::Tensor& loss_mask = batch.loss_mask;
@@ -426,7 +479,7 @@ sdk::TargetLogProbs CausalLm::score_targets(const sdk::TokenBatch& batch, bool w
   const at::Tensor selected = hidden.reshape({b * t, config_.hidden_size}).index_select(0, rows);  // [M, H]
   // Only the M trained rows go through the vocabulary projection, a chunk of
   // rows at a time (target_scores.h).
-  const TargetScores scores = score_target_rows(selected, lm_head_weight(), targets, with_entropy);
+  const TargetScores scores = score_target_rows(selected, lm_head_weight(), targets, with_entropy, 0, compute_dtype_);
 
   // Back to [B, T] at `rows`, zeros elsewhere. index_copy rather than
   // masked_scatter: the latter's backward (masked_select) reads its output

@@ -20,6 +20,7 @@
 #include "ptrain/sdk/model.h"
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -41,14 +42,32 @@ class CausalLm : public sdk::LanguageModel {
   // model.safetensors.index.json). Every expected tensor must be present with
   // its exact shape and a floating dtype (converted to float32); unexpected
   // tensors are errors, except rotary `inv_freq` buffers (recomputed) and, in
-  // a tied model, an lm_head.weight equal to embed_tokens. Throws
+  // a tied model, an lm_head.weight equal to embed_tokens. stored_dtype()
+  // keeps the dtype the file had. Throws
   // sdk::ModelError naming the directory and the tensor.
   static std::unique_ptr<CausalLm> load_hf_dir(const std::filesystem::path& dir);
 
-  // Writes config.json and model.safetensors (float32, contiguous) into `dir`,
-  // creating it if needed. Writing to a temporary directory and renaming is
-  // the caller's concern.
-  void save_hf_dir(const std::filesystem::path& dir) const;
+  // Writes config.json and model.safetensors (contiguous, in `dtype`, which
+  // config.json's torch_dtype names) into `dir`, creating it if needed.
+  // Writing to a temporary directory and renaming is the caller's concern.
+  void save_hf_dir(const std::filesystem::path& dir, at::ScalarType dtype = at::kFloat) const;
+
+  // The dtype load_hf_dir found the weights stored in (that of
+  // embed_tokens); float32 for init_random. The weights themselves are
+  // float32 whatever it is: they are the master weights training updates.
+  at::ScalarType stored_dtype() const { return stored_dtype_; }
+
+  // The dtype the dense layers' and lm_head's matrix products read their
+  // operands in (model::linear): float32, or bfloat16 under bf16-mixed.
+  // Norms, rotary embeddings, attention softmax and log-softmax statistics
+  // stay float32 either way.
+  void set_compute_dtype(at::ScalarType dtype);
+  at::ScalarType compute_dtype() const { return compute_dtype_; }
+
+  // Moves the weights to `device` (they stay leaves with their requires_grad);
+  // everything a forward allocates follows the weights' device.
+  void to_device(at::Device device);
+  at::Device device() const { return embed_tokens_.device(); }
 
   // Trainable leaves with transformers' names, in transformers' module order.
   // A tied lm_head is not listed (it is model.embed_tokens.weight).
@@ -116,6 +135,11 @@ class CausalLm : public sdk::LanguageModel {
 
   // Takes tensors in expected_parameters() order; binds the typed handles.
   CausalLm(ModelConfig config, std::vector<std::pair<std::string, at::Tensor>> params);
+  void bind_handles();
+  // `t` on the weights' device (moved when it is elsewhere, e.g. a host batch).
+  at::Tensor on_model_device(const at::Tensor& t) const;
+  // model::linear at the model's compute dtype.
+  at::Tensor dense(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias = {}) const;
 
   // Names and shapes of all parameters for a config, in named_parameters() order.
   static std::vector<std::pair<std::string, std::vector<int64_t>>> expected_parameters(const ModelConfig& config);
@@ -166,6 +190,8 @@ class CausalLm : public sdk::LanguageModel {
   int64_t rope_length_ = 0;
 
   bool activation_checkpointing_ = false;
+  at::ScalarType stored_dtype_ = at::kFloat;
+  at::ScalarType compute_dtype_ = at::kFloat;
 };
 
 }  // namespace ptrain::model

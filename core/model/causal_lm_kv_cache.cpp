@@ -17,12 +17,13 @@ namespace ptrain::model {
 
 CausalLm::KvCache CausalLm::new_kv_cache(int64_t batch, int64_t capacity) const {
   const int64_t d = config_.resolved_head_dim();
+  const at::TensorOptions options = embed_tokens_.options().requires_grad(false);
   KvCache cache;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    cache.keys.push_back(at::zeros({batch, config_.num_kv_heads, capacity, d}, at::kFloat));
-    cache.values.push_back(at::zeros({batch, config_.num_kv_heads, capacity, d}, at::kFloat));
+    cache.keys.push_back(at::zeros({batch, config_.num_kv_heads, capacity, d}, options));
+    cache.values.push_back(at::zeros({batch, config_.num_kv_heads, capacity, d}, options));
   }
-  cache.valid = at::zeros({batch, capacity}, at::kBool);
+  cache.valid = at::zeros({batch, capacity}, options.dtype(at::kBool));
   return cache;
 }
 
@@ -45,7 +46,7 @@ at::Tensor CausalLm::cached_attention(const Layer& layer, const at::Tensor& x, c
   const int64_t length = start + t;
 
   auto project = [&](const at::Tensor& w, const at::Tensor& bias, int64_t n) {
-    return model::linear(x, w, bias).view({b, t, n, d});  // [B, t, n, d]
+    return dense(x, w, bias).view({b, t, n, d});  // [B, t, n, d]
   };
   // As in the training forward (attention_compat.h), the 1/√d scale goes on
   // the queries, folded into the rotary kernel, so both paths round alike.
@@ -69,7 +70,7 @@ at::Tensor CausalLm::cached_attention(const Layer& layer, const at::Tensor& x, c
                              .view({b, heads, t, d})
                              .transpose(1, 2)
                              .reshape({b, t, heads * d});
-  return model::linear(out, layer.o_weight, layer.o_bias);
+  return dense(out, layer.o_weight, layer.o_bias);
 }
 
 at::Tensor CausalLm::decode_step(const at::Tensor& input_ids, const at::Tensor& positions, const at::Tensor& valid,
@@ -100,8 +101,9 @@ at::Tensor CausalLm::decode_step(const at::Tensor& input_ids, const at::Tensor& 
   cache.valid.narrow(1, start, t).copy_(valid);
   // Query slot s reads key slot j ≤ s when j holds a real token; a padding
   // query reads only itself, so no row of the softmax is empty.
-  const at::Tensor query_slots = at::arange(start, length, at::kLong).view({t, 1});
-  const at::Tensor key_slots = at::arange(0, length, at::kLong).view({1, length});
+  const at::TensorOptions slot_options = input_ids.options().dtype(at::kLong);
+  const at::Tensor query_slots = at::arange(start, length, slot_options).view({t, 1});
+  const at::Tensor key_slots = at::arange(0, length, slot_options).view({1, length});
   const at::Tensor causal = key_slots <= query_slots;                                  // [t, L]
   const at::Tensor key_valid = cache.valid.narrow(1, 0, length).view({b, 1, length});  // [B, 1, L]
   const at::Tensor allowed = (causal.unsqueeze(0) & key_valid) | (key_slots == query_slots).unsqueeze(0);
@@ -116,7 +118,7 @@ at::Tensor CausalLm::decode_step(const at::Tensor& input_ids, const at::Tensor& 
   }
   cache.length = length;
   const at::Tensor last = rms_norm(x.select(1, t - 1), final_norm_);  // [B, H]
-  return model::linear(last, lm_head_weight());                       // [B, V]
+  return dense(last, lm_head_weight());                               // [B, V]
 }
 
 }  // namespace ptrain::model

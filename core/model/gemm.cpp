@@ -60,7 +60,15 @@ at::Tensor onednn_mm(const at::Tensor& a, const at::Tensor& b) {
 }
 #endif
 
-at::Tensor plain_mm(const at::Tensor& a, const at::Tensor& b) {
+// Rounds to the operand dtype; a no-op for operands already in it.
+at::Tensor as_operand(const at::Tensor& t, at::ScalarType operands) {
+  return t.scalar_type() == operands ? t : t.to(operands);
+}
+
+at::Tensor plain_mm(const at::Tensor& a, const at::Tensor& b, at::ScalarType operands) {
+  if (operands != at::kFloat) {
+    return at::mm(as_operand(a, operands), as_operand(b, operands)).to(at::kFloat);
+  }
 #ifdef PTRAIN_HAVE_ONEDNN
   if (a.size(0) > 0 && a.size(1) > 0 && b.size(1) > 0 && onednn_applies(a) && onednn_applies(b)) {
     return onednn_mm(a, b);
@@ -69,43 +77,58 @@ at::Tensor plain_mm(const at::Tensor& a, const at::Tensor& b) {
   return at::mm(a, b);
 }
 
-// Saves the flattened input for the weight's gradient, as at::linear does.
-// The bias is added outside (autograd of LibTorch 1.13 takes no undefined
-// input to a custom function).
+// Saves the flattened input for the weight's gradient, as at::linear does,
+// already rounded to the operand dtype (half the memory under bf16). The
+// bias is added outside (autograd of LibTorch 1.13 takes no undefined input
+// to a custom function).
 struct LinearFunction : public torch::autograd::Function<LinearFunction> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x2d, const at::Tensor& weight) {
-    ctx->save_for_backward({x2d, weight});
-    return plain_mm(x2d, weight.t());
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x2d, const at::Tensor& weight,
+                            int64_t operand_type) {
+    const auto operands = static_cast<at::ScalarType>(operand_type);
+    const at::Tensor x_operand = as_operand(x2d, operands);
+    const at::Tensor weight_operand = as_operand(weight, operands);
+    ctx->save_for_backward({x_operand, weight_operand});
+    ctx->saved_data["operands"] = operand_type;
+    return plain_mm(x_operand, weight_operand.t(), operands);
   }
 
   // y = x·Wᵀ:  dx = dy·W,  dW = dyᵀ·x.
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     const variable_list saved = ctx->get_saved_variables();
-    const at::Tensor& grad_out = grad_outputs[0];
+    const auto operands = static_cast<at::ScalarType>(ctx->saved_data["operands"].toInt());
+    const at::Tensor grad_out = as_operand(grad_outputs[0], operands);
     at::Tensor grad_x, grad_weight;
-    if (ctx->needs_input_grad(0)) grad_x = plain_mm(grad_out, saved[1]);
-    if (ctx->needs_input_grad(1)) grad_weight = plain_mm(grad_out.t(), saved[0]);
-    return {grad_x, grad_weight};
+    if (ctx->needs_input_grad(0)) grad_x = plain_mm(grad_out, saved[1], operands);
+    if (ctx->needs_input_grad(1)) grad_weight = plain_mm(grad_out.t(), saved[0], operands);
+    return {grad_x, grad_weight, at::Tensor()};
   }
 };
 
 }  // namespace
 
-at::Tensor mm(const at::Tensor& a, const at::Tensor& b) {
+at::Tensor mm(const at::Tensor& a, const at::Tensor& b, at::ScalarType operands) {
   TORCH_CHECK(a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0), "mm: [m, k] and [k, n] expected, got ", a.sizes(),
               " and ", b.sizes());
+  TORCH_CHECK(operands == at::kFloat || operands == at::kBFloat16, "mm: operands must be float32 or bfloat16, got ",
+              operands);
   // A product autograd records keeps ATen's backward; the model's layers use linear.
-  if (at::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad())) return at::mm(a, b);
-  return plain_mm(a, b);
+  if (at::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad())) {
+    if (operands == at::kFloat) return at::mm(a, b);
+    return at::mm(a.to(operands), b.to(operands)).to(at::kFloat);
+  }
+  return plain_mm(a, b, operands);
 }
 
-at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, at::ScalarType operands) {
   TORCH_CHECK(x.dim() >= 1 && weight.dim() == 2 && x.size(-1) == weight.size(1),
               "linear: x [..., K] and weight [N, K] expected, got ", x.sizes(), " and ", weight.sizes());
   TORCH_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0)), "linear: bias [", weight.size(0),
               "] expected, got ", bias.sizes());
-  const bool gemm_applies =
-      onednn_applies(x) && onednn_applies(weight) && (!bias.defined() || onednn_applies(bias)) && x.numel() > 0;
+  TORCH_CHECK(operands == at::kFloat || operands == at::kBFloat16, "linear: operands must be float32 or bfloat16, got ",
+              operands);
+  const bool mixed = operands != at::kFloat && x.numel() > 0;
+  const bool gemm_applies = mixed || (onednn_applies(x) && onednn_applies(weight) &&
+                                      (!bias.defined() || onednn_applies(bias)) && x.numel() > 0);
   if (!gemm_applies) return at::linear(x, weight, bias);
 
   std::vector<int64_t> out_shape = x.sizes().vec();
@@ -114,11 +137,11 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tenso
   const bool differentiable = at::GradMode::is_enabled() &&
                               (x.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
   if (!differentiable) {
-    at::Tensor out = plain_mm(x2d, weight.t());
+    at::Tensor out = plain_mm(x2d, weight.t(), operands);
     if (bias.defined()) out.add_(bias);
     return out.view(out_shape);
   }
-  const at::Tensor out = LinearFunction::apply(x2d, weight);
+  const at::Tensor out = LinearFunction::apply(x2d, weight, static_cast<int64_t>(operands));
   return (bias.defined() ? out + bias : out).view(out_shape);
 }
 

@@ -10,6 +10,12 @@
 // Float32 CPU tensors take oneDNN when the build has it (PTRAIN_ONEDNN, on
 // by default); everything else, and every other device and dtype, takes the
 // ATen call, which computes the same product.
+//
+// `operands` = at::kBFloat16 is bf16-mixed precision: float32 tensors in and
+// out, the product computed by ATen on their bfloat16 roundings (fp32
+// accumulation, the result rounded to bfloat16 and widened back, as under
+// PyTorch's autocast). On CPUs with AVX512-BF16 or AMX that runs oneDNN's
+// bf16 kernels, several times the float32 throughput (docs/performance.md).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -20,12 +26,14 @@ namespace ptrain::model {
 
 // a [m, k] · b [k, n] → [m, n], as at::mm. Either operand may be a transposed
 // view (a.t() of a contiguous matrix): it is read in place, not copied.
-at::Tensor mm(const at::Tensor& a, const at::Tensor& b);
+at::Tensor mm(const at::Tensor& a, const at::Tensor& b, at::ScalarType operands = at::kFloat);
 
 // x · weightᵀ + bias over the last dimension of x, as at::linear, with its
 // own backward of two products through mm. x: [..., K], weight: [N, K],
-// bias: [N] or undefined → [..., N].
-at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias = {});
+// bias: [N] or undefined → [..., N]. Under bf16 operands the backward's
+// products read bfloat16 too, and the saved input is kept in bfloat16.
+at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias = {},
+                  at::ScalarType operands = at::kFloat);
 
 // The name of the GEMM that mm uses for float32 CPU tensors ("oneDNN 2.6.3"
 // or "ATen (system BLAS)"), for logs and the benchmark table.

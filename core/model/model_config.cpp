@@ -118,7 +118,7 @@ void ModelConfig::validate() const {
   }
 }
 
-nlohmann::json ModelConfig::to_hf_json() const {
+nlohmann::json ModelConfig::to_hf_json(const std::string& torch_dtype) const {
   json j;
   const bool llama = model_type == "llama";
   j["architectures"] = json::array({llama ? "LlamaForCausalLM" : "Qwen2ForCausalLM"});
@@ -139,7 +139,7 @@ nlohmann::json ModelConfig::to_hf_json() const {
   j["attention_dropout"] = 0.0;
   j["initializer_range"] = 0.02;
   j["use_cache"] = true;
-  j["torch_dtype"] = "float32";
+  j["torch_dtype"] = torch_dtype;
   if (llama) {
     j["attention_bias"] = qkv_bias;
     j["mlp_bias"] = false;

@@ -30,8 +30,9 @@ struct ModelConfig {
   // Throws sdk::ModelError naming the first inconsistent field.
   void validate() const;
 
-  // config.json as transformers writes it (float32 weights).
-  nlohmann::json to_hf_json() const;
+  // config.json as transformers writes it, for weights stored in
+  // `torch_dtype` ("float32", "bfloat16", "float16").
+  nlohmann::json to_hf_json(const std::string& torch_dtype = "float32") const;
 
   // Reads a transformers config.json. `source` (the file path) prefixes every
   // error. Size keys (vocab_size, hidden_size, intermediate_size,

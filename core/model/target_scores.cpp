@@ -18,7 +18,9 @@ constexpr int64_t kChunkLogits = int64_t{1} << 22;
 struct TargetScoresFunction : public torch::autograd::Function<TargetScoresFunction> {
   // → {log_probs [M], is_argmax [M], entropy [M] or [0]}
   static variable_list forward(AutogradContext* ctx, const at::Tensor& hidden, const at::Tensor& weight,
-                               const at::Tensor& targets, bool with_entropy, int64_t chunk_rows) {
+                               const at::Tensor& targets, bool with_entropy, int64_t chunk_rows, int64_t operand_type) {
+    const auto operands = static_cast<at::ScalarType>(operand_type);
+    const at::Tensor weight_operand = weight.to(operands);  // rounded once, not per chunk
     const int64_t rows = hidden.size(0);
     at::Tensor log_probs = at::empty({rows}, hidden.options());
     at::Tensor log_normalizers = at::empty({rows}, hidden.options());
@@ -26,9 +28,9 @@ struct TargetScoresFunction : public torch::autograd::Function<TargetScoresFunct
     at::Tensor entropy = at::empty({with_entropy ? rows : 0}, hidden.options());
     for (int64_t start = 0; start < rows; start += chunk_rows) {
       const int64_t n = std::min(chunk_rows, rows - start);
-      const at::Tensor target = targets.narrow(0, start, n).unsqueeze(1);           // [n, 1]
-      const at::Tensor logits = model::mm(hidden.narrow(0, start, n), weight.t());  // [n, V]
-      const at::Tensor log_normalizer = at::logsumexp(logits, {1});                 // [n]
+      const at::Tensor target = targets.narrow(0, start, n).unsqueeze(1);                             // [n, 1]
+      const at::Tensor logits = model::mm(hidden.narrow(0, start, n), weight_operand.t(), operands);  // [n, V]
+      const at::Tensor log_normalizer = at::logsumexp(logits, {1});                                   // [n]
       log_normalizers.narrow(0, start, n).copy_(log_normalizer);
       log_probs.narrow(0, start, n).copy_(logits.gather(1, target).squeeze(1) - log_normalizer);
       is_argmax.narrow(0, start, n).copy_(logits.argmax(1) == target.squeeze(1));
@@ -39,6 +41,7 @@ struct TargetScoresFunction : public torch::autograd::Function<TargetScoresFunct
     }
     ctx->save_for_backward({hidden, weight, targets, log_normalizers});
     ctx->saved_data["chunk_rows"] = chunk_rows;
+    ctx->saved_data["operands"] = operand_type;
     ctx->mark_non_differentiable({is_argmax, entropy});
     return {log_probs, is_argmax, entropy};
   }
@@ -50,6 +53,8 @@ struct TargetScoresFunction : public torch::autograd::Function<TargetScoresFunct
     const at::Tensor& targets = saved[2];
     const at::Tensor& log_normalizers = saved[3];
     const int64_t chunk_rows = ctx->saved_data["chunk_rows"].toInt();
+    const auto operands = static_cast<at::ScalarType>(ctx->saved_data["operands"].toInt());
+    const at::Tensor weight_operand = weight.to(operands);
     const at::Tensor& grad_log_probs = grad_outputs[0];  // [M]
     const bool want_hidden = ctx->needs_input_grad(0), want_weight = ctx->needs_input_grad(1);
 
@@ -61,19 +66,20 @@ struct TargetScoresFunction : public torch::autograd::Function<TargetScoresFunct
       const at::Tensor h = hidden.narrow(0, start, n);
       const at::Tensor g = grad_log_probs.narrow(0, start, n).unsqueeze(1);  // [n, 1]
       // dz = g · (onehot(target) − softmax(z)), softmax from the saved logsumexp.
-      at::Tensor grad_logits = at::exp(model::mm(h, weight.t()) - log_normalizers.narrow(0, start, n).unsqueeze(1));
+      at::Tensor grad_logits =
+          at::exp(model::mm(h, weight_operand.t(), operands) - log_normalizers.narrow(0, start, n).unsqueeze(1));
       grad_logits.mul_(-g).scatter_add_(1, targets.narrow(0, start, n).unsqueeze(1), g);
-      if (want_hidden) grad_hidden.narrow(0, start, n).copy_(model::mm(grad_logits, weight));
-      if (want_weight) grad_weight.add_(model::mm(grad_logits.t(), h));
+      if (want_hidden) grad_hidden.narrow(0, start, n).copy_(model::mm(grad_logits, weight_operand, operands));
+      if (want_weight) grad_weight.add_(model::mm(grad_logits.t(), h, operands));
     }
-    return {grad_hidden, grad_weight, at::Tensor(), at::Tensor(), at::Tensor()};
+    return {grad_hidden, grad_weight, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
 
 TargetScores score_target_rows(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& targets,
-                               bool with_entropy, int64_t chunk_rows) {
+                               bool with_entropy, int64_t chunk_rows, at::ScalarType operands) {
   TORCH_CHECK(hidden.dim() == 2 && weight.dim() == 2 && hidden.size(1) == weight.size(1),
               "score_target_rows: hidden [M, H] and weight [V, H] expected, got ", hidden.sizes(), " and ",
               weight.sizes());
@@ -81,8 +87,8 @@ TargetScores score_target_rows(const at::Tensor& hidden, const at::Tensor& weigh
               "score_target_rows: targets must be [M] int64 with M = ", hidden.size(0), ", got ", targets.sizes(), " ",
               targets.scalar_type());
   if (chunk_rows <= 0) chunk_rows = std::max<int64_t>(1, kChunkLogits / std::max<int64_t>(1, weight.size(0)));
-  const variable_list out =
-      TargetScoresFunction::apply(hidden.contiguous(), weight, targets.contiguous(), with_entropy, chunk_rows);
+  const variable_list out = TargetScoresFunction::apply(hidden.contiguous(), weight, targets.contiguous(), with_entropy,
+                                                        chunk_rows, static_cast<int64_t>(operands));
   TargetScores scores;
   scores.log_probs = out[0];
   scores.is_argmax = out[1];

@@ -24,8 +24,10 @@ struct TargetScores {
 };
 
 // hidden: [M, H] float32; weight: [V, H] float32 (lm_head); targets: [M] int64.
-// chunk_rows = 0 picks chunks of about 4M logits (16 MiB).
+// chunk_rows = 0 picks chunks of about 4M logits (16 MiB). `operands` is the
+// dtype the logit products read (model::mm); logsumexp, softmax and the
+// results stay float32.
 TargetScores score_target_rows(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& targets,
-                               bool with_entropy, int64_t chunk_rows = 0);
+                               bool with_entropy, int64_t chunk_rows = 0, at::ScalarType operands = at::kFloat);
 
 }  // namespace ptrain::model

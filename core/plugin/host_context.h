@@ -15,7 +15,10 @@ class HostContext final : public sdk::Context {
  public:
   HostContext(model::CausalLm& policy, const sdk::Tokenizer& tokenizer, const sdk::ConfigValues& module_config,
               dist::Communicator& communicator, sdk::RunInfo run_info)
-      : policy_(policy), tokenizer_(tokenizer), module_config_(module_config), communicator_(communicator),
+      : policy_(policy),
+        tokenizer_(tokenizer),
+        module_config_(module_config),
+        communicator_(communicator),
         run_info_(std::move(run_info)) {}
 
   sdk::RankInfo rank_info() const override {
@@ -24,9 +27,15 @@ class HostContext final : public sdk::Context {
   sdk::RunInfo run_info() const override { return run_info_; }
   sdk::LanguageModel& policy() override { return policy_; }
   std::unique_ptr<sdk::LanguageModel> frozen_policy_copy() override { return policy_.frozen_copy(); }
+  // On the policy's device and at its compute dtype, as a reference model must be.
   std::unique_ptr<sdk::LanguageModel> load_frozen_model(const std::string& model_dir) override {
-    return model::CausalLm::load_hf_dir(model_dir)->frozen_copy();
+    std::unique_ptr<model::CausalLm> model = model::CausalLm::load_hf_dir(model_dir)->frozen_copy();
+    model->set_compute_dtype(policy_.compute_dtype());
+    model->to_device(policy_.device());
+    return model;
   }
+  at::Device device() const override { return policy_.device(); }
+  at::ScalarType compute_dtype() const override { return policy_.compute_dtype(); }
   void all_reduce_sum(at::Tensor& tensor) override {
     std::vector<at::Tensor> tensors{tensor};
     communicator_.all_reduce_sum(tensors);

@@ -4,6 +4,7 @@
 #include "core/log/logger.h"
 #include "core/tokenizer/byte_tokenizer.h"
 #include "core/tokenizer/hf_tokenizer.h"
+#include "core/train/compute_device.h"
 #include "ptrain/sdk/errors.h"
 
 #include <algorithm>
@@ -83,7 +84,8 @@ model::ModelConfig model_config_from(const config::ModelSection& section) {
   return config;
 }
 
-std::unique_ptr<model::CausalLm> make_policy(const config::RunConfig& config, const sdk::Tokenizer& tokenizer) {
+std::unique_ptr<model::CausalLm> make_policy(const config::RunConfig& config, const sdk::Tokenizer& tokenizer,
+                                             at::Device device) {
   std::unique_ptr<model::CausalLm> policy;
   if (!config.model.init.empty()) {
     policy = model::CausalLm::load_hf_dir(config.model.init);
@@ -93,6 +95,8 @@ std::unique_ptr<model::CausalLm> make_policy(const config::RunConfig& config, co
     policy = model::CausalLm::init_random(model_config, config.seed);
   }
   policy->set_activation_checkpointing(config.model.activation_checkpointing);
+  policy->set_compute_dtype(compute_dtype(config.runtime.precision));
+  policy->to_device(device);
   const model::ModelConfig& loaded = policy->config();
   if (loaded.vocab_size < tokenizer.vocab_size()) {
     throw sdk::ConfigError("model vocab_size " + std::to_string(loaded.vocab_size) +
@@ -155,15 +159,16 @@ sdk::MicrobatchPlan microbatch_plan(const config::RunConfig& config) {
 
 RunParts load_run_parts(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,
                         dist::Communicator& communicator) {
+  const at::Device device = resolve_device(config, communicator.local_rank());
   auto tokenizer = make_tokenizer(config.tokenizer);
-  auto policy = make_policy(config, *tokenizer);
+  auto policy = make_policy(config, *tokenizer, device);
   plugin::ModuleHandle module = plugin.create_module();
   auto context =
       std::make_unique<plugin::HostContext>(*policy, *tokenizer, config.module, communicator,
                                             sdk::RunInfo{config.seed, config.data.max_length, 0, 0, config.output_dir});
   module->setup(*context);
   std::vector<sdk::Example> examples = load_examples(config, *module);
-  return {std::move(tokenizer), std::move(policy), std::move(module), std::move(context), std::move(examples)};
+  return {device, std::move(tokenizer), std::move(policy), std::move(module), std::move(context), std::move(examples)};
 }
 
 }  // namespace ptrain::train

@@ -31,8 +31,10 @@ std::optional<sdk::ChatTemplate> make_chat_template(const config::TokenizerSecti
 model::ModelConfig model_config_from(const config::ModelSection& section);
 
 // Loads model.init, or builds the configured sizes with a seeded init; checks
-// the vocabulary covers the tokenizer's and that max_length fits the positions.
-std::unique_ptr<model::CausalLm> make_policy(const config::RunConfig& config, const sdk::Tokenizer& tokenizer);
+// the vocabulary covers the tokenizer's and that max_length fits the
+// positions; puts it on `device` at runtime.precision's compute dtype.
+std::unique_ptr<model::CausalLm> make_policy(const config::RunConfig& config, const sdk::Tokenizer& tokenizer,
+                                             at::Device device = at::kCPU);
 
 // Reads data.train and checks every example with the plugin. A bad example
 // is an sdk::DataError naming file:line, or with data.on_error = "skip" is
@@ -46,6 +48,7 @@ sdk::MicrobatchPlan microbatch_plan(const config::RunConfig& config);
 // a failure names what is wrong before anything later loads. Members are
 // destroyed in reverse: the module and the context before the models they use.
 struct RunParts {
+  at::Device device = at::kCPU;  // runtime.device resolved (compute_device.h)
   std::unique_ptr<sdk::Tokenizer> tokenizer;
   std::unique_ptr<model::CausalLm> policy;
   plugin::ModuleHandle module;

@@ -16,6 +16,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// checkpoint.save_dtype resolved against the initial model.
+at::ScalarType final_dtype(config::SaveDtype choice, const model::CausalLm& policy) {
+  switch (choice) {
+    case config::SaveDtype::kFloat32:
+      return at::kFloat;
+    case config::SaveDtype::kBFloat16:
+      return at::kBFloat16;
+    case config::SaveDtype::kAuto:
+      break;
+  }
+  return policy.stored_dtype();
+}
+
 // The end of the run: a checkpoint (so a longer max_steps can continue it)
 // unless the last step saved one, and final/ as a model directory.
 TrainSummary finish(TrainingRun& run, Checkpointer& checkpointer, StepRecorder& recorder) {
@@ -24,7 +37,9 @@ TrainSummary finish(TrainingRun& run, Checkpointer& checkpointer, StepRecorder& 
   TrainSummary summary{run.state.completed_steps - run.first_step, run.state.skipped_steps,
                        fs::path(run.config.output_dir) / "final", false};
   if (run.communicator.rank() == 0) {
-    checkpoint::save_model_atomically(*run.parts.policy, summary.final_model_dir);
+    const model::CausalLm& policy = *run.parts.policy;
+    checkpoint::save_model_atomically(policy, summary.final_model_dir,
+                                      final_dtype(run.config.checkpoint.save_dtype, policy));
     log::info("train", "done: " + std::to_string(summary.steps) + " steps (" + std::to_string(summary.skipped_steps) +
                            " skipped in all) in " + log::format_duration(recorder.run_seconds()) + "; final model in " +
                            summary.final_model_dir.string());

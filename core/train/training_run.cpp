@@ -3,6 +3,7 @@
 #include "core/log/logger.h"
 #include "core/metrics/tensorboard_writer.h"
 #include "core/model/gemm.h"
+#include "core/train/compute_device.h"
 #include "core/train/resume.h"
 #include "core/train/run_directory.h"
 
@@ -62,12 +63,13 @@ void resume_from(const fs::path& checkpoint_dir, const std::string& plugin_name,
 }
 
 void log_start(const TrainingRun& run, const sdk::PluginInfo& plugin, int threads) {
-  log::info("train", "plugin " + std::string(plugin.name) + " " + plugin.version + ", " +
-                         std::to_string(run.parts.policy->num_parameters()) + " parameters, " +
-                         std::to_string(run.parts.examples.size()) + " examples, " +
-                         std::to_string(run.sampler.steps_per_epoch()) + " steps per epoch, " +
-                         std::to_string(threads) + " threads, world size " +
-                         std::to_string(run.communicator.world_size()) + ", matmul " + model::gemm_backend());
+  log::info("train",
+            "plugin " + std::string(plugin.name) + " " + plugin.version + ", " +
+                std::to_string(run.parts.policy->num_parameters()) + " parameters, " +
+                std::to_string(run.parts.examples.size()) + " examples, " +
+                std::to_string(run.sampler.steps_per_epoch()) + " steps per epoch, " + std::to_string(threads) +
+                " threads, world size " + std::to_string(run.communicator.world_size()) + ", " +
+                describe_compute(run.parts.device, run.config.runtime.precision) + ", matmul " + model::gemm_backend());
 }
 
 }  // namespace

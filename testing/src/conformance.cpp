@@ -86,6 +86,7 @@ class Harness {
     }
     report.checks.push_back(check_splits(variants));
     report.checks.push_back(check_units(run));
+    report.checks.push_back(check_placement(run));
     report.checks.push_back(check_metrics(variants));
     report.checks.push_back(check_zero_units(run));
     report.checks.push_back(check_scalar_reads(run));
@@ -164,6 +165,22 @@ class Harness {
                     "counts are fixed before the forward, add up to N = " + std::to_string(reference_units[0]) +
                         " under every split, and zero-unit microbatches add a zero loss sum",
                     "unit counts disagree with what the loss used:");
+  }
+
+  CheckResult check_placement(InProcessRun& run) {
+    CheckResult check{"device_and_dtype", true, ""};
+    const std::vector<MicrobatchUnits> audits = run.audit_units(global_batch_, {2, 0});
+    for (size_t k = 0; k < audits.size(); ++k) {
+      if (audits[k].placement_problems.empty()) continue;
+      check.passed = false;
+      check.detail += " microbatch " + std::to_string(k) + ":" + audits[k].placement_problems;
+    }
+    const config::RunConfig& config = run.config();
+    return finished(check,
+                    "the loss sums of " + std::to_string(audits.size()) +
+                        " microbatches are float32 or wider, on the model's device (runtime.precision = " +
+                        (config.runtime.precision == config::Precision::kBf16Mixed ? "bf16-mixed" : "fp32") + ")",
+                    "loss sums left the model's device or its float32 accumulation:");
   }
 
   CheckResult check_metrics(const std::vector<std::pair<Split, StepOutcome>>& variants) {

@@ -4,6 +4,7 @@
 
 #include "core/data/global_batch_sampler.h"
 #include "core/metrics/metric_reducer.h"
+#include "core/train/compute_device.h"
 #include "core/train/run_setup.h"
 #include "ptrain/sdk/errors.h"
 
@@ -15,7 +16,7 @@ InProcessRun::InProcessRun(const plugin::LoadedPlugin& plugin, config::RunConfig
     : config_(std::move(config)),
       plugin_name_(plugin.info().name),
       tokenizer_(train::make_tokenizer(config_.tokenizer)),
-      policy_(train::make_policy(config_, *tokenizer_)),
+      policy_(train::make_policy(config_, *tokenizer_, train::resolve_device(config_, 0))),
       communicator_(dist::make_single_process_communicator()),
       module_(plugin.create_module()) {
   for (const auto& [name, parameter] : policy_->named_parameters()) parameters_.push_back(parameter);
@@ -72,6 +73,24 @@ LoopReads InProcessRun::loop_scalar_reads(const std::vector<int64_t>& example_in
   return {observed.microbatches(), observed.reads()};
 }
 
+namespace {
+
+// Loss sums accumulate in float32 or wider, on the model's device (DESIGN.md §5).
+std::string placement_problem(const at::Tensor& sum, size_t term, at::Device device) {
+  std::string problem;
+  if (sum.device() != device) {
+    problem +=
+        " loss sum " + std::to_string(term) + " is on " + sum.device().str() + ", the model on " + device.str() + ";";
+  }
+  if (sum.scalar_type() != at::kFloat && sum.scalar_type() != at::kDouble) {
+    problem += " loss sum " + std::to_string(term) + " is " + c10::toString(sum.scalar_type()) +
+               " (loss sums stay float32 or float64);";
+  }
+  return problem;
+}
+
+}  // namespace
+
 std::vector<MicrobatchUnits> InProcessRun::audit_units(const std::vector<int64_t>& example_indices,
                                                        const sdk::MicrobatchPlan& plan) {
   const auto counts = [this](const sdk::Microbatch& microbatch) { return module_->count_units(microbatch); };
@@ -80,7 +99,11 @@ std::vector<MicrobatchUnits> InProcessRun::audit_units(const std::vector<int64_t
     MicrobatchUnits audit;
     audit.before_forward = counts(*microbatch);
     const sdk::LossOut out = module_->microbatch_loss(*context_, *microbatch);
-    for (const at::Tensor& sum : out.loss_sums) audit.loss_sums.push_back(sum.defined() ? sum.item<double>() : 0.0);
+    for (size_t term = 0; term < out.loss_sums.size(); ++term) {
+      const at::Tensor& sum = out.loss_sums[term];
+      audit.loss_sums.push_back(sum.defined() ? sum.item<double>() : 0.0);
+      if (sum.defined()) audit.placement_problems += placement_problem(sum, term, context_->device());
+    }
     audit.after_forward = counts(*microbatch);
     audits.push_back(std::move(audit));
   }

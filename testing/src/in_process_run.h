@@ -39,6 +39,9 @@ struct MicrobatchUnits {
   std::vector<int64_t> before_forward;  // count_units: one count per loss term
   std::vector<int64_t> after_forward;
   std::vector<double> loss_sums;  // one per loss term
+  // Loss sums not on the model's device, or in a dtype narrower than float32;
+  // empty when every one is where and what it should be.
+  std::string placement_problems;
 };
 
 class InProcessRun {

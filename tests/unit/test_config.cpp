@@ -25,16 +25,16 @@ namespace {
 
 // The smallest valid config; line numbers below count from its first line.
 const char* kMinimal =
-    "plugin = \"sft\"\n"        // 1
-    "\n"                        // 2
-    "[data]\n"                  // 3
-    "train = \"train.jsonl\"\n" // 4
-    "\n"                        // 5
-    "[batch]\n"                 // 6
-    "global_size = 8\n"         // 7
-    "\n"                        // 8
-    "[train]\n"                 // 9
-    "max_steps = 10\n";         // 10
+    "plugin = \"sft\"\n"         // 1
+    "\n"                         // 2
+    "[data]\n"                   // 3
+    "train = \"train.jsonl\"\n"  // 4
+    "\n"                         // 5
+    "[batch]\n"                  // 6
+    "global_size = 8\n"          // 7
+    "\n"                         // 8
+    "[train]\n"                  // 9
+    "max_steps = 10\n";          // 10
 
 ConfigSchema module_schema() {
   ConfigSchema schema;
@@ -243,11 +243,11 @@ TEST_CASE("config: a full config round-trips through to_toml", "[config]") {
 
 TEST_CASE("config: model.init round-trips without size keys", "[config]") {
   TempDir dir("ptrain_config_test");
-  const RunConfig first = resolve(dir.write("x.toml", std::string(kMinimal) +
-                                                          "[model]\ninit = \"models/tiny\"\n"
+  const RunConfig first =
+      resolve(dir.write("x.toml", std::string(kMinimal) + "[model]\ninit = \"models/tiny\"\n"
                                                           "[tokenizer]\npath = \"models/tiny/tokenizer.json\"\n"));
   CHECK(first.model.init == "models/tiny");
-  CHECK(first.model.hidden_size == 0);  // sizes come from config.json, not defaults
+  CHECK(first.model.hidden_size == 0);                                // sizes come from config.json, not defaults
   CHECK(first.tokenizer.kind == ptrain::config::TokenizerKind::kHf);  // inferred from path
   const std::string text = ptrain::config::to_toml(first, module_schema());
   CHECK(text.find("hidden_size") == std::string::npos);
@@ -257,14 +257,14 @@ TEST_CASE("config: model.init round-trips without size keys", "[config]") {
 TEST_CASE("config: unknown key names file:line and suggests the close key", "[config]") {
   TempDir dir("ptrain_config_test");
   const std::string error = resolve_error(dir,
-                                          "plugin = \"sft\"\n"         // 1
-                                          "[data]\n"                   // 2
-                                          "train = \"t.jsonl\"\n"      // 3
-                                          "[batch]\n"                  // 4
-                                          "global_size = 8\n"          // 5
-                                          "micro_szie = 2\n"           // 6
-                                          "[train]\n"                  // 7
-                                          "max_steps = 1\n");          // 8
+                                          "plugin = \"sft\"\n"     // 1
+                                          "[data]\n"               // 2
+                                          "train = \"t.jsonl\"\n"  // 3
+                                          "[batch]\n"              // 4
+                                          "global_size = 8\n"      // 5
+                                          "micro_szie = 2\n"       // 6
+                                          "[train]\n"              // 7
+                                          "max_steps = 1\n");      // 8
   const std::string file = (dir.path() / "x.toml").string();
   CHECK(error == file + ":6: unknown key 'batch.micro_szie' (did you mean 'micro_size'?)");
 
@@ -275,7 +275,7 @@ TEST_CASE("config: unknown key names file:line and suggests the close key", "[co
              Catch::Contains(":12: unknown key 'optim.learning_rate' (did you mean 'lr'?)"));
   // No close key: the section's keys are listed.
   CHECK_THAT(resolve_error(dir, std::string(kMinimal) + "[runtime]\nzzz = 1\n"),
-             Catch::Contains(":12: unknown key 'runtime.zzz' (keys of [runtime]: threads)"));
+             Catch::Contains(":12: unknown key 'runtime.zzz' (keys of [runtime]: threads, device, precision)"));
 }
 
 TEST_CASE("config: unknown section suggests a known one", "[config]") {
@@ -328,8 +328,7 @@ TEST_CASE("config: a bad choice lists the allowed values", "[config]") {
 TEST_CASE("config: a missing required key names the key and the file", "[config]") {
   TempDir dir("ptrain_config_test");
   const std::string file = (dir.path() / "x.toml").string();
-  const std::string error =
-      resolve_error(dir, "plugin = \"sft\"\n[batch]\nglobal_size = 8\n[train]\nmax_steps = 1\n");
+  const std::string error = resolve_error(dir, "plugin = \"sft\"\n[batch]\nglobal_size = 8\n[train]\nmax_steps = 1\n");
   CHECK_THAT(error, Catch::StartsWith(file + ": missing required key 'data.train' ("));
 
   // Several errors: one summary line, then one line each, in file order.
@@ -353,10 +352,10 @@ TEST_CASE("config: a missing required key names the key and the file", "[config]
 TEST_CASE("config: --set overrides existing and new keys with TOML type inference", "[config]") {
   TempDir dir("ptrain_config_test");
   const fs::path file = dir.write("x.toml", kMinimal);
-  const RunConfig config = resolve(file, {"optim.lr=1e-5", "batch.global_size=32", "model.attention_bias=true",
-                                          "data.train=other/file.jsonl", "seed=7", "optim.name=\"sgd\"",
-                                          "output_dir=2024", "module.beta=1", "train.max_steps=3",
-                                          "train.max_steps=5"});
+  const RunConfig config =
+      resolve(file, {"optim.lr=1e-5", "batch.global_size=32", "model.attention_bias=true",
+                     "data.train=other/file.jsonl", "seed=7", "optim.name=\"sgd\"", "output_dir=2024", "module.beta=1",
+                     "train.max_steps=3", "train.max_steps=5"});
   CHECK(config.optim.lr == 1e-5);
   CHECK(config.batch.global_size == 32);
   CHECK(config.batch.micro_size == 32);
@@ -370,9 +369,12 @@ TEST_CASE("config: --set overrides existing and new keys with TOML type inferenc
   CHECK(config.train.max_steps == 5);  // the last --set wins
 
   // An override's error points at the --set, not at the file.
-  CHECK(resolve_error(dir, kMinimal, {"optim.lr=abc"}) == "--set optim.lr=abc: key 'optim.lr': expected a float, got string \"abc\"");
-  CHECK(resolve_error(dir, kMinimal, {"optim.lrr=1"}) == "--set optim.lrr=1: unknown key 'optim.lrr' (did you mean 'lr'?)");
-  CHECK(resolve_error(dir, kMinimal, {"optimm.lr=1"}) == "--set optimm.lr=1: unknown section [optimm] (did you mean [optim]?)");
+  CHECK(resolve_error(dir, kMinimal, {"optim.lr=abc"}) ==
+        "--set optim.lr=abc: key 'optim.lr': expected a float, got string \"abc\"");
+  CHECK(resolve_error(dir, kMinimal, {"optim.lrr=1"}) ==
+        "--set optim.lrr=1: unknown key 'optim.lrr' (did you mean 'lr'?)");
+  CHECK(resolve_error(dir, kMinimal, {"optimm.lr=1"}) ==
+        "--set optimm.lr=1: unknown section [optimm] (did you mean [optim]?)");
   CHECK(resolve_error(dir, kMinimal, {"train.max_steps=-1"}) ==
         "--set train.max_steps=-1: key 'train.max_steps': must be >= 1, got -1");
 }
@@ -418,7 +420,8 @@ TEST_CASE("config: incompatible key combinations name both keys", "[config]") {
   CHECK(both == file + ":7: keys 'batch.micro_size' = 2 (" + file + ":6) and 'batch.micro_tokens' = 1024 (" + file +
                     ":7) are both set; a microbatch is sized by examples or by tokens, choose one");
 
-  const std::string init = resolve_error(dir, std::string(kMinimal) + "[model]\ninit = \"models/tiny\"\nhidden_size = 64\n");
+  const std::string init =
+      resolve_error(dir, std::string(kMinimal) + "[model]\ninit = \"models/tiny\"\nhidden_size = 64\n");
   CHECK(init == file + ":12: key 'model.init' cannot be combined with 'model.hidden_size' (" + file +
                     ":13): the sizes come from models/tiny/config.json; remove the size keys or remove init");
 
@@ -426,14 +429,18 @@ TEST_CASE("config: incompatible key combinations name both keys", "[config]") {
         file + ":12: key 'tokenizer.kind' = \"hf\" needs 'tokenizer.path' (the tokenizer.json to load)");
   CHECK_THAT(resolve_error(dir, std::string(kMinimal) + "[tokenizer]\nkind = \"bytes\"\npath = \"t.json\"\n"),
              Catch::StartsWith(file + ":13: key 'tokenizer.path' is ignored by 'tokenizer.kind' = \"bytes\""));
-  CHECK_THAT(resolve_error(dir, std::string(kMinimal) + "[model]\nvocab_size = 100\n"),
-             Catch::StartsWith(file + ":12: 'model.vocab_size' = 100 (" + file + ":12) is too small for 'tokenizer.kind'"));
+  CHECK_THAT(
+      resolve_error(dir, std::string(kMinimal) + "[model]\nvocab_size = 100\n"),
+      Catch::StartsWith(file + ":12: 'model.vocab_size' = 100 (" + file + ":12) is too small for 'tokenizer.kind'"));
   CHECK_THAT(resolve_error(dir, std::string(kMinimal) + "[model]\nnum_heads = 3\n"),
-             Catch::Contains("\n  " + file + ":12: 'model.hidden_size' = 256 (default) is not divisible by 'model.num_heads' = 3"));
-  CHECK_THAT(resolve_error(dir, std::string(kMinimal) + "[model]\nnum_kv_heads = 3\n"),
-             Catch::StartsWith(file + ":12: 'model.num_heads' = 4 (default) is not divisible by 'model.num_kv_heads' = 3"));
-  CHECK_THAT(resolve_error(dir, std::string(kMinimal) + "[model]\nmax_position_embeddings = 256\n"),
-             Catch::StartsWith(file + ":12: 'data.max_length' = 512 (default) exceeds 'model.max_position_embeddings' = 256"));
+             Catch::Contains("\n  " + file +
+                             ":12: 'model.hidden_size' = 256 (default) is not divisible by 'model.num_heads' = 3"));
+  CHECK_THAT(
+      resolve_error(dir, std::string(kMinimal) + "[model]\nnum_kv_heads = 3\n"),
+      Catch::StartsWith(file + ":12: 'model.num_heads' = 4 (default) is not divisible by 'model.num_kv_heads' = 3"));
+  CHECK_THAT(
+      resolve_error(dir, std::string(kMinimal) + "[model]\nmax_position_embeddings = 256\n"),
+      Catch::StartsWith(file + ":12: 'data.max_length' = 512 (default) exceeds 'model.max_position_embeddings' = 256"));
   // log_every beyond max_steps is fine: the last step is always logged.
   CHECK(resolve(dir.write("log.toml", std::string(kMinimal) + "log_every = 20\n")).train.log_every == 20);
   CHECK_THAT(resolve_error(dir, std::string(kMinimal) + "[schedule]\nwarmup_steps = 11\n"),
@@ -443,14 +450,17 @@ TEST_CASE("config: incompatible key combinations name both keys", "[config]") {
   CHECK_THAT(resolve_error(dir, std::string(kMinimal) + "[optim]\nname = \"sgd\"\nbeta1 = 0.5\n"),
              Catch::StartsWith(file + ":13: key 'optim.beta1' only applies to optim.name = \"adamw\""));
   CHECK_THAT(resolve_error(dir, std::string(kMinimal) + "[schedule]\nname = \"constant\"\nmin_lr_ratio = 0.1\n"),
-             Catch::StartsWith(file + ":13: key 'schedule.min_lr_ratio' only applies to schedule.name = \"linear\" or \"cosine\""));
+             Catch::StartsWith(
+                 file + ":13: key 'schedule.min_lr_ratio' only applies to schedule.name = \"linear\" or \"cosine\""));
   // A redefined table is a TOML syntax error, reported with file:line:col.
   CHECK_THAT(resolve_error(dir, std::string(kMinimal) + "[batch]\n"), Catch::StartsWith(file + ":11:"));
 
   // A micro_tokens budget below one full sequence.
-  CHECK_THAT(resolve_error(dir, "plugin = \"sft\"\n[data]\ntrain = \"t\"\nmax_length = 64\n[batch]\nglobal_size = 8\n"
-                                "micro_tokens = 32\n[train]\nmax_steps = 1\n"),
-             Catch::StartsWith(file + ":7: 'batch.micro_tokens' = 32 (" + file + ":7) is smaller than 'data.max_length' = 64"));
+  CHECK_THAT(resolve_error(dir,
+                           "plugin = \"sft\"\n[data]\ntrain = \"t\"\nmax_length = 64\n[batch]\nglobal_size = 8\n"
+                           "micro_tokens = 32\n[train]\nmax_steps = 1\n"),
+             Catch::StartsWith(file + ":7: 'batch.micro_tokens' = 32 (" + file +
+                               ":7) is smaller than 'data.max_length' = 64"));
 }
 
 TEST_CASE("config: TOML syntax errors and unreadable files name the file", "[config]") {
@@ -459,7 +469,8 @@ TEST_CASE("config: TOML syntax errors and unreadable files name the file", "[con
   CHECK_THROWS_AS(ConfigDocument::load(file, {}), ConfigError);
   CHECK_THROWS_WITH(ConfigDocument::load(file, {}), Catch::StartsWith(file.string() + ":3:"));
   const fs::path missing = dir.path() / "missing.toml";
-  CHECK_THROWS_WITH(ConfigDocument::load(missing, {}), Catch::StartsWith(missing.string() + ": cannot read config file"));
+  CHECK_THROWS_WITH(ConfigDocument::load(missing, {}),
+                    Catch::StartsWith(missing.string() + ": cannot read config file"));
 }
 
 TEST_CASE("config: every core key has a doc and a sane default", "[config]") {
@@ -488,9 +499,9 @@ TEST_CASE("config: list keys read TOML arrays, check every element and round-tri
   using Strings = std::vector<std::string>;
   using Numbers = std::vector<double>;
 
-  const RunConfig config = resolve(
-      dir.write("ok.toml", std::string(kMinimal) + "[module]\nlosses = [\"b\", \"c\"]\nweights = [1, 0.5]\n"), {},
-      schema);
+  const RunConfig config =
+      resolve(dir.write("ok.toml", std::string(kMinimal) + "[module]\nlosses = [\"b\", \"c\"]\nweights = [1, 0.5]\n"),
+              {}, schema);
   CHECK(config.module.get_string_list("losses") == Strings{"b", "c"});
   CHECK(config.module.get_float_list("weights") == Numbers{1.0, 0.5});
   CHECK_THROWS_WITH(config.module.get_string("losses"), Catch::Contains("holds a list of strings [\"b\", \"c\"]"));
@@ -518,7 +529,8 @@ TEST_CASE("config: list keys read TOML arrays, check every element and round-tri
   CHECK_THAT(resolve_error(dir, std::string(kMinimal) + "[module]\nweights = [1, 11]\n", {}, schema),
              Catch::StartsWith(file + ":12: key 'module.weights[1]': must be <= 10"));
   CHECK(resolve_error(dir, std::string(kMinimal) + "[module]\nlosses = 3\n", {}, schema) ==
-        file + ":12: key 'module.losses': expected a list of strings (a TOML array like [\"a\", \"b\"]), got integer 3");
+        file +
+            ":12: key 'module.losses': expected a list of strings (a TOML array like [\"a\", \"b\"]), got integer 3");
   CHECK(resolve_error(dir, std::string(kMinimal) + "[module]\nlosses = [[\"a\"]]\n", {}, schema) ==
         file + ":12: key 'module.losses[0]': expected a string, got an array");
   CHECK_THAT(resolve_error(dir, kMinimal, {"module.weights=[1, -1]"}, schema),

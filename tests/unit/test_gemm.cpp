@@ -122,3 +122,46 @@ TEST_CASE("gemm names its backend", "[model][gemm]") {
   CHECK(backend == "ATen (system BLAS)");
 #endif
 }
+
+namespace {
+
+// The float64 product of operands rounded to bfloat16: what bf16-mixed
+// computes, up to the rounding of its result to bfloat16.
+at::Tensor rounded_product(const at::Tensor& a, const at::Tensor& b) {
+  return at::matmul(a.to(at::kBFloat16).to(at::kDouble), b.to(at::kBFloat16).to(at::kDouble));
+}
+
+}  // namespace
+
+TEST_CASE("gemm with bfloat16 operands: float32 in and out, the product of the rounded operands", "[model][gemm]") {
+  at::manual_seed(3);
+  const at::Tensor x = at::randn({3, 37, 45});
+  const at::Tensor weight = at::randn({29, 45});
+  const at::Tensor bias = at::randn({29});
+  const at::Tensor grad_y = at::randn({3, 37, 29});
+  const at::Tensor x_leaf = x.clone().requires_grad_(true);
+  const at::Tensor weight_leaf = weight.clone().requires_grad_(true);
+  const at::Tensor bias_leaf = bias.clone().requires_grad_(true);
+  const at::Tensor y = model::linear(x_leaf, weight_leaf, bias_leaf, at::kBFloat16);
+  y.backward(grad_y);
+
+  // One bfloat16 rounding of each product's result: 2^-8 relative.
+  constexpr double kBf16Result = 1.0 / 256;
+  CHECK(y.scalar_type() == at::kFloat);
+  CHECK(max_relative_error(y - bias, rounded_product(x, weight.t())) < kBf16Result);
+  CHECK(max_relative_error(x_leaf.grad(), rounded_product(grad_y, weight)) < kBf16Result);
+  const at::Tensor expected_weight_grad = rounded_product(grad_y.reshape({-1, 29}).t(), x.reshape({-1, 45}));
+  CHECK(max_relative_error(weight_leaf.grad(), expected_weight_grad) < kBf16Result);
+  CHECK(max_relative_error(bias_leaf.grad(), grad_y.sum(at::IntArrayRef{0, 1}).to(at::kDouble)) <
+        1e-5);  // the bias stays fp32
+  CHECK(weight_leaf.grad().scalar_type() == at::kFloat);
+  // The rounding is real: the float32 product differs by more than float32 rounding.
+  CHECK(max_relative_error(y - bias, at::matmul(x.to(at::kDouble), weight.to(at::kDouble).t())) > 1e-4);
+
+  const at::Tensor a = at::randn({67, 130});
+  const at::Tensor b = at::randn({130, 33});
+  const at::Tensor product = model::mm(a, b.t().contiguous().t(), at::kBFloat16);
+  CHECK(product.scalar_type() == at::kFloat);
+  CHECK(max_relative_error(product, rounded_product(a, b)) < kBf16Result);
+  CHECK_THROWS_WITH(model::mm(a, b, at::kHalf), Catch::Contains("float32 or bfloat16"));
+}

@@ -13,15 +13,15 @@ bool counts_sequences(LossAggregation mode) {
 }
 
 void check_mask(const at::Tensor& loss_mask) {
-  TORCH_CHECK(loss_mask.dim() == 2 && loss_mask.scalar_type() == at::kBool,
-              "loss_mask must be [B, T] bool, got ", loss_mask.sizes(), " ", loss_mask.scalar_type());
+  TORCH_CHECK(loss_mask.dim() == 2 && loss_mask.scalar_type() == at::kBool, "loss_mask must be [B, T] bool, got ",
+              loss_mask.sizes(), " ", loss_mask.scalar_type());
 }
 
 // Sequence index of each position: the row, or (row, document) of a packed row.
 // [B, T] int64 with values in [0, B·T).
 at::Tensor sequence_index(const at::Tensor& loss_mask, const at::Tensor& document_ids) {
   const int64_t rows = loss_mask.size(0), columns = loss_mask.size(1);
-  const at::Tensor row = at::arange(rows, at::kLong).unsqueeze(1).expand({rows, columns});
+  const at::Tensor row = at::arange(rows, loss_mask.options().dtype(at::kLong)).unsqueeze(1).expand({rows, columns});
   if (!document_ids.defined()) return row;
   TORCH_CHECK(document_ids.sizes() == loss_mask.sizes() && document_ids.scalar_type() == at::kLong,
               "document_ids must be [B, T] int64 like loss_mask ", loss_mask.sizes(), ", got ", document_ids.sizes(),
@@ -33,7 +33,8 @@ at::Tensor sequence_index(const at::Tensor& loss_mask, const at::Tensor& documen
 // Every position adds its mask bit (no masked_select: its output size would be
 // read back to the host, a sync inside the microbatch loop on a GPU).
 at::Tensor tokens_per_sequence(const at::Tensor& loss_mask, const at::Tensor& sequences, at::ScalarType type) {
-  return at::zeros({loss_mask.numel()}, type).index_add_(0, sequences.reshape({-1}), loss_mask.reshape({-1}).to(type));
+  return at::zeros({loss_mask.numel()}, loss_mask.options().dtype(type))
+      .index_add_(0, sequences.reshape({-1}), loss_mask.reshape({-1}).to(type));
 }
 
 int64_t count_units(const at::Tensor& loss_mask, const at::Tensor& document_ids, const AggregationSpec& spec) {
@@ -47,8 +48,8 @@ int64_t count_units(const at::Tensor& loss_mask, const at::Tensor& document_ids,
 at::Tensor aggregate(const at::Tensor& token_loss, const at::Tensor& loss_mask, const at::Tensor& document_ids,
                      const AggregationSpec& spec) {
   check_mask(loss_mask);
-  TORCH_CHECK(token_loss.sizes() == loss_mask.sizes(), "token_loss ", token_loss.sizes(),
-              " and loss_mask ", loss_mask.sizes(), " must have the same shape");
+  TORCH_CHECK(token_loss.sizes() == loss_mask.sizes(), "token_loss ", token_loss.sizes(), " and loss_mask ",
+              loss_mask.sizes(), " must have the same shape");
   // where() rather than a product so that a non-finite loss at a masked-out
   // position cannot leak into the sum as NaN.
   const at::Tensor masked_loss = at::where(loss_mask, token_loss, at::zeros_like(token_loss));

@@ -10,6 +10,9 @@
 #include "ptrain/sdk/rewards.h"
 #include "ptrain/sdk/tokenizer.h"
 
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -57,6 +60,16 @@ class Context {
   // call it the same number of times with tensors of the same shape (e.g. to
   // assemble values each rank computed for its shard of the dataset).
   virtual void all_reduce_sum(at::Tensor& tensor) = 0;
+  // Where this rank computes (runtime.device): the policy's weights live
+  // there, and a plugin creates its tensors there or on the device of the
+  // tensors it is given (sdk/util helpers do the latter). The default is
+  // for contexts without a model on a device.
+  virtual at::Device device() const { return at::kCPU; }
+  // The dtype the policy's matrix products read (runtime.precision:
+  // float32, or bfloat16 under bf16-mixed). Weights, gradients, log-probs
+  // and loss sums stay float32 either way; a plugin needs it only for
+  // tensors it multiplies itself.
+  virtual at::ScalarType compute_dtype() const { return at::kFloat; }
   virtual const Tokenizer& tokenizer() const = 0;
   virtual const ConfigValues& module_config() const = 0;  // [module], validated against the plugin's schema
   virtual Logger& logger() = 0;

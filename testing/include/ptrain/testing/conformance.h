@@ -18,6 +18,10 @@
 //                         counts before and after the forward, their sum over
 //                         any split is the reference N, and a microbatch with
 //                         no units returns a zero loss sum
+//   device_and_dtype      every microbatch's loss sums are on the model's
+//                         device and float32 or wider, also under
+//                         runtime.precision = "bf16-mixed" (run the harness
+//                         with that override and a bf16 tolerance)
 //   metric_reduction      every sum, weighted_mean, max and min metric reduces
 //                         to the reference value under every split (`mean`
 //                         metrics are per contribution, so split-dependent by
@@ -71,8 +75,8 @@ struct ConformanceSpec {
 };
 
 struct CheckResult {
-  std::string name;  // split_invariance, units_before_forward, metric_reduction, zero_unit_microbatch,
-                     // no_scalar_reads, world_size_2
+  std::string name;  // split_invariance, units_before_forward, device_and_dtype, metric_reduction,
+                     // zero_unit_microbatch, no_scalar_reads, world_size_2
   bool passed = false;
   std::string detail;  // what was compared, and on failure what differed
 };

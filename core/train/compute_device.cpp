@@ -1,0 +1,58 @@
+#include "core/train/compute_device.h"
+
+#include "ptrain/sdk/errors.h"
+
+#include <ATen/Context.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+
+namespace ptrain::train {
+namespace {
+
+int visible_gpus() { return at::hasCUDA() ? at::detail::getCUDAHooks().getNumGPUs() : 0; }
+
+std::string device_key_error(const config::RunConfig& config, const std::string& why) {
+  return config.source.string() + ": runtime.device = \"cuda\": " + why +
+         "; set runtime.device = \"auto\" or \"cpu\" to run on the CPU";
+}
+
+}  // namespace
+
+bool cuda_usable() { return visible_gpus() > 0; }
+
+at::Device resolve_device(const config::RunConfig& config, int local_rank) {
+  switch (config.runtime.device) {
+    case config::DeviceChoice::kCpu:
+      return at::kCPU;
+    case config::DeviceChoice::kAuto:
+      if (!cuda_usable()) return at::kCPU;
+      break;
+    case config::DeviceChoice::kCuda:
+      if (!at::hasCUDA()) {
+        throw sdk::ConfigError(device_key_error(config,
+                                                "this ptrain was built against a LibTorch without CUDA "
+                                                "(scripts/build-gpu.sh builds one with it)"));
+      }
+      if (visible_gpus() == 0) {
+        throw sdk::ConfigError(device_key_error(config,
+                                                "no CUDA GPU is visible (check nvidia-smi and "
+                                                "CUDA_VISIBLE_DEVICES)"));
+      }
+      break;
+  }
+  if (local_rank >= visible_gpus()) {
+    throw sdk::ConfigError(device_key_error(config, "LOCAL_RANK " + std::to_string(local_rank) +
+                                                        " has no GPU of its own (" + std::to_string(visible_gpus()) +
+                                                        " visible): start at most that many processes per node"));
+  }
+  return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(local_rank));
+}
+
+at::ScalarType compute_dtype(config::Precision precision) {
+  return precision == config::Precision::kBf16Mixed ? at::kBFloat16 : at::kFloat;
+}
+
+std::string describe_compute(at::Device device, config::Precision precision) {
+  return device.str() + ", " + (precision == config::Precision::kBf16Mixed ? "bf16-mixed" : "fp32");
+}
+
+}  // namespace ptrain::train
