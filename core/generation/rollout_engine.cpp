@@ -6,8 +6,11 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/DistributionsHelper.h>
 
 #include <algorithm>
+#include <mutex>
+#include <optional>
 
 namespace ptrain::generation {
 namespace {
@@ -44,9 +47,54 @@ PaddedRows left_pad(const std::vector<Row*>& rows, int64_t pad_id) {
   return padded;
 }
 
+std::vector<const std::vector<int64_t>*> contexts(const std::vector<Row*>& rows) {
+  std::vector<const std::vector<int64_t>*> out;
+  for (const Row* row : rows) out.push_back(&row->tokens);
+  return out;
+}
+
+// One uniform draw per row from the row's own generator, in row order; none
+// when decoding is greedy. Drawn on the host, as Tensor::uniform_ draws a
+// double from a CPU generator, without a tensor or a read back.
+at::Tensor row_uniforms(const std::vector<Row*>& rows, const sdk::SamplingParams& params) {
+  at::Tensor uniforms = at::zeros({static_cast<int64_t>(rows.size())}, at::kDouble);
+  if (params.temperature == 0.0) return uniforms;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    auto* generator = at::check_generator<at::CPUGeneratorImpl>(rows[i]->generator);
+    const std::lock_guard<std::mutex> lock(generator->mutex_);
+    at::uniform_real_distribution<double> uniform(0.0, 1.0);
+    uniforms.data_ptr<double>()[i] = uniform(generator);
+  }
+  return uniforms;
+}
+
+// Each row's newest token and its position: [B, 1] each, what a cached step reads.
+PaddedRows last_tokens(const std::vector<Row*>& rows) {
+  const auto b = static_cast<int64_t>(rows.size());
+  PaddedRows last{at::empty({b, 1}, at::kLong), at::empty({b, 1}, at::kLong), at::ones({b, 1}, at::kBool)};
+  for (int64_t i = 0; i < b; ++i) {
+    last.ids.data_ptr<int64_t>()[i] = rows[i]->tokens.back();
+    last.positions.data_ptr<int64_t>()[i] = static_cast<int64_t>(rows[i]->tokens.size()) - 1;
+  }
+  return last;
+}
+
 bool contains_stop_string(const std::string& text, const std::vector<std::string>& stop_strings) {
   return std::any_of(stop_strings.begin(), stop_strings.end(),
                      [&](const std::string& stop) { return !stop.empty() && text.find(stop) != std::string::npos; });
+}
+
+// Why a row that just took a token ends there, or nullopt when it goes on.
+std::optional<sdk::StopReason> stop_reason(const Row& row, const sdk::SamplingParams& params,
+                                           const sdk::Tokenizer& tokenizer) {
+  if (params.stop_at_eos && row.tokens.back() == tokenizer.eos_id()) return sdk::StopReason::kEos;
+  if (!params.stop_strings.empty() &&
+      contains_stop_string(tokenizer.decode({row.tokens.begin() + row.prompt_length, row.tokens.end()}),
+                           params.stop_strings)) {
+    return sdk::StopReason::kStopString;
+  }
+  if (static_cast<int64_t>(row.tokens.size()) - row.prompt_length >= row.limit) return sdk::StopReason::kLength;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -104,29 +152,23 @@ void CausalLmRolloutEngine::generate_batch(const std::vector<sdk::RolloutRequest
   for (const Row* row : active) capacity = std::max(capacity, padded.ids.size(1) + row->limit);
   model::CausalLm::KvCache cache = model_.new_kv_cache(static_cast<int64_t>(active.size()), capacity);
   at::Tensor logits = model_.decode_step(padded.ids, padded.positions, padded.valid, cache);  // [A, V]
+  // The repetition penalty's ids, kept on the device and updated by each step's tokens.
+  at::Tensor seen = params.repetition_penalty == 1.0 ? at::Tensor()
+                                                     : context_mask(contexts(active), logits.size(1), logits.options());
 
   while (!active.empty()) {
+    const at::Tensor chosen = choose_next_tokens(logits, seen, params, row_uniforms(active, params));
+    if (seen.defined()) seen.scatter_(1, chosen.unsqueeze(1), true);
+    const at::Tensor tokens = chosen.to(at::kCPU);  // the step's one read back to the host
     std::vector<Row*> still_active;
     std::vector<int64_t> kept_rows;
     for (size_t a = 0; a < active.size(); ++a) {
       Row& row = *active[a];
-      const int64_t token = choose_next_token(logits[static_cast<int64_t>(a)], row.tokens, params, row.generator);
+      const int64_t token = tokens.data_ptr<int64_t>()[a];
       row.tokens.push_back(token);
       sdk::Rollout& rollout = rollouts[row.request];
-      const auto generated = static_cast<int64_t>(row.tokens.size()) - row.prompt_length;
-      bool done = true;
-      if (params.stop_at_eos && token == tokenizer_.eos_id()) {
-        rollout.stop_reason = sdk::StopReason::kEos;
-      } else if (!params.stop_strings.empty() &&
-                 contains_stop_string(tokenizer_.decode({row.tokens.begin() + row.prompt_length, row.tokens.end()}),
-                                      params.stop_strings)) {
-        rollout.stop_reason = sdk::StopReason::kStopString;
-      } else if (generated >= row.limit) {
-        rollout.stop_reason = sdk::StopReason::kLength;
-      } else {
-        done = false;
-      }
-      if (done) {
+      if (const std::optional<sdk::StopReason> reason = stop_reason(row, params, tokenizer_)) {
+        rollout.stop_reason = *reason;
         rollout.completion_ids.assign(row.tokens.begin() + row.prompt_length, row.tokens.end());
       } else {
         still_active.push_back(&row);
@@ -135,19 +177,15 @@ void CausalLmRolloutEngine::generate_batch(const std::vector<sdk::RolloutRequest
     }
     if (still_active.empty()) break;
     if (still_active.size() != active.size()) {
-      model::CausalLm::keep_cache_rows(cache, at::tensor(kept_rows, at::kLong));
+      const at::Tensor kept = at::tensor(kept_rows, at::kLong);
+      model::CausalLm::keep_cache_rows(cache, kept);
+      if (seen.defined()) seen = seen.index_select(0, kept.to(seen.device()));
     }
     active = std::move(still_active);
 
     if (params.use_kv_cache) {
-      const auto b = static_cast<int64_t>(active.size());
-      at::Tensor ids = at::empty({b, 1}, at::kLong);
-      at::Tensor positions = at::empty({b, 1}, at::kLong);
-      for (int64_t i = 0; i < b; ++i) {
-        ids[i][0] = active[i]->tokens.back();
-        positions[i][0] = static_cast<int64_t>(active[i]->tokens.size()) - 1;
-      }
-      logits = model_.decode_step(ids, positions, at::ones({b, 1}, at::kBool), cache);
+      const PaddedRows last = last_tokens(active);
+      logits = model_.decode_step(last.ids, last.positions, last.valid, cache);
     } else {
       padded = left_pad(active, pad_id);
       cache = model_.new_kv_cache(padded.ids.size(0), padded.ids.size(1));

@@ -27,7 +27,8 @@ CausalLm::KvCache CausalLm::new_kv_cache(int64_t batch, int64_t capacity) const 
   return cache;
 }
 
-void CausalLm::keep_cache_rows(KvCache& cache, const at::Tensor& rows) {
+void CausalLm::keep_cache_rows(KvCache& cache, const at::Tensor& host_rows) {
+  const at::Tensor rows = host_rows.to(cache.valid.device());
   for (at::Tensor& keys : cache.keys) keys = keys.index_select(0, rows);
   for (at::Tensor& values : cache.values) values = values.index_select(0, rows);
   cache.valid = cache.valid.index_select(0, rows);
@@ -73,8 +74,12 @@ at::Tensor CausalLm::cached_attention(const Layer& layer, const at::Tensor& x, c
   return dense(out, layer.o_weight, layer.o_bias);
 }
 
-at::Tensor CausalLm::decode_step(const at::Tensor& input_ids, const at::Tensor& positions, const at::Tensor& valid,
-                                 KvCache& cache) {
+at::Tensor CausalLm::decode_step(const at::Tensor& host_ids, const at::Tensor& host_positions,
+                                 const at::Tensor& host_valid, KvCache& cache) {
+  // The sampler builds each step's ids on the host; they follow the weights.
+  const at::Tensor input_ids = on_model_device(host_ids);
+  const at::Tensor positions = on_model_device(host_positions);
+  const at::Tensor valid = on_model_device(host_valid);
   TORCH_CHECK(input_ids.dim() == 2 && input_ids.scalar_type() == at::kLong, "input_ids must be [B, t] int64, got ",
               input_ids.sizes());
   TORCH_CHECK(positions.sizes() == input_ids.sizes() && valid.sizes() == input_ids.sizes(),
@@ -87,8 +92,9 @@ at::Tensor CausalLm::decode_step(const at::Tensor& input_ids, const at::Tensor& 
               " rows, the step ", b);
   TORCH_CHECK(length <= cache.valid.size(1), "the cache holds ", cache.valid.size(1), " slots, the step needs ",
               length);
-  const int64_t max_position = positions.max().item<int64_t>();
-  TORCH_CHECK(positions.min().item<int64_t>() >= 0 && max_position < config_.max_position_embeddings,
+  // Read from the host tensor: no device sync for the check.
+  const int64_t max_position = host_positions.max().item<int64_t>();
+  TORCH_CHECK(host_positions.min().item<int64_t>() >= 0 && max_position < config_.max_position_embeddings,
               "positions must be in [0, ", config_.max_position_embeddings, "), got up to ", max_position);
   const at::NoGradGuard no_grad;
 

@@ -12,6 +12,7 @@
 #include "core/model/causal_lm.h"
 #include "core/tokenizer/byte_tokenizer.h"
 #include "ptrain/sdk/errors.h"
+#include "scalar_reads.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -171,26 +172,68 @@ TEST_CASE("the sampling filters keep what their closed forms say", "[generation]
          {2.0 / 3, 1.0 / 3, 0, 0});
 
   // Repetition penalty θ = 2 on ids {0, 1}: positive logits halve, negative ones double.
-  const at::Tensor raw = at::tensor({2.0f, -1.0f, 0.5f});
-  const at::Tensor penalized = generation::penalize_repetitions(raw, {0, 1, 0}, 2.0);
-  CHECK(at::equal(penalized, at::tensor({1.0f, -2.0f, 0.5f})));
+  const at::Tensor raw = at::tensor({2.0f, -1.0f, 0.5f}).unsqueeze(0);
+  const std::vector<int64_t> context{0, 1, 0};
+  const at::Tensor seen = generation::context_mask({&context}, 3, raw.options());
+  CHECK(at::equal(seen, at::tensor({1, 1, 0}, at::kLong).to(at::kBool).unsqueeze(0)));
+  CHECK(at::equal(generation::penalize_repetitions(raw, seen, 2.0), at::tensor({1.0f, -2.0f, 0.5f}).unsqueeze(0)));
   sdk::SamplingParams greedy;
   greedy.temperature = 0.0;
   greedy.repetition_penalty = 2.0;
-  at::Generator generator = at::detail::createCPUGenerator(0);
-  CHECK(generation::choose_next_token(at::tensor({1.0f, 0.9f}), {0}, greedy, generator) == 1);
+  const at::Tensor close = at::tensor({1.0f, 0.9f}).unsqueeze(0);
+  const std::vector<int64_t> first{0};
+  const at::Tensor first_seen = generation::context_mask({&first}, 2, close.options());
+  const at::Tensor no_draw = at::zeros({1}, at::kDouble);
+  CHECK(generation::choose_next_tokens(close, first_seen, greedy, no_draw).item<int64_t>() == 1);
   greedy.repetition_penalty = 1.0;
-  CHECK(generation::choose_next_token(at::tensor({1.0f, 0.9f}), {0}, greedy, generator) == 0);
+  CHECK(generation::choose_next_tokens(close, first_seen, greedy, no_draw).item<int64_t>() == 0);
 
-  // Draws follow the filtered distribution: top-p 0.8 over 20000 draws.
+  // Draws follow the filtered distribution: top-p 0.8, 20000 rows drawn at once.
   sdk::SamplingParams sampled;
   sampled.top_p = 0.8;
-  std::vector<double> counts(4, 0.0);
-  for (int i = 0; i < 20000; ++i) counts[generation::choose_next_token(logits, {}, sampled, generator)] += 1.0;
-  CHECK(counts[0] / 20000 == Approx(0.5 / 0.9).margin(0.015));
-  CHECK(counts[1] / 20000 == Approx(0.25 / 0.9).margin(0.015));
-  CHECK(counts[2] / 20000 == Approx(0.15 / 0.9).margin(0.015));
-  CHECK(counts[3] == 0.0);
+  at::Generator generator = at::detail::createCPUGenerator(0);
+  const at::Tensor uniforms = at::empty({20000}, at::kDouble).uniform_(0.0, 1.0, generator);
+  const at::Tensor drawn =
+      generation::choose_next_tokens(logits.unsqueeze(0).expand({20000, 4}), {}, sampled, uniforms);
+  const at::Tensor counts = at::bincount(drawn, {}, 4).to(at::kDouble) / 20000;
+  CHECK(counts[0].item<double>() == Approx(0.5 / 0.9).margin(0.015));
+  CHECK(counts[1].item<double>() == Approx(0.25 / 0.9).margin(0.015));
+  CHECK(counts[2].item<double>() == Approx(0.15 / 0.9).margin(0.015));
+  CHECK(counts[3].item<double>() == 0.0);
+  // The inverse CDF at chosen points: cdf = (0.5, 0.75, 0.9, 0.9)/0.9, so u = 0.5 falls in the first token's
+  // mass and u = 0.99 in the third's; u = 1, at or past every kept token's cdf, lands on the last kept token,
+  // never on the filtered fourth.
+  const at::Tensor at_points = generation::choose_next_tokens(logits.unsqueeze(0).expand({3, 4}), {}, sampled,
+                                                              at::tensor({0.5, 0.99, 1.0}, at::kDouble));
+  CHECK(at::equal(at_points, at::tensor({0, 2, 2}, at::kLong)));
+}
+
+TEST_CASE("batched sampling gives each row what it gives the row alone", "[generation]") {
+  // Rows of different logits, contexts and draws: no row's choice depends on another.
+  at::manual_seed(4);
+  const at::Tensor logits = at::randn({6, 50}) * 3;
+  std::vector<std::vector<int64_t>> contexts{{1, 2}, {}, {49}, {3, 3, 7}, {0}, {10, 20, 30}};
+  std::vector<const std::vector<int64_t>*> pointers;
+  for (const auto& context : contexts) pointers.push_back(&context);
+  const at::Tensor uniforms = at::rand({6}, at::kDouble);
+  sdk::SamplingParams params;
+  params.temperature = 0.8;
+  params.top_k = 20;
+  params.top_p = 0.9;
+  params.min_p = 0.02;
+  params.repetition_penalty = 1.3;
+  for (const double temperature : {0.0, 0.8}) {
+    params.temperature = temperature;
+    const at::Tensor seen = generation::context_mask(pointers, 50, logits.options());
+    const at::Tensor together = generation::choose_next_tokens(logits, seen, params, uniforms);
+    for (int64_t i = 0; i < 6; ++i) {
+      INFO("temperature " << temperature << ", row " << i);
+      const at::Tensor alone = generation::choose_next_tokens(
+          logits.narrow(0, i, 1), generation::context_mask({pointers[i]}, 50, logits.options()), params,
+          uniforms.narrow(0, i, 1));
+      CHECK(together[i].item<int64_t>() == alone.item<int64_t>());
+    }
+  }
 }
 
 TEST_CASE("generation stops at <eos>, at a stop string, or at its token limit", "[generation]") {
@@ -228,4 +271,30 @@ TEST_CASE("generation stops at <eos>, at a stop string, or at its token limit", 
   // A prompt that leaves no position to generate into is a usage error.
   sdk::RolloutRequest too_long{std::vector<int64_t>(64, 'a'), 0, 0};
   CHECK_THROWS_AS(engine.generate({too_long}, params), sdk::UsageError);
+}
+
+TEST_CASE("decoding reads back once per step, however many rows it samples", "[generation]") {
+  // On a GPU a read waits for the queued kernels: one per row per token would
+  // serialise the decoder. The count must not grow with the batch.
+  const auto model = model::CausalLm::init_random(testing::tiny_model_config(), 5);
+  const tokenizer::ByteTokenizer tokenizer;
+  generation::CausalLmRolloutEngine engine(*model, tokenizer);
+  sdk::SamplingParams params;
+  params.max_new_tokens = 6;
+  params.stop_at_eos = false;
+  params.temperature = 0.9;
+  params.top_p = 0.9;
+  params.repetition_penalty = 1.2;
+  auto reads_for = [&](int64_t generations) {
+    testing::ScalarReadCounter counter;
+    counter.start();
+    const std::vector<sdk::Rollout> rollouts = engine.generate(requests_for({"12+34="}, generations), params);
+    counter.stop();
+    for (const sdk::Rollout& rollout : rollouts) REQUIRE(rollout.completion_ids.size() == 6);
+    return counter.reads();
+  };
+  const int64_t one_row = reads_for(1);
+  INFO("reads with 1 row: " << one_row);
+  CHECK(reads_for(8) == one_row);
+  CHECK(one_row <= 2 * 7);  // the decoder's host-side position checks, at most two per step
 }
