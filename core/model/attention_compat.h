@@ -40,14 +40,8 @@ inline int64_t causal_query_blocks(int64_t t) { return std::max<int64_t>(1, std:
 // allowed: [B, 1, T, T] bool, true where a query may read a key; undefined
 // means plain causal attention. blocked: its negation, or the causal [T, T]
 // upper triangle — what the unfused path masks, built once per forward.
-// `operands`: the dtype of the two products' operands (bfloat16 under
-// bf16-mixed); q, k, v and the result are float32 either way, and the
-// softmax runs in float32.
-inline at::Tensor attend(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in,
-                         const at::Tensor& allowed, const at::Tensor& blocked, at::ScalarType operands = at::kFloat) {
-  const at::Tensor q = q_in.to(operands);
-  const at::Tensor k = k_in.to(operands);
-  const at::Tensor v = v_in.to(operands);
+inline at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& allowed,
+                         const at::Tensor& blocked) {
   const int64_t b = q.size(0);
   const int64_t heads = q.size(1);
   const int64_t t = q.size(2);
@@ -59,11 +53,8 @@ inline at::Tensor attend(const at::Tensor& q_in, const at::Tensor& k_in, const a
   auto repeat = [&](const at::Tensor& x) {
     return group == 1 ? x : x.unsqueeze(2).expand({b, kv_heads, group, t, d}).reshape({b, heads, t, d});
   };
-  if (!allowed.defined()) {
-    return at::scaled_dot_product_attention(q, repeat(k), repeat(v), {}, 0.0, /*is_causal=*/true)
-        .to(q_in.scalar_type());
-  }
-  return at::scaled_dot_product_attention(q, repeat(k), repeat(v), allowed).to(q_in.scalar_type());
+  if (!allowed.defined()) return at::scaled_dot_product_attention(q, repeat(k), repeat(v), {}, 0.0, /*is_causal=*/true);
+  return at::scaled_dot_product_attention(q, repeat(k), repeat(v), allowed);
 #else
   (void)allowed;
   // Every mask here is causal (packed rows only block more), so the queries
@@ -85,15 +76,12 @@ inline at::Tensor attend(const at::Tensor& q_in, const at::Tensor& k_in, const a
     const at::Tensor block_q = grouped_q.narrow(3, start, rows).reshape({b, kv_heads, group * rows, d});
     const at::Tensor block_k = k.narrow(2, 0, keys);
     const at::Tensor block_v = v.narrow(2, 0, keys);
-    const at::Tensor scores =
-        at::matmul(block_q, block_k.transpose(-2, -1)).to(q_in.scalar_type()).view({b, kv_heads, group, rows, keys});
+    const at::Tensor scores = at::matmul(block_q, block_k.transpose(-2, -1)).view({b, kv_heads, group, rows, keys});
     // [B, 1, 1, rows, keys] for packed rows, [rows, keys] otherwise.
     const at::Tensor mask = blocked.dim() == 4 ? blocked.narrow(2, start, rows).narrow(3, 0, keys).unsqueeze(2)
                                                : blocked.narrow(0, start, rows).narrow(1, 0, keys);
-    const at::Tensor probs =
-        at::softmax(scores.masked_fill(mask, -std::numeric_limits<float>::infinity()), -1).to(operands);
+    const at::Tensor probs = at::softmax(scores.masked_fill(mask, -std::numeric_limits<float>::infinity()), -1);
     outputs.push_back(at::matmul(probs.view({b, kv_heads, group * rows, keys}), block_v)
-                          .to(q_in.scalar_type())
                           .view({b, kv_heads, group, rows, d}));
   }
   const at::Tensor out = blocks == 1 ? outputs.front() : at::cat(outputs, 3);

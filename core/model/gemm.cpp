@@ -6,9 +6,12 @@
 
 #ifdef PTRAIN_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl.hpp>
 #endif
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -58,6 +61,49 @@ at::Tensor onednn_mm(const at::Tensor& a, const at::Tensor& b) {
               static_cast<int>(status));
   return c;
 }
+// Both operands bfloat16 CPU matrices with m, n, k > 0 → float32 [m, n].
+// oneDNN's matmul accumulates in float32 and, unlike at::mm on bfloat16,
+// writes that float32 result without rounding it to bfloat16: a product's
+// value then depends only on its rows, not on which microbatch holds them,
+// so bf16-mixed keeps split invariance to float32 rounding. oneDNN caches
+// the primitive per shape and layout.
+// A matmul primitive per shape and layout: creating one (choosing its
+// kernel) costs more than a small product, and a run sees few shapes.
+dnnl::matmul cached_bf16_matmul(const dnnl::engine& engine, const dnnl::memory::desc& a_desc,
+                                const dnnl::memory::desc& b_desc, const dnnl::memory::desc& c_desc,
+                                const std::vector<int64_t>& key) {
+  constexpr size_t kMaxPrimitives = 256;  // shapes vary with micro_tokens: bound the cache
+  static std::mutex mutex;
+  static std::map<std::vector<int64_t>, dnnl::matmul> primitives;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = primitives.find(key);
+  if (it != primitives.end()) return it->second;
+  if (primitives.size() >= kMaxPrimitives) primitives.clear();
+  const dnnl::matmul matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_desc, b_desc, c_desc), engine));
+  return primitives.emplace(key, matmul).first->second;
+}
+
+at::Tensor onednn_bf16_mm(const at::Tensor& a, const at::Tensor& b) {
+  using dnnl::memory;
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  const Operand lhs = operand(a), rhs = operand(b);
+  auto strides = [](const Operand& op) -> memory::dims {
+    return op.trans == 'N' ? memory::dims{op.leading, 1} : memory::dims{1, op.leading};
+  };
+  const memory::desc a_desc({m, k}, memory::data_type::bf16, strides(lhs));
+  const memory::desc b_desc({k, n}, memory::data_type::bf16, strides(rhs));
+  const memory::desc c_desc({m, n}, memory::data_type::f32, memory::dims{n, 1});
+  const dnnl::matmul matmul = cached_bf16_matmul(
+      engine, a_desc, b_desc, c_desc, {m, k, n, lhs.trans, lhs.leading, rhs.trans, rhs.leading});
+  at::Tensor c = at::empty({m, n}, a.options().dtype(at::kFloat));
+  dnnl::stream stream(engine);
+  matmul.execute(stream, {{DNNL_ARG_SRC, memory(a_desc, engine, lhs.storage.data_ptr())},
+                          {DNNL_ARG_WEIGHTS, memory(b_desc, engine, rhs.storage.data_ptr())},
+                          {DNNL_ARG_DST, memory(c_desc, engine, c.data_ptr())}});
+  stream.wait();
+  return c;
+}
 #endif
 
 // Rounds to the operand dtype; a no-op for operands already in it.
@@ -67,7 +113,13 @@ at::Tensor as_operand(const at::Tensor& t, at::ScalarType operands) {
 
 at::Tensor plain_mm(const at::Tensor& a, const at::Tensor& b, at::ScalarType operands) {
   if (operands != at::kFloat) {
-    return at::mm(as_operand(a, operands), as_operand(b, operands)).to(at::kFloat);
+    const at::Tensor a_operand = as_operand(a, operands), b_operand = as_operand(b, operands);
+#ifdef PTRAIN_HAVE_ONEDNN
+    if (a.device().is_cpu() && b.device().is_cpu() && a.size(0) > 0 && a.size(1) > 0 && b.size(1) > 0) {
+      return onednn_bf16_mm(a_operand, b_operand);
+    }
+#endif
+    return at::mm(a_operand, b_operand).to(at::kFloat);
   }
 #ifdef PTRAIN_HAVE_ONEDNN
   if (a.size(0) > 0 && a.size(1) > 0 && b.size(1) > 0 && onednn_applies(a) && onednn_applies(b)) {

@@ -12,10 +12,12 @@
 // ATen call, which computes the same product.
 //
 // `operands` = at::kBFloat16 is bf16-mixed precision: float32 tensors in and
-// out, the product computed by ATen on their bfloat16 roundings (fp32
-// accumulation, the result rounded to bfloat16 and widened back, as under
-// PyTorch's autocast). On CPUs with AVX512-BF16 or AMX that runs oneDNN's
-// bf16 kernels, several times the float32 throughput (docs/performance.md).
+// out, the product of their bfloat16 roundings accumulated in float32. On
+// the CPU, oneDNN's matmul writes that float32 result as it is (AVX512-BF16
+// or AMX kernels where the CPU has them), so a row's product does not depend
+// on the other rows of its microbatch and bf16-mixed keeps split invariance
+// to float32 rounding. Elsewhere (CUDA, builds without oneDNN) ATen computes
+// it and rounds the result to bfloat16 before widening it, as autocast does.
 #pragma once
 
 #include <ATen/core/Tensor.h>
