@@ -2,6 +2,8 @@
 // on trixie), so the model reads the same on both.
 #pragma once
 
+#include "core/model/gemm.h"
+
 #include <ATen/ATen.h>
 #include <torch/version.h>
 
@@ -40,8 +42,13 @@ inline int64_t causal_query_blocks(int64_t t) { return std::max<int64_t>(1, std:
 // allowed: [B, 1, T, T] bool, true where a query may read a key; undefined
 // means plain causal attention. blocked: its negation, or the causal [T, T]
 // upper triangle — what the unfused path masks, built once per forward.
+// `operands`: what the unfused path's two products read (model::
+// batched_matmul: bfloat16 under bf16-mixed, with float32 results, so a
+// row's scores do not depend on the rows beside it); the softmax and the
+// result are float32. The fused kernel takes float32 operands either way:
+// its bf16 output would be rounded per batch shape.
 inline at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& allowed,
-                         const at::Tensor& blocked) {
+                         const at::Tensor& blocked, at::ScalarType operands = at::kFloat) {
   const int64_t b = q.size(0);
   const int64_t heads = q.size(1);
   const int64_t t = q.size(2);
@@ -50,6 +57,7 @@ inline at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Ten
   const int64_t group = heads / kv_heads;
 #if TORCH_VERSION_MAJOR >= 2
   (void)blocked;
+  (void)operands;
   auto repeat = [&](const at::Tensor& x) {
     return group == 1 ? x : x.unsqueeze(2).expand({b, kv_heads, group, t, d}).reshape({b, heads, t, d});
   };
@@ -76,12 +84,13 @@ inline at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Ten
     const at::Tensor block_q = grouped_q.narrow(3, start, rows).reshape({b, kv_heads, group * rows, d});
     const at::Tensor block_k = k.narrow(2, 0, keys);
     const at::Tensor block_v = v.narrow(2, 0, keys);
-    const at::Tensor scores = at::matmul(block_q, block_k.transpose(-2, -1)).view({b, kv_heads, group, rows, keys});
+    const at::Tensor scores =
+        batched_matmul(block_q, block_k.transpose(-2, -1), operands).view({b, kv_heads, group, rows, keys});
     // [B, 1, 1, rows, keys] for packed rows, [rows, keys] otherwise.
     const at::Tensor mask = blocked.dim() == 4 ? blocked.narrow(2, start, rows).narrow(3, 0, keys).unsqueeze(2)
                                                : blocked.narrow(0, start, rows).narrow(1, 0, keys);
     const at::Tensor probs = at::softmax(scores.masked_fill(mask, -std::numeric_limits<float>::infinity()), -1);
-    outputs.push_back(at::matmul(probs.view({b, kv_heads, group * rows, keys}), block_v)
+    outputs.push_back(batched_matmul(probs.view({b, kv_heads, group * rows, keys}), block_v, operands)
                           .view({b, kv_heads, group, rows, d}));
   }
   const at::Tensor out = blocks == 1 ? outputs.front() : at::cat(outputs, 3);

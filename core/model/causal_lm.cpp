@@ -349,7 +349,7 @@ at::Tensor CausalLm::attention(const Layer& layer, const at::Tensor& x, const At
   const at::Tensor k = fused::rotary(project(layer.k_weight, layer.k_bias, kv_heads), layout.cos, layout.sin, 1.0);
   const at::Tensor v = project(layer.v_weight, layer.v_bias, kv_heads).transpose(1, 2);  // [B, kv_heads, T, d]
   const at::Tensor out =
-      attention_compat::attend(q, k, v, layout.allowed, layout.blocked);  // [B, heads, T, d]
+      attention_compat::attend(q, k, v, layout.allowed, layout.blocked, compute_dtype_);  // [B, heads, T, d]
   return dense(out.transpose(1, 2).reshape({b, t, heads * d}), layer.o_weight, layer.o_bias);
 }
 

@@ -59,9 +59,9 @@ class CausalLm : public sdk::LanguageModel {
 
   // The dtype the dense layers' and lm_head's matrix products read their
   // operands in (model::linear): float32, or bfloat16 under bf16-mixed.
-  // Norms, rotary embeddings, attention and log-softmax statistics stay
-  // float32 either way: bf16 attention products (at::matmul, whose bf16
-  // result depends on the batch's shape) would cost split invariance.
+  // Attention's two products read bfloat16 too on LibTorch 1.13's unfused
+  // path (attention_compat::attend). Norms, rotary embeddings, softmax and
+  // log-softmax statistics stay float32 either way.
   void set_compute_dtype(at::ScalarType dtype);
   at::ScalarType compute_dtype() const { return compute_dtype_; }
 

@@ -94,12 +94,41 @@ at::Tensor onednn_bf16_mm(const at::Tensor& a, const at::Tensor& b) {
   const memory::desc a_desc({m, k}, memory::data_type::bf16, strides(lhs));
   const memory::desc b_desc({k, n}, memory::data_type::bf16, strides(rhs));
   const memory::desc c_desc({m, n}, memory::data_type::f32, memory::dims{n, 1});
-  const dnnl::matmul matmul = cached_bf16_matmul(
-      engine, a_desc, b_desc, c_desc, {m, k, n, lhs.trans, lhs.leading, rhs.trans, rhs.leading});
+  const dnnl::matmul matmul =
+      cached_bf16_matmul(engine, a_desc, b_desc, c_desc, {m, k, n, lhs.trans, lhs.leading, rhs.trans, rhs.leading});
   at::Tensor c = at::empty({m, n}, a.options().dtype(at::kFloat));
   dnnl::stream stream(engine);
   matmul.execute(stream, {{DNNL_ARG_SRC, memory(a_desc, engine, lhs.storage.data_ptr())},
                           {DNNL_ARG_WEIGHTS, memory(b_desc, engine, rhs.storage.data_ptr())},
+                          {DNNL_ARG_DST, memory(c_desc, engine, c.data_ptr())}});
+  stream.wait();
+  return c;
+}
+// [..., m, k] · [..., k, n] → float32 [..., m, n] for contiguous bfloat16
+// operands with the same batch dimensions, as onednn_bf16_mm.
+at::Tensor onednn_bf16_bmm(const at::Tensor& a, const at::Tensor& b) {
+  using dnnl::memory;
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  const memory::dims a_dims(a.sizes().begin(), a.sizes().end());
+  const memory::dims b_dims(b.sizes().begin(), b.sizes().end());
+  memory::dims c_dims = a_dims;
+  c_dims.back() = b_dims.back();
+  auto plain = [](const memory::dims& dims, memory::data_type type) {
+    memory::dims strides(dims.size(), 1);
+    for (size_t i = dims.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * dims[i];
+    return memory::desc(dims, type, strides);
+  };
+  const memory::desc a_desc = plain(a_dims, memory::data_type::bf16);
+  const memory::desc b_desc = plain(b_dims, memory::data_type::bf16);
+  const memory::desc c_desc = plain(c_dims, memory::data_type::f32);
+  std::vector<int64_t> key{-1};  // batched; apart from the 2-D keys
+  key.insert(key.end(), a_dims.begin(), a_dims.end());
+  key.insert(key.end(), b_dims.begin(), b_dims.end());
+  const dnnl::matmul matmul = cached_bf16_matmul(engine, a_desc, b_desc, c_desc, key);
+  at::Tensor c = at::empty(c_dims, a.options().dtype(at::kFloat));
+  dnnl::stream stream(engine);
+  matmul.execute(stream, {{DNNL_ARG_SRC, memory(a_desc, engine, a.data_ptr())},
+                          {DNNL_ARG_WEIGHTS, memory(b_desc, engine, b.data_ptr())},
                           {DNNL_ARG_DST, memory(c_desc, engine, c.data_ptr())}});
   stream.wait();
   return c;
@@ -156,7 +185,46 @@ struct LinearFunction : public torch::autograd::Function<LinearFunction> {
   }
 };
 
+// Batched products of bfloat16 operands with float32 results, and their
+// backward through the same products: dA = dC·Bᵀ, dB = Aᵀ·dC.
+struct Bf16BatchedMatmul : public torch::autograd::Function<Bf16BatchedMatmul> {
+  static at::Tensor product(const at::Tensor& a, const at::Tensor& b) {
+    const at::Tensor a_operand = as_operand(a, at::kBFloat16).contiguous();
+    const at::Tensor b_operand = as_operand(b, at::kBFloat16).contiguous();
+#ifdef PTRAIN_HAVE_ONEDNN
+    if (a.device().is_cpu() && a.numel() > 0 && b.numel() > 0) return onednn_bf16_bmm(a_operand, b_operand);
+#endif
+    return at::matmul(a_operand, b_operand).to(at::kFloat);
+  }
+
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& a, const at::Tensor& b) {
+    const at::Tensor a_operand = as_operand(a, at::kBFloat16), b_operand = as_operand(b, at::kBFloat16);
+    ctx->save_for_backward({a_operand, b_operand});
+    return product(a_operand, b_operand);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const variable_list saved = ctx->get_saved_variables();
+    const at::Tensor grad = as_operand(grad_outputs[0], at::kBFloat16);
+    at::Tensor grad_a, grad_b;
+    if (ctx->needs_input_grad(0)) grad_a = product(grad, saved[1].transpose(-2, -1));
+    if (ctx->needs_input_grad(1)) grad_b = product(saved[0].transpose(-2, -1), grad);
+    return {grad_a, grad_b};
+  }
+};
+
 }  // namespace
+
+at::Tensor batched_matmul(const at::Tensor& a, const at::Tensor& b, at::ScalarType operands) {
+  TORCH_CHECK(a.dim() >= 3 && a.dim() == b.dim() &&
+                  a.sizes().slice(0, a.dim() - 2) == b.sizes().slice(0, b.dim() - 2) && a.size(-1) == b.size(-2),
+              "batched_matmul: [..., m, k] and [..., k, n] with the same batch dimensions expected, got ", a.sizes(),
+              " and ", b.sizes());
+  TORCH_CHECK(operands == at::kFloat || operands == at::kBFloat16,
+              "batched_matmul: operands must be float32 or bfloat16, got ", operands);
+  if (operands == at::kFloat) return at::matmul(a, b);
+  return Bf16BatchedMatmul::apply(a, b);
+}
 
 at::Tensor mm(const at::Tensor& a, const at::Tensor& b, at::ScalarType operands) {
   TORCH_CHECK(a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0), "mm: [m, k] and [k, n] expected, got ", a.sizes(),

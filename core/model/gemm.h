@@ -37,6 +37,11 @@ at::Tensor mm(const at::Tensor& a, const at::Tensor& b, at::ScalarType operands 
 at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias = {},
                   at::ScalarType operands = at::kFloat);
 
+// a [..., m, k] · b [..., k, n] → [..., m, n] over the same batch
+// dimensions, as at::matmul; differentiable. float32 operands take
+// at::matmul itself; bfloat16 ones the products above, float32 results.
+at::Tensor batched_matmul(const at::Tensor& a, const at::Tensor& b, at::ScalarType operands = at::kFloat);
+
 // The name of the GEMM that mm uses for float32 CPU tensors ("oneDNN 2.6.3"
 // or "ATen (system BLAS)"), for logs and the benchmark table.
 std::string gemm_backend();

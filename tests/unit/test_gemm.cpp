@@ -171,3 +171,29 @@ TEST_CASE("gemm with bfloat16 operands: float32 in and out, the product of the r
   CHECK(max_relative_error(product, rounded_product(a, b)) < kBf16Result);
   CHECK_THROWS_WITH(model::mm(a, b, at::kHalf), Catch::Contains("float32 or bfloat16"));
 }
+
+TEST_CASE("gemm batched_matmul: bfloat16 operands, float32 results, values and gradients", "[model][gemm]") {
+  at::manual_seed(5);
+  // [batch 2, heads 3]: attention's scores q·kᵀ with a transposed, non-contiguous right operand.
+  const at::Tensor a = at::randn({2, 3, 17, 8});
+  const at::Tensor b_stored = at::randn({2, 3, 19, 8});
+  const at::Tensor grad_c = at::randn({2, 3, 17, 19});
+  const at::Tensor a_leaf = a.clone().requires_grad_(true);
+  const at::Tensor b_leaf = b_stored.clone().requires_grad_(true);
+  const at::Tensor c = model::batched_matmul(a_leaf, b_leaf.transpose(-2, -1), at::kBFloat16);
+  c.backward(grad_c);
+#ifdef PTRAIN_HAVE_ONEDNN
+  constexpr double kTolerance = 1e-5;  // float32 results, as accumulated
+#else
+  constexpr double kTolerance = 1.0 / 256;
+#endif
+  const at::Tensor bt = b_stored.transpose(-2, -1);
+  CHECK(c.scalar_type() == at::kFloat);
+  CHECK(max_relative_error(c, rounded_product(a, bt)) < kTolerance);
+  CHECK(max_relative_error(a_leaf.grad(), rounded_product(grad_c, bt.transpose(-2, -1))) < kTolerance);
+  CHECK(max_relative_error(b_leaf.grad(), rounded_product(grad_c.transpose(-2, -1), a)) < kTolerance);
+  CHECK(max_relative_error(c, at::matmul(a.to(at::kDouble), bt.to(at::kDouble))) > 1e-4);  // rounding is real
+  // float32 operands: at::matmul itself.
+  CHECK(at::equal(model::batched_matmul(a, bt), at::matmul(a, bt)));
+  CHECK_THROWS_WITH(model::batched_matmul(a, at::randn({2, 4, 8, 5})), Catch::Contains("same batch dimensions"));
+}
