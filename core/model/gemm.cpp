@@ -6,6 +6,7 @@
 
 #ifdef PTRAIN_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_version.h>
 #include <oneapi/dnnl/dnnl.hpp>
 #endif
 
@@ -79,7 +80,11 @@ dnnl::matmul cached_bf16_matmul(const dnnl::engine& engine, const dnnl::memory::
   auto it = primitives.find(key);
   if (it != primitives.end()) return it->second;
   if (primitives.size() >= kMaxPrimitives) primitives.clear();
+#if DNNL_VERSION_MAJOR >= 3  // 3.0 folded the operation descriptor into the primitive descriptor
+  const dnnl::matmul matmul(dnnl::matmul::primitive_desc(engine, a_desc, b_desc, c_desc));
+#else
   const dnnl::matmul matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_desc, b_desc, c_desc), engine));
+#endif
   return primitives.emplace(key, matmul).first->second;
 }
 

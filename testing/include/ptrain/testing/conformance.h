@@ -21,7 +21,8 @@
 //   device_and_dtype      every microbatch's loss sums are on the model's
 //                         device and float32 or wider, also under
 //                         runtime.precision = "bf16-mixed" (run the harness
-//                         with that override and a bf16 tolerance)
+//                         with that override; on the CPU the default
+//                         tolerance holds under bf16-mixed too)
 //   metric_reduction      every sum, weighted_mean, max and min metric reduces
 //                         to the reference value under every split (`mean`
 //                         metrics are per contribution, so split-dependent by
