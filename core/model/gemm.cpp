@@ -62,12 +62,7 @@ at::Tensor onednn_mm(const at::Tensor& a, const at::Tensor& b) {
               static_cast<int>(status));
   return c;
 }
-// Both operands bfloat16 CPU matrices with m, n, k > 0 → float32 [m, n].
-// oneDNN's matmul accumulates in float32 and, unlike at::mm on bfloat16,
-// writes that float32 result without rounding it to bfloat16: a product's
-// value then depends only on its rows, not on which microbatch holds them,
-// so bf16-mixed keeps split invariance to float32 rounding. oneDNN caches
-// the primitive per shape and layout.
+
 // A matmul primitive per shape and layout: creating one (choosing its
 // kernel) costs more than a small product, and a run sees few shapes.
 dnnl::matmul cached_bf16_matmul(const dnnl::engine& engine, const dnnl::memory::desc& a_desc,
@@ -88,32 +83,44 @@ dnnl::matmul cached_bf16_matmul(const dnnl::engine& engine, const dnnl::memory::
   return primitives.emplace(key, matmul).first->second;
 }
 
-at::Tensor onednn_bf16_mm(const at::Tensor& a, const at::Tensor& b) {
+// c = a·b through oneDNN's matmul: bfloat16 operands described by a_desc and
+// b_desc, a float32 result written as accumulated, without rounding it to
+// bfloat16 (at::mm on bfloat16 rounds it). A product's value then depends
+// only on its rows, not on which microbatch holds them, so bf16-mixed keeps
+// split invariance to float32 rounding. `key` names the shape and layout.
+void run_bf16_matmul(const dnnl::memory::desc& a_desc, const void* a, const dnnl::memory::desc& b_desc, const void* b,
+                     const dnnl::memory::desc& c_desc, at::Tensor& c, const std::vector<int64_t>& key) {
   using dnnl::memory;
   static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  const dnnl::matmul matmul = cached_bf16_matmul(engine, a_desc, b_desc, c_desc, key);
+  dnnl::stream stream(engine);
+  matmul.execute(stream, {{DNNL_ARG_SRC, memory(a_desc, engine, const_cast<void*>(a))},
+                          {DNNL_ARG_WEIGHTS, memory(b_desc, engine, const_cast<void*>(b))},
+                          {DNNL_ARG_DST, memory(c_desc, engine, c.data_ptr())}});
+  stream.wait();
+}
+
+// Both operands bfloat16 CPU matrices with m, n, k > 0 (either may be a
+// transposed view, read in place) → float32 [m, n].
+at::Tensor onednn_bf16_mm(const at::Tensor& a, const at::Tensor& b) {
+  using dnnl::memory;
   const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
   const Operand lhs = operand(a), rhs = operand(b);
   auto strides = [](const Operand& op) -> memory::dims {
     return op.trans == 'N' ? memory::dims{op.leading, 1} : memory::dims{1, op.leading};
   };
-  const memory::desc a_desc({m, k}, memory::data_type::bf16, strides(lhs));
-  const memory::desc b_desc({k, n}, memory::data_type::bf16, strides(rhs));
-  const memory::desc c_desc({m, n}, memory::data_type::f32, memory::dims{n, 1});
-  const dnnl::matmul matmul =
-      cached_bf16_matmul(engine, a_desc, b_desc, c_desc, {m, k, n, lhs.trans, lhs.leading, rhs.trans, rhs.leading});
   at::Tensor c = at::empty({m, n}, a.options().dtype(at::kFloat));
-  dnnl::stream stream(engine);
-  matmul.execute(stream, {{DNNL_ARG_SRC, memory(a_desc, engine, lhs.storage.data_ptr())},
-                          {DNNL_ARG_WEIGHTS, memory(b_desc, engine, rhs.storage.data_ptr())},
-                          {DNNL_ARG_DST, memory(c_desc, engine, c.data_ptr())}});
-  stream.wait();
+  run_bf16_matmul(memory::desc({m, k}, memory::data_type::bf16, strides(lhs)), lhs.storage.data_ptr(),
+                  memory::desc({k, n}, memory::data_type::bf16, strides(rhs)), rhs.storage.data_ptr(),
+                  memory::desc({m, n}, memory::data_type::f32, memory::dims{n, 1}), c,
+                  {m, k, n, lhs.trans, lhs.leading, rhs.trans, rhs.leading});
   return c;
 }
+
 // [..., m, k] · [..., k, n] → float32 [..., m, n] for contiguous bfloat16
 // operands with the same batch dimensions, as onednn_bf16_mm.
 at::Tensor onednn_bf16_bmm(const at::Tensor& a, const at::Tensor& b) {
   using dnnl::memory;
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   const memory::dims a_dims(a.sizes().begin(), a.sizes().end());
   const memory::dims b_dims(b.sizes().begin(), b.sizes().end());
   memory::dims c_dims = a_dims;
@@ -123,19 +130,12 @@ at::Tensor onednn_bf16_bmm(const at::Tensor& a, const at::Tensor& b) {
     for (size_t i = dims.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * dims[i];
     return memory::desc(dims, type, strides);
   };
-  const memory::desc a_desc = plain(a_dims, memory::data_type::bf16);
-  const memory::desc b_desc = plain(b_dims, memory::data_type::bf16);
-  const memory::desc c_desc = plain(c_dims, memory::data_type::f32);
-  std::vector<int64_t> key{-1};  // batched; apart from the 2-D keys
+  std::vector<int64_t> key{-1};  // batched; apart from the 2-D keys, whose m is positive
   key.insert(key.end(), a_dims.begin(), a_dims.end());
   key.insert(key.end(), b_dims.begin(), b_dims.end());
-  const dnnl::matmul matmul = cached_bf16_matmul(engine, a_desc, b_desc, c_desc, key);
   at::Tensor c = at::empty(c_dims, a.options().dtype(at::kFloat));
-  dnnl::stream stream(engine);
-  matmul.execute(stream, {{DNNL_ARG_SRC, memory(a_desc, engine, a.data_ptr())},
-                          {DNNL_ARG_WEIGHTS, memory(b_desc, engine, b.data_ptr())},
-                          {DNNL_ARG_DST, memory(c_desc, engine, c.data_ptr())}});
-  stream.wait();
+  run_bf16_matmul(plain(a_dims, memory::data_type::bf16), a.data_ptr(), plain(b_dims, memory::data_type::bf16),
+                  b.data_ptr(), plain(c_dims, memory::data_type::f32), c, key);
   return c;
 }
 #endif
