@@ -45,7 +45,9 @@ int command_train(const ConfigOptions& options, bool overwrite, const std::strin
   const dist::LaunchEnv launch = dist::read_launch_env();
   log::init_logging(launch.rank);
   LoadedRun run = load_run(options);
-  auto communicator = dist::make_communicator(launch, std::chrono::seconds(run.config.distributed.timeout_s));
+  // The collectives run where the rank computes: NCCL on a GPU, Gloo on the CPU.
+  const at::Device device = train::resolve_device(run.config, launch.local_rank);
+  auto communicator = dist::make_communicator(launch, std::chrono::seconds(run.config.distributed.timeout_s), device);
   train::TrainOptions train_options;
   train_options.overwrite = overwrite;
   train_options.resume = resume;

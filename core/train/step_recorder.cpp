@@ -1,6 +1,7 @@
 #include "core/train/step_recorder.h"
 
 #include "core/metrics/throughput.h"
+#include "core/train/compute_device.h"
 #include "core/train/resume.h"
 #include "core/train/training_run.h"
 
@@ -16,7 +17,8 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 StepRecorder::StepRecorder(const TrainingRun& run)
     : communicator_(run.communicator),
       num_parameters_(run.parts.policy->num_parameters()),
-      peak_flops_per_s_(metrics::measure_matmul_flops_per_s()),
+      peak_flops_per_s_(
+          metrics::measure_matmul_flops_per_s(run.parts.device, compute_dtype(run.config.runtime.precision))),
       run_start_(Clock::now()) {
   if (communicator_.rank() != 0) return;
   const config::RunConfig& config = run.config;

@@ -26,6 +26,8 @@ struct DpoMicrobatch final : sdk::Microbatch {
   PairBatch pairs;
   at::Tensor reference_parts;  // [B, 4] float64 (ReferenceColumn order); undefined without a reference
   int64_t truncated_pairs = 0;
+
+  void to_device(at::Device device) override;
 };
 
 // The pairs of one microbatch, as positions in the rank's list.

@@ -78,8 +78,8 @@ PairLogProbs pair_log_probs(const ScoredPairs& policy, const at::Tensor& referen
     logps.reference_chosen = combine_parts(reference.chosen, ld_alpha);
     logps.reference_rejected = combine_parts(reference.rejected, ld_alpha);
   } else {
-    logps.reference_chosen = at::zeros({num_pairs}, at::kDouble);
-    logps.reference_rejected = at::zeros({num_pairs}, at::kDouble);
+    logps.reference_chosen = at::zeros({num_pairs}, logps.policy_chosen.options());
+    logps.reference_rejected = at::zeros_like(logps.reference_chosen);
   }
   logps.chosen_tokens = pairs.chosen_tokens.to(at::kDouble);
   logps.rejected_tokens = pairs.rejected_tokens.to(at::kDouble);
@@ -102,7 +102,7 @@ at::Tensor weighted_pair_losses(const DpoConfig& config, const ScoredPairs& scor
                                 const PairBatch& pairs, double bco_delta, sdk::MetricList& metrics) {
   const LossParams params = loss_params(config, bco_delta);
   const bool report_components = config.losses.size() > 1;
-  at::Tensor per_pair = at::zeros({pairs.chosen_tokens.size(0)}, at::kDouble);
+  at::Tensor per_pair = at::zeros({pairs.chosen_tokens.size(0)}, logps.chosen_tokens.options());
   for (size_t j = 0; j < config.losses.size(); ++j) {
     const LossType type = config.losses[j];
     if (type == LossType::kSft) continue;
@@ -330,7 +330,7 @@ sdk::LossOut DpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatch
       sdk::add_row_mean(out.metrics, "wpo/weight", weights);
     }
     const at::Tensor unit_weights = config_.loss_agg == PairAggregation::kPair
-                                        ? at::ones({num_pairs}, at::kDouble)
+                                        ? at::ones({num_pairs}, logps.chosen_tokens.options())
                                         : logps.chosen_tokens + logps.rejected_tokens;
     out.loss_sums.push_back((per_pair * unit_weights).sum());
   }

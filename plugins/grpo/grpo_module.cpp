@@ -312,6 +312,14 @@ std::vector<int64_t> GrpoModule::count_units(const sdk::Microbatch& microbatch) 
   return {sdk::count_loss_units(static_cast<const GrpoMicrobatch&>(microbatch).tokens.loss_mask, config_.aggregation)};
 }
 
+void GrpoMicrobatch::to_device(at::Device device) {
+  tokens = sdk::batch_on_device(tokens, device);
+  for (at::Tensor* tensor : {&advantages, &old_log_probs, &ref_log_probs, &entropy_mask, &rewards, &function_rewards,
+                             &group_stds, &lengths, &truncated}) {
+    *tensor = sdk::tensor_on_device(*tensor, device);
+  }
+}
+
 MicrobatchTerms GrpoModule::token_terms(sdk::Context& ctx, const GrpoMicrobatch& batch) const {
   const sdk::TargetLogProbs scored = ctx.policy().target_log_probs_and_entropy(batch.tokens);
   TokenLossInputs inputs;

@@ -43,6 +43,8 @@ struct GrpoMicrobatch final : sdk::Microbatch {
   at::Tensor group_stds;        // [B] float64, std of its group's summed rewards
   at::Tensor lengths;           // [B] float64, completion tokens
   at::Tensor truncated;         // [B] bool
+
+  void to_device(at::Device device) override;
 };
 
 // One sampled completion and what the loss and metrics need of it.
