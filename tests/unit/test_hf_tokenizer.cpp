@@ -202,6 +202,18 @@ TEST_CASE("tokenizer_config.json gives bos, eos, pad and the chat template famil
   CHECK(cl100k->pad_id() == 100257);  // no pad_token: eos pads
   CHECK(cl100k->detected_chat_template().empty());
   CHECK(cl100k->fingerprint() != qwen->fingerprint());
+
+  const auto mistral = tokenizer::HfTokenizer::load(kExtracted / "llama2" / "tokenizer.json");
+  CHECK(mistral->bos_id() == 1);  // <s>
+  CHECK(mistral->eos_id() == 2);  // </s>
+  CHECK(mistral->pad_id() == 2);  // pad_token null: eos pads
+  CHECK(mistral->vocab_size() == 32000);
+  const auto gemma = tokenizer::HfTokenizer::load(kExtracted / "gemma3" / "tokenizer.json");
+  CHECK(gemma->bos_id() == 2);    // <bos>
+  CHECK(gemma->eos_id() == 106);  // <end_of_turn>, what tokenizer_config.json names
+  CHECK(gemma->pad_id() == 0);    // <pad>
+  CHECK(gemma->token_id("<start_of_turn>") == 105);
+  CHECK(gemma->vocab_size() == 262145);  // 262144 vocabulary tokens and the added <image_soft_token> = 262144
 }
 
 TEST_CASE("tokenizer.json: encode_pieces equals encode and attributes ids to pieces", "[tokenizer]") {
