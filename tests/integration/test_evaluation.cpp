@@ -1,0 +1,159 @@
+// Evaluation during training ([eval]), best/ and early stopping, through the
+// `ptrain` executable: eval/loss is compared with the SFT loss computed from
+// its definition (support/sft_reference.h) on the saved model.
+#include "catch.h"
+
+#include "support/run_command.h"
+#include "support/sft_reference.h"
+#include "support/test_util.h"
+
+#include "core/model/causal_lm.h"
+
+#include <ATen/core/grad_mode.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using ptrain::testing::CommandResult;
+using ptrain::testing::PromptCompletion;
+using ptrain::testing::run_ptrain;
+
+namespace {
+
+constexpr int64_t kMaxLength = 16;
+
+// Held-out examples of different lengths; 7 of them, so two ranks hold 4 and 3.
+const std::vector<PromptCompletion> kHeldOut = {{"1+1=", "2"},  {"12+30=", "42"}, {"7-3=", "4"}, {"99-9=", "90"},
+                                                {"5+5=", "10"}, {"64-32=", "32"}, {"3+4=", "7"}};
+
+void write_jsonl(const fs::path& path, const std::vector<PromptCompletion>& examples) {
+  std::ofstream out(path);
+  for (const PromptCompletion& example : examples) {
+    out << nlohmann::json{{"prompt", example.prompt}, {"completion", example.completion}}.dump() << "\n";
+  }
+}
+
+// A small SFT run on `train`, evaluated on `eval` every `every_steps`; `extra` adds sections at the end.
+fs::path write_config(const fs::path& dir, const fs::path& train, const fs::path& eval, int64_t every_steps,
+                      const std::string& extra) {
+  const fs::path path = dir / "eval.toml";
+  std::ofstream(path) << "plugin = \"sft\"\nseed = 2\n"
+                      << "[model]\nvocab_size = 259\nhidden_size = 32\nintermediate_size = 64\nnum_layers = 1\n"
+                      << "num_heads = 2\nnum_kv_heads = 1\nmax_position_embeddings = 32\n"
+                      << "[data]\ntrain = \"" << train.string() << "\"\nmax_length = " << kMaxLength << "\n"
+                      << "[optim]\nlr = 1e-2\n[schedule]\nname = \"constant\"\n"
+                      << "[runtime]\nthreads = 1\n"
+                      << "[eval]\ndata = \"" << eval.string() << "\"\nevery_steps = " << every_steps << "\n"
+                      << extra;
+  return path;
+}
+
+// The token-mean SFT loss of `examples` under the model in `model_dir`, from its definition.
+double reference_eval_loss(const fs::path& model_dir, const std::vector<PromptCompletion>& examples) {
+  const auto model = ptrain::model::CausalLm::load_hf_dir(model_dir);
+  const at::NoGradGuard no_grad;
+  return ptrain::testing::reference_sft_step_loss(*model, examples, {ptrain::sdk::LossAggregation::kTokenMean},
+                                                  kMaxLength)
+      .item<double>();
+}
+
+std::vector<nlohmann::json> run_metrics(const fs::path& run) {
+  return ptrain::testing::read_metrics_jsonl(run / "metrics.jsonl");
+}
+
+}  // namespace
+
+TEST_CASE("eval/loss is the held-out loss of the model, for 1 and 2 ranks with uneven shards", "[e2e][eval]") {
+  const fs::path dir = ptrain::testing::fresh_test_dir("eval_loss");
+  write_jsonl(dir / "held_out.jsonl", kHeldOut);
+  const fs::path config =
+      write_config(dir, fs::path(PTRAIN_SOURCE_DIR) / "data/arith/train.jsonl", dir / "held_out.jsonl", 2,
+                   "[batch]\nglobal_size = 4\nmicro_size = 1\n[train]\nmax_steps = 3\n");
+  for (const int world : {1, 2}) {
+    const fs::path run = dir / ("world" + std::to_string(world));
+    const CommandResult result = run_ptrain("launch --nproc " + std::to_string(world) + " -- train -c " +
+                                            config.string() + " --set output_dir=\"" + run.string() + "\" 2>&1");
+    INFO("world size " << world << "\n" << result.output);
+    REQUIRE(result.exit_code == 0);
+    const std::vector<nlohmann::json> records = run_metrics(run);
+    REQUIRE(records.size() == 3);
+    // every_steps = 2: after step 2, and after the last step (3).
+    CHECK_FALSE(records[0].contains("eval/loss"));
+    CHECK(records[1].contains("eval/loss"));
+    REQUIRE(records[2].contains("eval/loss"));
+    CHECK(records[2].contains("eval_s"));
+    CHECK(records[2].at("eval/tokens").get<double>() > 0.0);
+
+    const double expected = reference_eval_loss(run / "final", kHeldOut);
+    const double actual = records[2].at("eval/loss").get<double>();
+    INFO("eval/loss " << actual << ", reference " << expected);
+    CHECK(std::abs(actual - expected) <= 1e-5 * std::abs(expected));
+  }
+}
+
+TEST_CASE("best/ holds the best evaluation's model; early stopping stops at the right evaluation", "[e2e][eval]") {
+  const fs::path dir = ptrain::testing::fresh_test_dir("eval_best");
+  // Training teaches completions "aaaa"; the held-out set wants "aaab": its
+  // loss falls while the model learns the a's, then rises as it grows sure
+  // of a fourth 'a'.
+  std::vector<PromptCompletion> train;
+  for (int i = 0; i < 16; ++i) train.push_back({"q" + std::to_string(i % 4) + "=", "aaaa"});
+  std::vector<PromptCompletion> held_out;
+  for (int i = 0; i < 5; ++i) held_out.push_back({"q" + std::to_string(i % 4) + "=", "aaab"});
+  write_jsonl(dir / "train.jsonl", train);
+  write_jsonl(dir / "held_out.jsonl", held_out);
+  constexpr int64_t kMaxSteps = 30;
+  constexpr int64_t kPatience = 2;
+  const fs::path config = write_config(dir, dir / "train.jsonl", dir / "held_out.jsonl", 1,
+                                       "[batch]\nglobal_size = 4\n[train]\nmax_steps = " + std::to_string(kMaxSteps) +
+                                           "\nearly_stopping_patience = " + std::to_string(kPatience) +
+                                           "\n[checkpoint]\nbest_metric = \"eval/loss\"\nbest_mode = \"min\"\n");
+  const fs::path run = dir / "run";
+  const CommandResult result =
+      run_ptrain("train -c " + config.string() + " --set output_dir=\"" + run.string() + "\" 2>&1");
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+
+  // The rule applied to the logged evaluations: the best so far, and the
+  // evaluation at which kPatience in a row have not beaten it.
+  const std::vector<nlohmann::json> records = run_metrics(run);
+  double best = std::numeric_limits<double>::infinity();
+  int64_t best_step = 0;
+  int64_t expected_stop = kMaxSteps;
+  int64_t without_improvement = 0;
+  for (const nlohmann::json& record : records) {
+    REQUIRE(record.contains("eval/loss"));
+    const double loss = record.at("eval/loss").get<double>();
+    const int64_t step = record.at("step").get<int64_t>();
+    if (loss < best) {
+      best = loss;
+      best_step = step;
+      without_improvement = 0;
+    } else if (++without_improvement == kPatience) {
+      expected_stop = step;
+      break;
+    }
+  }
+  REQUIRE(expected_stop < kMaxSteps);  // the data makes the run stop early
+  REQUIRE(best_step > 1);              // ... after improving for a while
+  CHECK(records.back().at("step").get<int64_t>() == expected_stop);
+  CHECK(ptrain::testing::contains(result.output, "early stopping: eval/loss did not improve in 2 evaluations"));
+  CHECK(ptrain::testing::contains(
+      result.output, (run / "best").string() + " now holds step " + std::to_string(best_step) + " (eval/loss = "));
+
+  // best/ is a complete model directory with the best step's weights: its
+  // held-out loss is the best eval/loss; final/ has the last step's.
+  CHECK(fs::exists(run / "best" / "config.json"));
+  const double best_loss = reference_eval_loss(run / "best", held_out);
+  INFO("best eval/loss " << best << " at step " << best_step << ", best/ gives " << best_loss);
+  CHECK(std::abs(best_loss - best) <= 1e-5 * std::abs(best));
+  const double final_loss = reference_eval_loss(run / "final", held_out);
+  CHECK(std::abs(final_loss - records.back().at("eval/loss").get<double>()) <= 1e-5 * final_loss);
+}
