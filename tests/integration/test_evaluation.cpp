@@ -10,6 +10,7 @@
 #include "core/model/causal_lm.h"
 
 #include <ATen/core/grad_mode.h>
+#include <ATen/ops/tensor.h>
 
 #include <nlohmann/json.hpp>
 
@@ -156,4 +157,99 @@ TEST_CASE("best/ holds the best evaluation's model; early stopping stops at the 
   CHECK(std::abs(best_loss - best) <= 1e-5 * std::abs(best));
   const double final_loss = reference_eval_loss(run / "final", held_out);
   CHECK(std::abs(final_loss - records.back().at("eval/loss").get<double>()) <= 1e-5 * final_loss);
+}
+
+namespace {
+
+// One held-out prompt's greedy completion, decoded from the model's full
+// forward (no KV cache, no sampler): its tokens, <eos> included, and whether
+// it ran out of room before <eos>.
+struct GreedyCompletion {
+  std::vector<int64_t> ids;
+  bool truncated = true;
+};
+
+GreedyCompletion greedy_completion(ptrain::model::CausalLm& model, const std::string& prompt, int64_t room) {
+  constexpr int64_t kBos = 256, kEos = 257;  // the byte tokenizer's (DESIGN.md §6)
+  std::vector<int64_t> ids{kBos};
+  for (const unsigned char byte : prompt) ids.push_back(byte);
+  GreedyCompletion completion;
+  const at::NoGradGuard no_grad;
+  while (static_cast<int64_t>(completion.ids.size()) < room) {
+    const at::Tensor input = at::tensor(ids, at::kLong).unsqueeze(0);
+    const int64_t next = model.logits(input)[0][-1].argmax().item<int64_t>();
+    ids.push_back(next);
+    completion.ids.push_back(next);
+    if (next == kEos) {
+      completion.truncated = false;
+      break;
+    }
+  }
+  return completion;
+}
+
+}  // namespace
+
+TEST_CASE("GRPO evaluates the rewards of greedy completions of the held-out prompts", "[e2e][eval][grpo]") {
+  const fs::path dir = ptrain::testing::fresh_test_dir("eval_grpo");
+  const std::vector<std::pair<std::string, std::string>> prompts = {
+      {"1+1=", "2"}, {"12+30=", "42"}, {"7-3=", "4"}, {"99-9=", "90"}, {"5+5=", "10"}};
+  {
+    std::ofstream train(dir / "train.jsonl");
+    std::ofstream held_out(dir / "held_out.jsonl");
+    for (const auto& [prompt, answer] : prompts) {
+      const std::string line = nlohmann::json{{"prompt", prompt}, {"answer", answer}}.dump() + "\n";
+      train << line;
+      held_out << line;
+    }
+  }
+  constexpr int64_t kMaxCompletion = 8;
+  const fs::path config = dir / "grpo.toml";
+  std::ofstream(config) << "plugin = \"grpo\"\nseed = 5\n"
+                        << "[model]\nvocab_size = 259\nhidden_size = 32\nintermediate_size = 64\nnum_layers = 1\n"
+                        << "num_heads = 2\nnum_kv_heads = 1\nmax_position_embeddings = 32\n"
+                        << "[data]\ntrain = \"" << (dir / "train.jsonl").string() << "\"\nmax_length = " << kMaxLength
+                        << "\n[batch]\nglobal_size = 2\nmicro_size = 3\n[optim]\nlr = 1e-3\n"
+                        << "[train]\nmax_steps = 2\n[runtime]\nthreads = 1\n"
+                        << "[eval]\ndata = \"" << (dir / "held_out.jsonl").string() << "\"\n"
+                        << "[module]\nnum_generations = 2\nmax_completion_length = " << kMaxCompletion << "\n"
+                        << "reward_funcs = [\"length\", \"format\"]\nreward_weights = [1.0, 0.5]\n"
+                        << "format_pattern = \"[0-9]+\"\n";
+  for (const int world : {1, 2}) {
+    const fs::path run = dir / ("world" + std::to_string(world));
+    const CommandResult result = run_ptrain("launch --nproc " + std::to_string(world) + " -- train -c " +
+                                            config.string() + " --set output_dir=\"" + run.string() + "\" 2>&1");
+    INFO("world size " << world << "\n" << result.output);
+    REQUIRE(result.exit_code == 0);
+    const nlohmann::json last = run_metrics(run).back();
+
+    // The rewards from their definitions: length (DAPO's soft overlong
+    // penalty, overlong_cache = max_completion_length / 4) and format.
+    const auto model = ptrain::model::CausalLm::load_hf_dir(run / "final");
+    const int64_t free_length = kMaxCompletion - kMaxCompletion / 4;
+    double reward_sum = 0.0, length_sum = 0.0, format_sum = 0.0;
+    for (const auto& [prompt, answer] : prompts) {
+      const int64_t prompt_tokens = static_cast<int64_t>(prompt.size()) + 1;
+      const GreedyCompletion completion =
+          greedy_completion(*model, prompt, std::min(kMaxCompletion, kMaxLength - prompt_tokens));
+      const auto n = static_cast<int64_t>(completion.ids.size());
+      const double length = n <= free_length ? 0.0 : static_cast<double>(free_length - n) / (kMaxCompletion / 4);
+      std::string text;
+      for (const int64_t id : completion.ids) {
+        if (id < 256) text.push_back(static_cast<char>(id));
+      }
+      const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+      const double format = !completion.truncated && digits ? 1.0 : 0.0;
+      reward_sum += 1.0 * length + 0.5 * format;
+      format_sum += format;
+      length_sum += static_cast<double>(n);
+    }
+    const double count = static_cast<double>(prompts.size());
+    CHECK(last.at("eval/reward").get<double>() == Approx(reward_sum / count).margin(1e-12));
+    CHECK(last.at("eval/rewards/format/mean").get<double>() == Approx(format_sum / count).margin(1e-12));
+    CHECK(last.at("eval/completions/mean_length").get<double>() == Approx(length_sum / count).margin(1e-12));
+    // One completion per prompt: no group statistics.
+    CHECK_FALSE(last.contains("eval/reward_std"));
+    CHECK(last.at("eval/loss").get<double>() == 0.0);  // beta = 0 and no advantage
+  }
 }
