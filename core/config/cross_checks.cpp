@@ -217,13 +217,15 @@ class CrossChecks {
       return has(s, k) && !str(s, k).empty();
     };
     const bool evaluates = nonempty("eval", "data");
-    for (const char* k : {"every_steps", "max_examples"}) {
-      if (!evaluates && user("eval", k)) {
-        problems_.add(location("eval", k),
-                      "key 'eval." + std::string(k) +
-                          "' needs eval.data (a held-out JSONL file) to evaluate on; set eval.data or remove it");
-      }
-    }
+    const auto needs_data = [this](const char* k) {
+      problems_.add(location("eval", k), "key 'eval." + std::string(k) +
+                                             "' needs eval.data (a held-out JSONL file) to evaluate on; set "
+                                             "eval.data or remove it");
+    };
+    // every_steps at its default is allowed: a resolved config lists every key.
+    if (!evaluates && user("eval", "every_steps") && has("eval", "every_steps") && i("eval", "every_steps") != 0)
+      needs_data("every_steps");
+    if (!evaluates && user("eval", "max_examples")) needs_data("max_examples");
     if (nonempty("checkpoint", "best_metric")) {
       const std::string& metric = str("checkpoint", "best_metric");
       if (metric.rfind("eval/", 0) != 0) {

@@ -3,7 +3,9 @@
 // best_metric replaces <output_dir>/best/ with the current policy (written
 // by the same function as final/, atomically), and early stopping counts the
 // evaluations since the last improvement. Every rank holds the same reduced
-// eval metrics, so every rank takes the same decisions.
+// eval metrics, so every rank takes the same decisions. <output_dir>/best.json
+// records what best/ holds and the count, so that a resumed run goes on
+// comparing with the best of the run it continues.
 #pragma once
 
 #include "core/config/run_config.h"
@@ -26,8 +28,9 @@ void check_best_metric(const config::RunConfig& config, const sdk::TrainModule& 
 class BestModel {
  public:
   // `save_model(dir)` writes the current policy to dir (rank 0 only).
+  // `resuming`: continue from best.json when it is there for the same metric and mode.
   BestModel(const config::RunConfig& config, dist::Communicator& communicator,
-            std::function<void(const std::filesystem::path&)> save_model);
+            std::function<void(const std::filesystem::path&)> save_model, bool resuming);
 
   // Collective when it saves. After an evaluation at update `step`: keeps
   // best/ when best_metric improved; counts an evaluation without improvement.
@@ -40,11 +43,14 @@ class BestModel {
 
  private:
   bool improves(double value) const;
+  void write_state() const;
+  void read_state();
 
   std::string metric_;  // "": neither best/ nor early stopping
   config::BestMode mode_;
   int64_t patience_;
   std::filesystem::path best_dir_;
+  std::filesystem::path state_path_;  // best.json
   dist::Communicator& communicator_;
   std::function<void(const std::filesystem::path&)> save_model_;
   std::optional<double> best_value_;

@@ -56,8 +56,9 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
       config.checkpoint, fs::path(config.output_dir) / "checkpoints", communicator, [&run] { return run->snapshot(); },
       run->first_step);
   Evaluator evaluator(run->eval_parts(), config.eval.every_steps);
-  BestModel best(config, communicator,
-                 [&run](const fs::path& dir) { export_model(run->config, *run->parts.policy, dir); });
+  BestModel best(
+      config, communicator, [&run](const fs::path& dir) { export_model(run->config, *run->parts.policy, dir); },
+      run->first_step > 0);
   StepRecorder recorder(*run);
   const StopSignals stop_signals;
 

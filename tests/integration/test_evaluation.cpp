@@ -99,23 +99,34 @@ TEST_CASE("eval/loss is the held-out loss of the model, for 1 and 2 ranks with u
   }
 }
 
-TEST_CASE("best/ holds the best evaluation's model; early stopping stops at the right evaluation", "[e2e][eval]") {
-  const fs::path dir = ptrain::testing::fresh_test_dir("eval_best");
-  // Training teaches completions "aaaa"; the held-out set wants "aaab": its
-  // loss falls while the model learns the a's, then rises as it grows sure
-  // of a fourth 'a'.
+namespace {
+
+// Training teaches completions "aaaa"; the held-out set wants "aaab": its
+// loss falls while the model learns the a's, then rises as it grows sure of
+// a fourth 'a'. Returns the config of a run evaluated after every step,
+// keeping best/ by eval/loss, with early stopping after `patience`.
+fs::path write_early_stopping_run(const fs::path& dir, int64_t max_steps, int64_t patience,
+                                  std::vector<PromptCompletion>& held_out) {
   std::vector<PromptCompletion> train;
   for (int i = 0; i < 16; ++i) train.push_back({"q" + std::to_string(i % 4) + "=", "aaaa"});
-  std::vector<PromptCompletion> held_out;
+  held_out.clear();
   for (int i = 0; i < 5; ++i) held_out.push_back({"q" + std::to_string(i % 4) + "=", "aaab"});
   write_jsonl(dir / "train.jsonl", train);
   write_jsonl(dir / "held_out.jsonl", held_out);
+  return write_config(dir, dir / "train.jsonl", dir / "held_out.jsonl", 1,
+                      "[batch]\nglobal_size = 4\n[train]\nmax_steps = " + std::to_string(max_steps) +
+                          "\nearly_stopping_patience = " + std::to_string(patience) +
+                          "\n[checkpoint]\nevery_steps = 5\nbest_metric = \"eval/loss\"\nbest_mode = \"min\"\n");
+}
+
+}  // namespace
+
+TEST_CASE("best/ holds the best evaluation's model; early stopping stops at the right evaluation", "[e2e][eval]") {
+  const fs::path dir = ptrain::testing::fresh_test_dir("eval_best");
   constexpr int64_t kMaxSteps = 30;
   constexpr int64_t kPatience = 2;
-  const fs::path config = write_config(dir, dir / "train.jsonl", dir / "held_out.jsonl", 1,
-                                       "[batch]\nglobal_size = 4\n[train]\nmax_steps = " + std::to_string(kMaxSteps) +
-                                           "\nearly_stopping_patience = " + std::to_string(kPatience) +
-                                           "\n[checkpoint]\nbest_metric = \"eval/loss\"\nbest_mode = \"min\"\n");
+  std::vector<PromptCompletion> held_out;
+  const fs::path config = write_early_stopping_run(dir, kMaxSteps, kPatience, held_out);
   const fs::path run = dir / "run";
   const CommandResult result =
       run_ptrain("train -c " + config.string() + " --set output_dir=\"" + run.string() + "\" 2>&1");
@@ -252,4 +263,101 @@ TEST_CASE("GRPO evaluates the rewards of greedy completions of the held-out prom
     CHECK_FALSE(last.contains("eval/reward_std"));
     CHECK(last.at("eval/loss").get<double>() == 0.0);  // beta = 0 and no advantage
   }
+}
+
+namespace {
+
+// Runs `config` into dir/<name> with `overrides` and returns its records.
+std::vector<nlohmann::json> train_run(const fs::path& config, const fs::path& run, const std::string& overrides) {
+  const CommandResult result =
+      run_ptrain("train -c " + config.string() + " --set output_dir=\"" + run.string() + "\" " + overrides + " 2>&1");
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  return run_metrics(run);
+}
+
+// The training figures of two runs are the same, bit for bit, step by step.
+void check_same_training(const std::vector<nlohmann::json>& plain, const std::vector<nlohmann::json>& evaluated) {
+  REQUIRE(plain.size() == evaluated.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    INFO("step " << plain[i].at("step"));
+    for (const char* key : {"loss", "grad_norm", "units"}) CHECK(plain[i].at(key) == evaluated[i].at(key));
+    CHECK(plain[i].at("grad_norm").get<double>() > 0.0);  // there was something to disturb
+    CHECK_FALSE(plain[i].contains("eval/loss"));
+    CHECK(evaluated[i].contains("eval/loss"));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("an evaluation leaves training as it was: DPO's bco_pair delta, GRPO's reused rollouts", "[e2e][eval]") {
+  const fs::path dir = ptrain::testing::fresh_test_dir("eval_untouched");
+  const std::string model =
+      "[model]\nvocab_size = 259\nhidden_size = 32\nintermediate_size = 64\nnum_layers = 1\n"
+      "num_heads = 2\nnum_kv_heads = 1\nmax_position_embeddings = 32\n[runtime]\nthreads = 1\n";
+  {
+    // bco_pair's delta is the running mean of the training rewards; held-out
+    // rewards must not enter it.
+    const fs::path prefs = fs::path(PTRAIN_SOURCE_DIR) / "data/arith_prefs/train.jsonl";
+    const fs::path config = dir / "dpo.toml";
+    std::ofstream(config) << "plugin = \"dpo\"\nseed = 1\n"
+                          << model << "[data]\ntrain = \"" << prefs.string() << "\"\nmax_length = 16\n"
+                          << "[batch]\nglobal_size = 4\n[optim]\nlr = 1e-2\n[train]\nmax_steps = 4\n"
+                          << "[module]\nloss = [\"bco_pair\"]\n";
+    const auto plain = train_run(config, dir / "dpo_plain", "");
+    const auto evaluated = train_run(config, dir / "dpo_eval",
+                                     "--set eval.data=\"" + prefs.string() +
+                                         "\" --set eval.every_steps=1 "
+                                         "--set eval.max_examples=6");
+    check_same_training(plain, evaluated);
+    CHECK(evaluated.back().contains("eval/rewards/accuracy"));
+  }
+  {
+    // num_iterations = 2: step 2 trains on step 1's rollouts, across the evaluation between them.
+    const fs::path prompts = dir / "prompts.jsonl";
+    std::ofstream(prompts) << "{\"prompt\": \"1+1=\", \"answer\": \"2\"}\n{\"prompt\": \"2+3=\", \"answer\": \"5\"}\n"
+                           << "{\"prompt\": \"7-3=\", \"answer\": \"4\"}\n";
+    const fs::path config = dir / "grpo.toml";
+    std::ofstream(config) << "plugin = \"grpo\"\nseed = 1\n"
+                          << model << "[data]\ntrain = \"" << prompts.string() << "\"\nmax_length = 16\n"
+                          << "[batch]\nglobal_size = 2\n[optim]\nlr = 1e-2\n[train]\nmax_steps = 4\n"
+                          << "[module]\nnum_generations = 8\nmax_completion_length = 8\nnum_iterations = 2\n"
+                          << "reward_plugins = [\"" << PTRAIN_TEST_PLUGIN_DIR
+                          << "/libptrain_reward_test_rewards.so\"]\n"
+                          << "reward_funcs = [\"digit_count\"]\n";
+    const auto plain = train_run(config, dir / "grpo_plain", "");
+    const auto evaluated =
+        train_run(config, dir / "grpo_eval", "--set eval.data=\"" + prompts.string() + "\" --set eval.every_steps=1");
+    check_same_training(plain, evaluated);
+    CHECK(evaluated.back().contains("eval/reward"));
+  }
+}
+
+TEST_CASE("a resumed run goes on comparing with the best of the run it continues", "[e2e][eval]") {
+  const fs::path dir = ptrain::testing::fresh_test_dir("eval_resume");
+  std::vector<PromptCompletion> held_out;
+  const fs::path config = write_early_stopping_run(dir, 30, 2, held_out);
+  const auto run_output = [&](const fs::path& run, const std::string& arguments) {
+    const CommandResult result =
+        run_ptrain("train -c " + config.string() + " --set output_dir=\"" + run.string() + "\" " + arguments + " 2>&1");
+    INFO(result.output);
+    REQUIRE(result.exit_code == 0);
+    return result.output;
+  };
+  const std::string straight = run_output(dir / "straight", "");
+  // The same run, stopped after step 10 and resumed (the schedule is constant).
+  run_output(dir / "resumed", "--set train.max_steps=10");
+  const std::string resumed = run_output(dir / "resumed", "--resume auto");
+
+  const std::vector<nlohmann::json> expected = run_metrics(dir / "straight");
+  const std::vector<nlohmann::json> actual = run_metrics(dir / "resumed");
+  REQUIRE(expected.size() > 10);  // the straight run stops after step 10, or the test shows nothing
+  REQUIRE(actual.size() == expected.size());
+  CHECK(actual.back().at("eval/loss") == expected.back().at("eval/loss"));
+  CHECK(ptrain::testing::contains(resumed, "resuming with best/ of step "));
+  const auto stop_line = [](const std::string& output) { return output.substr(output.find("early stopping: ")); };
+  CHECK(ptrain::testing::contains(stop_line(resumed),
+                                  stop_line(straight).substr(0, stop_line(straight).find(", kept in"))));
+  CHECK(ptrain::testing::same_safetensors(dir / "straight" / "best" / "model.safetensors",
+                                          dir / "resumed" / "best" / "model.safetensors"));
 }
