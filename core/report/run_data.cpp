@@ -93,12 +93,20 @@ std::map<std::string, double> constant_metrics(const std::vector<RunData>& runs)
 
 std::vector<std::pair<std::string, std::vector<std::string>>> metric_families(const std::vector<RunData>& runs) {
   const std::map<std::string, double> constants = constant_metrics(runs);
-  std::map<std::string, std::set<std::string>> members;
+  // A family's metrics by name, each evaluation right after its training counterpart.
+  const auto training_first = [](const std::string& a, const std::string& b) {
+    const auto key = [](const std::string& name) {
+      const bool evaluation = name.rfind("eval/", 0) == 0;
+      return std::make_pair(evaluation ? name.substr(5) : name, evaluation);
+    };
+    return key(a) < key(b);
+  };
+  std::map<std::string, std::set<std::string, decltype(training_first)>> members;
   for (const RunData& run : runs) {
     for (const auto& [name, series] : run.metrics) {
       if (constants.count(name) != 0) continue;
       const std::string trained = name.rfind("eval/", 0) == 0 ? name.substr(5) : name;
-      members[trained.substr(0, trained.find('/'))].insert(name);
+      members.try_emplace(trained.substr(0, trained.find('/')), training_first).first->second.insert(name);
     }
   }
   std::vector<std::pair<std::string, std::vector<std::string>>> families;

@@ -35,9 +35,9 @@ std::map<std::string, double> constant_metrics(const std::vector<RunData>& runs)
 // Metric families, one chart each, of the metrics that are not constant: the
 // part of a name before its first '/' ("rewards/format" → "rewards"), or the
 // whole name; an evaluation's metric joins its training counterpart's
-// family ("eval/loss" → "loss", "eval/rewards/accuracy" → "rewards"). The
-// core's headline metrics come first (loss, lr, tokens_per_s, grad_norm),
-// then the rest by name.
+// family ("eval/loss" → "loss", "eval/rewards/accuracy" → "rewards") and
+// follows it there. The core's headline metrics come first (loss, lr,
+// tokens_per_s, grad_norm), then the rest by name.
 std::vector<std::pair<std::string, std::vector<std::string>>> metric_families(const std::vector<RunData>& runs);
 
 }  // namespace ptrain::report

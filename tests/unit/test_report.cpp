@@ -115,7 +115,7 @@ TEST_CASE("eval metrics join their training family; constant metrics leave the c
   const auto families = report::metric_families({first, second});
   REQUIRE(families.size() == 5);
   CHECK(families[0].first == "loss");
-  CHECK(families[0].second == std::vector<std::string>{"eval/loss", "loss"});
+  CHECK(families[0].second == std::vector<std::string>{"loss", "eval/loss"});
   CHECK(families[1].first == "epoch");
   CHECK(families[2].first == "loss_spikes");
   CHECK(families[3].first == "rewards");
