@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <sstream>
 
 namespace ptrain::train {
@@ -92,10 +93,11 @@ void add_losses(const std::vector<sdk::LossTerm>& terms, const std::map<std::str
   if (any_units) metrics["eval/loss"] = loss;
 }
 
-void log_evaluation(int64_t step, const EvalResult& result, double examples) {
+void log_evaluation(int64_t step, const EvalResult& result, size_t examples) {
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.2f s", result.seconds);
   std::ostringstream line;
-  line << "step " << step << ": " << static_cast<int64_t>(examples) << " held-out examples in " << result.seconds
-       << " s";
+  line << "step " << step << ": " << examples << " held-out examples in " << seconds;
   for (const auto& [name, value] : result.metrics) line << ", " << name << " " << value;
   log::info("eval", line.str());
 }
@@ -119,7 +121,7 @@ EvalResult Evaluator::after_step(int64_t completed_steps, bool last_step) {
   const bool due = last_step || (every_steps_ > 0 && completed_steps % every_steps_ == 0);
   if (!due) return {};
   EvalResult result = evaluate();
-  log_evaluation(completed_steps, result, static_cast<double>(parts_.examples.size()));
+  log_evaluation(completed_steps, result, parts_.examples.size());
   return result;
 }
 
