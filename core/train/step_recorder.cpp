@@ -34,7 +34,8 @@ void StepRecorder::start_step() {
 
 void StepRecorder::record(const StepRecord& record) {
   // An evaluation after the step is not part of its time (eval_s has it).
-  const double eval_s = record.eval && record.eval->ran ? record.eval->seconds : 0.0;
+  const bool evaluated = record.eval != nullptr && record.eval->ran;
+  const double eval_s = evaluated ? record.eval->seconds : 0.0;
   const double step_s = seconds_since(step_start_) - eval_s;
   const StepTotals& totals = *record.totals;
   std::map<std::string, double> values;
@@ -58,7 +59,7 @@ void StepRecorder::record(const StepRecord& record) {
   values["loss_spikes"] = static_cast<double>(record.loss_spikes);
   values["epoch"] = static_cast<double>(record.epoch);
   values.insert(totals.plugin_metrics.begin(), totals.plugin_metrics.end());
-  if (eval_s > 0.0) {
+  if (evaluated) {
     values["eval_s"] = eval_s;
     values.insert(record.eval->metrics.begin(), record.eval->metrics.end());
   }
