@@ -72,8 +72,14 @@ void print_validated(const ConfigOptions& options, const plugin::LoadedPlugin& p
             << "\n"
             << "  compute    " << train::describe_compute(parts.device, config.runtime.precision) << "\n"
             << "  data       " << parts.examples.size() << " examples in " << config.data.train << ", "
-            << sampler.steps_per_epoch() << " steps per epoch of " << config.batch.global_size << "\n"
-            << "  training   " << config.train.max_steps << " steps (" << epochs_text << " epochs) into "
+            << sampler.steps_per_epoch() << " steps per epoch of " << config.batch.global_size << "\n";
+  if (!parts.eval_examples.empty()) {
+    std::cout << "  eval       " << parts.eval_examples.size() << " held-out examples in " << config.eval.data << ", "
+              << (config.eval.every_steps > 0 ? "every " + std::to_string(config.eval.every_steps) + " steps and "
+                                              : std::string())
+              << "after the last\n";
+  }
+  std::cout << "  training   " << config.train.max_steps << " steps (" << epochs_text << " epochs) into "
             << config.output_dir << "\n";
 }
 

@@ -295,6 +295,14 @@ std::vector<std::unique_ptr<sdk::Microbatch>> DpoModule::prepare(sdk::Context& c
   return microbatches;
 }
 
+std::vector<std::unique_ptr<sdk::Microbatch>> DpoModule::prepare_eval(sdk::Context& ctx,
+                                                                     const std::vector<const sdk::Example*>& examples,
+                                                                     const sdk::MicrobatchPlan& plan) {
+  std::vector<std::unique_ptr<sdk::Microbatch>> microbatches = prepare(ctx, examples, plan);
+  for (const auto& microbatch : microbatches) static_cast<DpoMicrobatch&>(*microbatch).evaluation = true;
+  return microbatches;
+}
+
 std::vector<sdk::LossTerm> DpoModule::loss_terms() const {
   std::vector<sdk::LossTerm> terms;
   if (has_pair_loss(config_)) terms.push_back({"pair", sdk::TermDivisor::kGlobalUnits});
@@ -338,7 +346,7 @@ sdk::LossOut DpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatch
 
   add_reward_metrics(out.metrics, pair_rewards(reward_form_, logps, config_.beta), logps);
   out.metrics.add("truncated_pairs", static_cast<double>(batch.truncated_pairs));
-  if (config_.has_loss(LossType::kBcoPair)) {
+  if (config_.has_loss(LossType::kBcoPair) && !batch.evaluation) {
     out.metrics.add("bco/delta", bco_.delta());
     // The sum form of the rewards is what bco_pair shifts by δ.
     const PairRewards sum_rewards = pair_rewards(LossType::kBcoPair, logps, config_.beta);
