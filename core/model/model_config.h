@@ -46,7 +46,8 @@ struct ModelConfig {
   // Reads a transformers config.json. `source` (the file path) prefixes every
   // error. Size keys (vocab_size, hidden_size, intermediate_size,
   // num_hidden_layers, num_attention_heads) are required; the other keys take
-  // transformers' defaults when missing. Features this model does not
+  // transformers' defaults when missing, except mistral's sliding_window
+  // (null or a length), which is required. Features this model does not
   // implement (rope_scaling types other than linear and llama3, Qwen's
   // use_sliding_window, mlp_bias, non-SiLU activations, attention dropout)
   // are rejected with a ModelError naming the key and what is supported.
