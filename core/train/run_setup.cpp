@@ -74,6 +74,7 @@ model::ModelConfig model_config_from(const config::ModelSection& section) {
   config.num_layers = section.num_layers;
   config.num_heads = section.num_heads;
   config.num_kv_heads = section.num_kv_heads;
+  config.head_dim = section.head_dim;
   config.max_position_embeddings = section.max_position_embeddings;
   config.rope_theta = section.rope_theta;
   config.rms_norm_eps = section.rms_norm_eps;
