@@ -47,11 +47,11 @@ using Body = std::vector<std::unique_ptr<Stmt>>;
 
 struct Stmt {
   enum class Kind {
-    kText,        // text
-    kOutput,      // {{ value }}
-    kIf,          // branches, else_body
-    kFor,         // for targets in value [if condition]: body else else_body
-    kSet,         // set target = value, or {% set target %}body{% endset %}
+    kText,    // text
+    kOutput,  // {{ value }}
+    kIf,      // branches, else_body
+    kFor,     // for targets in value [if condition]: body else else_body
+    kSet,     // set target = value, or {% set target %}body{% endset %}
     kBreak,
     kContinue,
     kGeneration,  // {% generation %}body{% endgeneration %}: transformers' assistant-mask marker
@@ -59,10 +59,10 @@ struct Stmt {
   Kind kind;
   SourcePosition position;
   std::string text;
-  ExprPtr value;                                 // output, for iterable, set value
-  ExprPtr target;                                // set: name, attribute or tuple of names
-  std::vector<std::string> loop_targets;         // for: one name, or names to unpack
-  ExprPtr condition;                             // for ... if condition
+  ExprPtr value;                                   // output, for iterable, set value
+  ExprPtr target;                                  // set: name, attribute or tuple of names
+  std::vector<std::string> loop_targets;           // for: one name, or names to unpack
+  ExprPtr condition;                               // for ... if condition
   std::vector<std::pair<ExprPtr, Body>> branches;  // if/elif
   Body body;
   Body else_body;

@@ -8,16 +8,15 @@
 namespace ptrain::jinja {
 namespace {
 
-const std::vector<std::string> kFilters = {"abs",   "capitalize", "count",   "d",     "default", "first",
-                                           "float", "int",        "items",   "join",  "last",    "length",
-                                           "list",  "lower",      "replace", "reverse", "safe",  "string",
-                                           "title", "tojson",     "trim",    "upper"};
-const std::vector<std::string> kTests = {"boolean", "defined", "eq",      "equalto",  "even",   "false",
-                                         "float",   "integer", "iterable", "mapping", "none",   "number",
-                                         "odd",     "sequence", "string",  "true",    "undefined"};
-const std::vector<std::string> kMethods = {"capitalize", "endswith", "get",   "items",  "keys",  "lower",
-                                           "lstrip",     "replace",  "rstrip", "split", "startswith",
-                                           "strip",      "title",    "upper", "values"};
+const std::vector<std::string> kFilters = {
+    "abs",    "capitalize", "count", "d",       "default", "first", "float",  "int",   "items",  "join", "last",
+    "length", "list",       "lower", "replace", "reverse", "safe",  "string", "title", "tojson", "trim", "upper"};
+const std::vector<std::string> kTests = {"boolean", "defined",  "eq",       "equalto", "even",     "false",
+                                         "float",   "integer",  "iterable", "mapping", "none",     "number",
+                                         "odd",     "sequence", "string",   "true",    "undefined"};
+const std::vector<std::string> kMethods = {"capitalize", "endswith", "get",     "items",  "keys",
+                                           "lower",      "lstrip",   "replace", "rstrip", "split",
+                                           "startswith", "strip",    "title",   "upper",  "values"};
 const std::vector<std::string> kFunctions = {"namespace", "raise_exception", "range"};
 
 bool contains(const std::vector<std::string>& names, const std::string& name) {
@@ -88,9 +87,9 @@ Value string_method(const std::string& self, const std::string& name, const std:
     const List candidates = pattern.is_list() ? pattern.as_list() : List{pattern};
     for (const Value& candidate : candidates) {
       const std::string& p = need_string(candidate, what, where);
-      const bool hit = p.size() <= self.size() &&
-                       (name == "startswith" ? self.compare(0, p.size(), p) == 0
-                                             : self.compare(self.size() - p.size(), p.size(), p) == 0);
+      const bool hit =
+          p.size() <= self.size() && (name == "startswith" ? self.compare(0, p.size(), p) == 0
+                                                           : self.compare(self.size() - p.size(), p.size(), p) == 0);
       if (hit) return Value::boolean(true);
     }
     return Value::boolean(false);
@@ -98,7 +97,9 @@ Value string_method(const std::string& self, const std::string& name, const std:
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
     const Value chars = argument(args, kwargs, 0, "chars");
     const std::string* set = chars.is_string() ? &chars.as_string() : nullptr;
-    const text::Side side = name == "strip" ? text::Side::kBoth : name == "lstrip" ? text::Side::kLeft : text::Side::kRight;
+    const text::Side side = name == "strip"    ? text::Side::kBoth
+                            : name == "lstrip" ? text::Side::kLeft
+                                               : text::Side::kRight;
     return Value::string(text::strip(self, set, side));
   }
   if (name == "split") {
@@ -106,7 +107,8 @@ Value string_method(const std::string& self, const std::string& name, const std:
     const Value maxsplit = argument(args, kwargs, 1, "maxsplit", Value::integer(-1));
     if (sep.is_string() && sep.as_string().empty()) fail(where, ".split(): empty separator");
     List parts;
-    for (auto& part : text::split(self, sep.is_string() ? &sep.as_string() : nullptr, need_int(maxsplit, what, where))) {
+    for (auto& part :
+         text::split(self, sep.is_string() ? &sep.as_string() : nullptr, need_int(maxsplit, what, where))) {
       parts.push_back(Value::string(std::move(part)));
     }
     return Value::list(std::move(parts));
@@ -207,8 +209,8 @@ std::string known_tests() { return joined(kTests); }
 std::string known_methods() { return joined(kMethods); }
 std::string known_functions() { return joined(kFunctions); }
 
-Value apply_filter(const std::string& name, const Value& operand, const std::vector<Value>& args,
-                   const Kwargs& kwargs, const SourcePosition& where) {
+Value apply_filter(const std::string& name, const Value& operand, const std::vector<Value>& args, const Kwargs& kwargs,
+                   const SourcePosition& where) {
   const std::string what = "filter '" + name + "'";
   if (name == "default" || name == "d") {
     const bool boolean = argument(args, kwargs, 1, "boolean", Value::boolean(false)).truthy();
@@ -251,7 +253,8 @@ bool apply_test(const std::string& name, const Value& operand, const std::vector
   if (name == "float") return operand.kind() == Kind::kFloat;
   if (name == "boolean") return operand.kind() == Kind::kBool;
   if (name == "true" || name == "false") return operand.kind() == Kind::kBool && operand.as_bool() == (name == "true");
-  if (name == "odd" || name == "even") return (need_int(operand, "test '" + name + "'", where) % 2 != 0) == (name == "odd");
+  if (name == "odd" || name == "even")
+    return (need_int(operand, "test '" + name + "'", where) % 2 != 0) == (name == "odd");
   if (name == "eq" || name == "equalto") {
     if (args.empty()) fail(where, "test '" + name + "' needs a value to compare with");
     return operand.equals(args[0]);
@@ -259,8 +262,8 @@ bool apply_test(const std::string& name, const Value& operand, const std::vector
   fail(where, "unknown test '" + name + "'");
 }
 
-Value call_method(const Value& object, const std::string& name, const std::vector<Value>& args,
-                  const Kwargs& kwargs, const SourcePosition& where) {
+Value call_method(const Value& object, const std::string& name, const std::vector<Value>& args, const Kwargs& kwargs,
+                  const SourcePosition& where) {
   if (object.is_string()) return string_method(object.as_string(), name, args, kwargs, where);
   if (object.kind() == Value::Kind::kDict) return dict_method(object, name, args, kwargs, where);
   fail(where, "method '." + name + "()' called on a " + object.type_name() + " value");

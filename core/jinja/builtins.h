@@ -24,12 +24,12 @@ std::string known_methods();
 std::string known_functions();
 
 // Each throws TemplateError at `where` when the operand or arguments do not fit.
-Value apply_filter(const std::string& name, const Value& operand, const std::vector<Value>& args,
-                   const Kwargs& kwargs, const SourcePosition& where);
+Value apply_filter(const std::string& name, const Value& operand, const std::vector<Value>& args, const Kwargs& kwargs,
+                   const SourcePosition& where);
 bool apply_test(const std::string& name, const Value& operand, const std::vector<Value>& args,
                 const SourcePosition& where);
-Value call_method(const Value& object, const std::string& name, const std::vector<Value>& args,
-                  const Kwargs& kwargs, const SourcePosition& where);
+Value call_method(const Value& object, const std::string& name, const std::vector<Value>& args, const Kwargs& kwargs,
+                  const SourcePosition& where);
 // raise_exception throws TemplateRaised.
 Value call_function(const std::string& name, const std::vector<Value>& args, const Kwargs& kwargs,
                     const SourcePosition& where);

@@ -9,7 +9,8 @@ namespace {
 
 std::optional<int64_t> optional_index(const Value& value, const SourcePosition& where) {
   if (value.is_undefined() || value.is_none()) return std::nullopt;
-  if (value.kind() != Value::Kind::kInt) throw TemplateError(where, "slice bound must be an integer, got " + value.type_name());
+  if (value.kind() != Value::Kind::kInt)
+    throw TemplateError(where, "slice bound must be an integer, got " + value.type_name());
   return value.as_int();
 }
 
@@ -231,9 +232,11 @@ Value Interpreter::evaluate(const Expr& expr) {
     case Expr::Kind::kUnary: {
       const Value operand = evaluate(*expr.args[0]);
       if (expr.name == "not") return Value::boolean(!operand.truthy());
-      if (!operand.is_number()) throw TemplateError(expr.position, "unary '" + expr.name + "' on a " + operand.type_name() + " value");
+      if (!operand.is_number())
+        throw TemplateError(expr.position, "unary '" + expr.name + "' on a " + operand.type_name() + " value");
       if (expr.name == "+") return operand;
-      return operand.kind() == Value::Kind::kInt ? Value::integer(-operand.as_int()) : Value::real(-operand.as_double());
+      return operand.kind() == Value::Kind::kInt ? Value::integer(-operand.as_int())
+                                                 : Value::real(-operand.as_double());
     }
     case Expr::Kind::kBinary:
       return evaluate_binary(expr);
@@ -269,8 +272,9 @@ Value Interpreter::evaluate_subscript(const Expr& expr) {
     return object.get(key.as_string());
   }
   if ((object.is_list() || object.is_string()) && key.kind() == Value::Kind::kInt) {
-    const Value item = slice(object, key.as_int(), key.as_int() == -1 ? std::nullopt : std::optional<int64_t>(key.as_int() + 1),
-                             std::nullopt, expr.position);
+    const Value item =
+        slice(object, key.as_int(), key.as_int() == -1 ? std::nullopt : std::optional<int64_t>(key.as_int() + 1),
+              std::nullopt, expr.position);
     if (object.is_string()) return item.as_string().empty() ? Value() : item;
     return item.as_list().empty() ? Value() : item.as_list()[0];
   }

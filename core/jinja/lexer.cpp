@@ -114,7 +114,8 @@ class Lexer {
       skip_whitespace();
       if (pos_ >= src_.size()) throw TemplateError(start, std::string(statement ? "{%" : "{{") + " is never closed");
       const bool strip = starts_with("-%}") || starts_with("-}}");
-      if (statement ? (starts_with("%}") || starts_with("-%}")) : (curly_depth == 0 && (starts_with("}}") || starts_with("-}}")))) {
+      if (statement ? (starts_with("%}") || starts_with("-%}"))
+                    : (curly_depth == 0 && (starts_with("}}") || starts_with("-}}")))) {
         tokens_.push_back({statement ? Token::Kind::kCloseStatement : Token::Kind::kCloseExpression, "", here()});
         advance(strip ? 3 : 2);
         if (strip) skip_whitespace();
@@ -141,8 +142,8 @@ class Lexer {
     }
     for (const char* op : kOperators) {
       if (!starts_with(op)) continue;
-      if (op[0] == '{' ) ++curly_depth;
-      if (op[0] == '}' ) --curly_depth;
+      if (op[0] == '{') ++curly_depth;
+      if (op[0] == '}') --curly_depth;
       tokens_.push_back({Token::Kind::kOperator, op, start});
       advance(std::strlen(op));
       return;
@@ -156,7 +157,8 @@ class Lexer {
       digits += src_[pos_];
       advance();
     }
-    const bool after_dot = !tokens_.empty() && tokens_.back().text == "." && tokens_.back().kind == Token::Kind::kOperator;
+    const bool after_dot =
+        !tokens_.empty() && tokens_.back().text == "." && tokens_.back().kind == Token::Kind::kOperator;
     if (!after_dot && pos_ + 1 < src_.size() && src_[pos_] == '.' && is_digit(src_[pos_ + 1])) {
       digits += '.';
       advance();

@@ -8,8 +8,8 @@ namespace ptrain::jinja {
 namespace {
 
 [[noreturn]] void refuse(const std::string& op, const Value& left, const Value& right, const SourcePosition& where) {
-  throw TemplateError(where, "operator '" + op + "' between a " + left.type_name() + " and a " + right.type_name() +
-                                 " value");
+  throw TemplateError(where,
+                      "operator '" + op + "' between a " + left.type_name() + " and a " + right.type_name() + " value");
 }
 
 bool contains(const Value& container, const Value& item, const SourcePosition& where) {
@@ -68,7 +68,8 @@ Value arithmetic(const std::string& op, const Value& left, const Value& right, c
   if (op == "//") {
     if (!integers) return Value::real(std::floor(a / b));
     const int64_t q = left.as_int() / right.as_int();
-    return Value::integer((left.as_int() % right.as_int() != 0 && ((left.as_int() < 0) != (right.as_int() < 0))) ? q - 1 : q);
+    return Value::integer((left.as_int() % right.as_int() != 0 && ((left.as_int() < 0) != (right.as_int() < 0))) ? q - 1
+                                                                                                                 : q);
   }
   // %: Python's modulo takes the divisor's sign.
   if (integers) {
@@ -109,8 +110,8 @@ Value binary_operation(const std::string& op, const Value& left, const Value& ri
   refuse(op, left, right, where);
 }
 
-Value slice(const Value& value, std::optional<int64_t> start, std::optional<int64_t> stop,
-            std::optional<int64_t> step, const SourcePosition& where) {
+Value slice(const Value& value, std::optional<int64_t> start, std::optional<int64_t> stop, std::optional<int64_t> step,
+            const SourcePosition& where) {
   const int64_t stride = step.value_or(1);
   if (stride == 0) throw TemplateError(where, "slice step cannot be zero");
   const bool backwards = stride < 0;
@@ -120,7 +121,8 @@ Value slice(const Value& value, std::optional<int64_t> start, std::optional<int6
   } else if (!value.is_list()) {
     throw TemplateError(where, "slicing a " + value.type_name() + " value");
   }
-  const int64_t size = value.is_string() ? static_cast<int64_t>(points.size()) : static_cast<int64_t>(value.as_list().size());
+  const int64_t size =
+      value.is_string() ? static_cast<int64_t>(points.size()) : static_cast<int64_t>(value.as_list().size());
   const int64_t first = bound(start, backwards ? size - 1 : 0, size, backwards);
   const int64_t last = bound(stop, backwards ? -1 : size, size, backwards);
   std::vector<int64_t> picked;

@@ -14,7 +14,7 @@ namespace ptrain::jinja {
 Value binary_operation(const std::string& op, const Value& left, const Value& right, const SourcePosition& where);
 
 // value[start:stop:step] of a list or string, Python's rules for absent and negative bounds.
-Value slice(const Value& value, std::optional<int64_t> start, std::optional<int64_t> stop,
-            std::optional<int64_t> step, const SourcePosition& where);
+Value slice(const Value& value, std::optional<int64_t> start, std::optional<int64_t> stop, std::optional<int64_t> step,
+            const SourcePosition& where);
 
 }  // namespace ptrain::jinja

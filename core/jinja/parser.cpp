@@ -282,9 +282,8 @@ class Parser {
     ExprPtr left = parse_add();
     for (;;) {
       const Token& at = peek();
-      if (at.kind == Token::Kind::kOperator &&
-          (at.text == "==" || at.text == "!=" || at.text == "<" || at.text == "<=" || at.text == ">" ||
-           at.text == ">=")) {
+      if (at.kind == Token::Kind::kOperator && (at.text == "==" || at.text == "!=" || at.text == "<" ||
+                                                at.text == "<=" || at.text == ">" || at.text == ">=")) {
         next();
         left = binary(at, at.text, std::move(left), parse_add());
       } else if (is_name("in")) {

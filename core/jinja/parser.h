@@ -1,7 +1,7 @@
 // Tokens to statements. Everything the engine cannot render is refused here,
 // before any rendering: an unknown tag, filter, test, method or function is a
-// TemplateError naming it and its position (chat_template_features.md lists
-// what is supported).
+// TemplateError naming it and its position (docs/tokenizers.md, "The
+// model's own template", lists what is supported).
 #pragma once
 
 #include "core/jinja/ast.h"

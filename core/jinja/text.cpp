@@ -71,9 +71,8 @@ std::vector<std::string> split(const std::string& text, const std::string* sep, 
   if (sep) {
     size_t start = 0;
     for (;;) {
-      const size_t found = (maxsplit < 0 || static_cast<int64_t>(parts.size()) < maxsplit)
-                               ? text.find(*sep, start)
-                               : std::string::npos;
+      const size_t found =
+          (maxsplit < 0 || static_cast<int64_t>(parts.size()) < maxsplit) ? text.find(*sep, start) : std::string::npos;
       if (found == std::string::npos) break;
       parts.push_back(text.substr(start, found - start));
       start = found + sep->size();

@@ -54,9 +54,9 @@ class Value {
   // Member of a dict by key; undefined when absent.
   Value get(const std::string& key) const;
 
-  bool truthy() const;                // Python's bool()
-  std::string str() const;            // Python's str(), as {{ value }} prints it
-  std::string type_name() const;      // Python's type name, for errors
+  bool truthy() const;                    // Python's bool()
+  std::string str() const;                // Python's str(), as {{ value }} prints it
+  std::string type_name() const;          // Python's type name, for errors
   bool equals(const Value& other) const;  // Python's ==
 
  private:

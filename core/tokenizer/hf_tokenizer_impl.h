@@ -34,6 +34,7 @@ struct HfTokenizer::Impl {
   detail::AddedTokens added_tokens;
   detail::DecodeTable decode_table;
   detail::TokenizerConfig config;
+  std::string config_path;  // tokenizer_config.json beside the file, for errors
   std::optional<sdk::ChatTemplate> chat_template;
 
   // Appends the ids of `text` to `ids`. With `piece_starts` (the offset of
