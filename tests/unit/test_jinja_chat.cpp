@@ -11,6 +11,7 @@
 
 #include "core/tokenizer/hf_tokenizer.h"
 #include "core/tokenizer/jinja_chat_template.h"
+#include "dpo_chat.h"
 #include "ptrain/sdk/chat.h"
 #include "ptrain/sdk/errors.h"
 #include "sft_loss.h"
@@ -207,7 +208,7 @@ TEST_CASE("chat auto: SFT's assistant-only loss trains the turns the template re
 TEST_CASE("chat auto: {% generation %} blocks say what is trained where a template has them", "[chat][jinja]") {
   const sdk::ChatTemplate chat = tokenizer::make_jinja_chat_template(
       {"{% for m in messages %}<{{ m.role }}>{% if m.role == 'assistant' %}{% generation %}{{ m.content }}</s>"
-       "{% endgeneration %}{% else %}{{ m.content }}{% endif %}\n{% endfor %}",
+       "{% endgeneration %}{% else %}{{ m.content }}{% endif %}{{ '\\n' }}{% endfor %}",
        "", "</s>", "t.json"});
   const std::vector<sdk::ChatSegment> segments = chat.render({{"user", "q"}, {"assistant", "a"}}, false, "x");
   REQUIRE(segments.size() == 3);
@@ -217,4 +218,30 @@ TEST_CASE("chat auto: {% generation %} blocks say what is trained where a templa
   CHECK(segments[1].trainable);
   CHECK(segments[2].text == "\n");
   CHECK_FALSE(segments[2].trainable);
+}
+
+TEST_CASE("chat auto: DPO splits a multi-turn pair where Hugging Face's prompt rendering ends", "[chat][jinja][dpo]") {
+  const auto qwen = tokenizer::HfTokenizer::load(kExtracted / "qwen3" / "tokenizer.json");
+  const std::optional<sdk::ChatTemplate> own = qwen->own_chat_template();
+  REQUIRE(own);
+  json reference;
+  for (const json& r : read_json(kFixtures / "chat_reference.json").at("renders")) {
+    if (r.at("template") == "qwen3" && r.at("case") == "think_multi_turn") reference = r;
+  }
+  const std::vector<sdk::ChatMessage> messages = case_messages("think_multi_turn");
+  dpo::ChatPair pair;
+  pair.prompt.assign(messages.begin(), messages.begin() + 4);  // system, user, assistant, user
+  pair.chosen = {messages[4]};
+  pair.rejected = {{"assistant", "No."}};
+  const dpo::TokenizedPair tokens = dpo::tokenize_chat_pair(*qwen, *own, pair, 4096, 4096, "pairs.jsonl:1");
+  const std::string prompt = reference.at("assistant_prompts").at("4");
+  const std::string text = reference.at("text").at("text");
+  REQUIRE(text.compare(0, prompt.size(), prompt) == 0);
+  REQUIRE(text.back() == '\n');
+  CHECK(tokens.prompt == qwen->encode(prompt));
+  // The answer is the rest of the rendering up to its end-of-turn token; the "\n" after it is not part of it.
+  CHECK(tokens.chosen == qwen->encode(text.substr(prompt.size(), text.size() - prompt.size() - 1)));
+  CHECK(tokens.rejected == qwen->encode("<think>\n\n</think>\n\nNo.<|im_end|>"));
+  CHECK(tokens.chosen_trained.empty());  // every answer token is trained
+  CHECK(tokens.rejected_trained.empty());
 }
