@@ -233,7 +233,7 @@ TEST_CASE("chat auto: DPO splits a multi-turn pair where Hugging Face's prompt r
   pair.prompt.assign(messages.begin(), messages.begin() + 4);  // system, user, assistant, user
   pair.chosen = {messages[4]};
   pair.rejected = {{"assistant", "No."}};
-  const dpo::TokenizedPair tokens = dpo::tokenize_chat_pair(*qwen, *own, pair, 4096, 4096, "pairs.jsonl:1");
+  const dpo::TokenizedPair tokens = dpo::tokenize_chat_pair(*qwen, *own, pair, 4096, 2048, "pairs.jsonl:1");
   const std::string prompt = reference.at("assistant_prompts").at("4");
   const std::string text = reference.at("text").at("text");
   REQUIRE(text.compare(0, prompt.size(), prompt) == 0);
