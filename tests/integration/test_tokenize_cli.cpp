@@ -88,7 +88,8 @@ TEST_CASE("ptrain tokenize: a tokenizer.json matches the reference ids, with --j
   const json own_cases = json::parse(own_cases_file);
   std::ifstream chat_reference_file(kFixtures / "chat_reference.json");
   std::vector<json> qwen_renders;
-  for (const json& r : json::parse(chat_reference_file).at("renders")) {
+  const json renders = json::parse(chat_reference_file).at("renders");
+  for (const json& r : renders) {
     if (r.at("template") == "qwen3") qwen_renders.push_back(r);
   }
   REQUIRE(qwen_renders.size() == own_cases.size());

@@ -167,7 +167,8 @@ TEST_CASE("chat auto: Qwen3's own template tokenizes as Hugging Face encodes its
   const std::optional<sdk::ChatTemplate> own = qwen->own_chat_template();
   REQUIRE(own);
   const json cases = read_json(kFixtures / "chat_template_cases.json");
-  for (const json& r : read_json(kFixtures / "chat_reference.json").at("renders")) {
+  const json renders = read_json(kFixtures / "chat_reference.json").at("renders");
+  for (const json& r : renders) {
     if (r.at("template") != "qwen3") continue;
     INFO(r.at("case").get<std::string>());
     std::vector<sdk::ChatMessage> messages;
@@ -225,7 +226,8 @@ TEST_CASE("chat auto: DPO splits a multi-turn pair where Hugging Face's prompt r
   const std::optional<sdk::ChatTemplate> own = qwen->own_chat_template();
   REQUIRE(own);
   json reference;
-  for (const json& r : read_json(kFixtures / "chat_reference.json").at("renders")) {
+  const json renders = read_json(kFixtures / "chat_reference.json").at("renders");
+  for (const json& r : renders) {
     if (r.at("template") == "qwen3" && r.at("case") == "think_multi_turn") reference = r;
   }
   const std::vector<sdk::ChatMessage> messages = case_messages("think_multi_turn");
