@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 
 namespace ptrain::jinja {
 namespace {
@@ -17,7 +18,7 @@ const std::vector<std::string> kTests = {"boolean", "defined",  "eq",       "equ
 const std::vector<std::string> kMethods = {"capitalize", "endswith", "get",     "items",  "keys",
                                            "lower",      "lstrip",   "replace", "rstrip", "split",
                                            "startswith", "strip",    "title",   "upper",  "values"};
-const std::vector<std::string> kFunctions = {"namespace", "raise_exception", "range"};
+const std::vector<std::string> kFunctions = {"namespace", "raise_exception", "range", "strftime_now"};
 
 bool contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
@@ -280,6 +281,15 @@ Value call_function(const std::string& name, const std::vector<Value>& args, con
     }
     for (const auto& [key, value] : kwargs) entries.emplace_back(key, value);
     return Value::namespace_of(std::move(entries));
+  }
+  if (name == "strftime_now") {  // transformers: datetime.now().strftime(format), the local date and time
+    const std::string& format = need_string(argument(args, kwargs, 0, "format"), "strftime_now()", where);
+    const std::time_t now = std::time(nullptr);
+    std::tm local{};
+    localtime_r(&now, &local);
+    char buffer[256];
+    const size_t size = std::strftime(buffer, sizeof buffer, format.c_str(), &local);
+    return Value::string(std::string(buffer, size));
   }
   if (name == "range") {
     if (args.empty() || args.size() > 3) fail(where, "range() takes one to three integers");

@@ -199,8 +199,11 @@ Value Interpreter::evaluate(const Expr& expr) {
   switch (expr.kind) {
     case Expr::Kind::kLiteral:
       return expr.literal;
-    case Expr::Kind::kName:
-      return lookup(expr.name);
+    case Expr::Kind::kName: {
+      Value value = lookup(expr.name);
+      if (value.is_undefined() && is_known_function(expr.name)) return Value::function(expr.name);
+      return value;
+    }
     case Expr::Kind::kList:
     case Expr::Kind::kTuple:
       return Value::list(evaluate_args(expr, 0));

@@ -64,6 +64,7 @@ void append_json(std::string& out, const Value& value, int indent, int depth) {
       out += value.str();
       return;
     case Value::Kind::kString:
+    case Value::Kind::kFunction:
       out += nlohmann::json(value.as_string()).dump();  // escapes as json.dumps(ensure_ascii=False)
       return;
     case Value::Kind::kList: {
@@ -151,6 +152,12 @@ Value Value::namespace_of(Dict entries) {
   return v;
 }
 
+Value Value::function(std::string name) {
+  Value v = string(std::move(name));
+  v.kind_ = Kind::kFunction;
+  return v;
+}
+
 Value Value::from_json(const nlohmann::ordered_json& json) {
   switch (json.type()) {
     case nlohmann::ordered_json::value_t::null:
@@ -205,6 +212,7 @@ bool Value::truthy() const {
     case Kind::kDict:
       return !dict_->empty();
     case Kind::kNamespace:
+    case Kind::kFunction:
       return true;
   }
   return false;
@@ -224,6 +232,8 @@ std::string Value::str() const {
       return float_text(real_);
     case Kind::kString:
       return *string_;
+    case Kind::kFunction:
+      return "<function " + *string_ + ">";
     case Kind::kList: {
       std::string out = "[";
       for (size_t i = 0; i < list_->size(); ++i) out += (i ? ", " : "") + repr((*list_)[i]);
@@ -261,6 +271,8 @@ std::string Value::type_name() const {
       return "dict";
     case Kind::kNamespace:
       return "namespace";
+    case Kind::kFunction:
+      return "function";
   }
   return "?";
 }
@@ -277,6 +289,7 @@ bool Value::equals(const Value& other) const {
     case Kind::kBool:
       return bool_ == other.bool_;
     case Kind::kString:
+    case Kind::kFunction:
       return *string_ == *other.string_;
     case Kind::kList: {
       if (list_->size() != other.list_->size()) return false;

@@ -21,7 +21,7 @@ using Dict = std::vector<std::pair<std::string, Value>>;  // insertion order, as
 
 class Value {
  public:
-  enum class Kind { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kNamespace };
+  enum class Kind { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kNamespace, kFunction };
 
   Value() = default;  // undefined
   static Value none();
@@ -32,6 +32,7 @@ class Value {
   static Value list(List items);
   static Value dict(Dict entries);
   static Value namespace_of(Dict entries);  // namespace(...): a dict whose attributes `set` may assign
+  static Value function(std::string name);  // a global function (builtins.h), so that `f is defined` holds
   static Value from_json(const nlohmann::ordered_json& json);  // keeps the key order
 
   Kind kind() const { return kind_; }

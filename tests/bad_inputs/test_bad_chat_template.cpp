@@ -54,7 +54,7 @@ TEST_CASE("a chat template the engine cannot render is refused at start-up, nami
       {"a filter", "{% for m in messages %}\n{{ m.content | wordwrap(40) }}{% endfor %}",
        "line 2, column 16: unsupported filter 'wordwrap'"},
       {"a tag", "{% macro turn(m) %}{{ m.content }}{% endmacro %}", "line 1, column 4: unsupported tag 'macro'"},
-      {"a function", "{{ bos_token }}{{ strftime_now('%d %b %Y') }}", "unsupported function 'strftime_now()'"},
+      {"a function", "{{ bos_token }}{{ cycler('odd', 'even') }}", "unsupported function 'cycler()'"},
       {"a method", "{% for m in messages %}{{ m.content.zfill(3) }}{% endfor %}", "unsupported method '.zfill()'"},
       {"a test", "{% if messages is divisibleby(2) %}x{% endif %}", "unsupported test 'is divisibleby'"},
       {"an unclosed block", "{% for m in messages %}{{ m.content }}", "missing {% endfor %}"},

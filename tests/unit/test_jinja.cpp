@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 
@@ -121,7 +122,7 @@ TEST_CASE("jinja: an unsupported construct is refused at parse time, naming it a
              Catch::Contains("line 1, column 12") && Catch::Contains("unsupported test 'is divisibleby'"));
   CHECK_THAT(parse_error("{{ name.zfill(3) }}"),
              Catch::Contains("line 1, column 14") && Catch::Contains("unsupported method '.zfill()'"));
-  CHECK_THAT(parse_error("{{ strftime_now('%d') }}"), Catch::Contains("unsupported function 'strftime_now()'"));
+  CHECK_THAT(parse_error("{{ cycler('a', 'b') }}"), Catch::Contains("unsupported function 'cycler()'"));
   CHECK_THAT(parse_error("{% for m in messages recursive %}{% endfor %}"),
              Catch::Contains("unsupported: recursive for loops"));
   CHECK_THAT(parse_error("{% for m in messages %}x"), Catch::Contains("missing {% endfor %}"));
@@ -163,4 +164,21 @@ TEST_CASE("jinja: the trace records each loop visit of a dict and each generatio
   CHECK(trace.generation_spans[0].second - trace.generation_spans[0].first == 4);
   CHECK(parsed.has_generation_blocks());
   CHECK_FALSE(Template("{{ x }}").has_generation_blocks());
+}
+
+TEST_CASE("jinja: strftime_now is defined and gives the local date, as transformers passes it", "[jinja]") {
+  // Llama 3.2's template asks for the date this way.
+  const std::string source =
+      "{%- if not date_string is defined %}{%- if strftime_now is defined %}"
+      "{%- set date_string = strftime_now('%d %b %Y') %}{%- else %}{%- set date_string = '26 Jul 2024' %}"
+      "{%- endif %}{%- endif %}Today Date: {{ date_string }}";
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char expected[64];
+  std::strftime(expected, sizeof expected, "Today Date: %d %b %Y", &local);
+  CHECK(render(source) == expected);
+  CHECK(render(source, {{"date_string", Value::string("1 Jan 2025")}}) == "Today Date: 1 Jan 2025");
+  CHECK(render("{{ raise_exception is defined }} {{ namespace is defined }} {{ nothing is defined }}") ==
+        "True True False");
 }
