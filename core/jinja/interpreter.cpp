@@ -100,22 +100,14 @@ Interpreter::Flow Interpreter::execute_for(const Stmt& stmt) {
   if (stmt.condition) {  // `for x in xs if c` filters before loop.* counts
     List kept;
     for (const Value& item : items) {
-      define(stmt.loop_targets[0], item);
+      bind_loop_targets(stmt, item);
       if (evaluate(*stmt.condition).truthy()) kept.push_back(item);
     }
     items = std::move(kept);
   }
   for (size_t i = 0; i < items.size(); ++i) {
     const Value& item = items[i];
-    if (stmt.loop_targets.size() == 1) {
-      define(stmt.loop_targets[0], item);
-    } else {
-      if (!item.is_list() || item.as_list().size() != stmt.loop_targets.size()) {
-        throw TemplateError(stmt.position, "cannot unpack a " + item.type_name() + " value into " +
-                                               std::to_string(stmt.loop_targets.size()) + " loop variables");
-      }
-      for (size_t k = 0; k < stmt.loop_targets.size(); ++k) define(stmt.loop_targets[k], item.as_list()[k]);
-    }
+    bind_loop_targets(stmt, item);
     define("loop", loop_variable(items, i));
     const size_t begin = output_.size();
     const Flow flow = execute(stmt.body);
@@ -125,6 +117,18 @@ Interpreter::Flow Interpreter::execute_for(const Stmt& stmt) {
   scopes_.pop_back();
   if (items.empty()) return execute(stmt.else_body);
   return Flow::kNormal;
+}
+
+void Interpreter::bind_loop_targets(const Stmt& stmt, const Value& item) {
+  if (stmt.loop_targets.size() == 1) {
+    define(stmt.loop_targets[0], item);
+    return;
+  }
+  if (!item.is_list() || item.as_list().size() != stmt.loop_targets.size()) {
+    throw TemplateError(stmt.position, "cannot unpack a " + item.type_name() + " value into " +
+                                           std::to_string(stmt.loop_targets.size()) + " loop variables");
+  }
+  for (size_t k = 0; k < stmt.loop_targets.size(); ++k) define(stmt.loop_targets[k], item.as_list()[k]);
 }
 
 void Interpreter::execute_set(const Stmt& stmt) {

@@ -22,6 +22,7 @@ class Interpreter {
   Flow execute(const Body& body);
   Flow execute(const Stmt& stmt);
   Flow execute_for(const Stmt& stmt);
+  void bind_loop_targets(const Stmt& stmt, const Value& item);  // `for a, b in ...` unpacks
   void execute_set(const Stmt& stmt);
   void assign(const Expr& target, const Value& value);
 
