@@ -99,10 +99,11 @@ CoreSection tokenizer_section() {
                   "else \"bytes\"")
           .key("path", &T::path, sdk::unset,
                "Hugging Face tokenizer.json (kind = \"hf\" only); tokenizer_config.json beside it gives bos/eos/pad "
-               "and the chat template family")
+               "and the model's chat template")
           .choice("chat_template", &T::chat_template, templates, ChatTemplateChoice::kAuto,
-                  "template for {\"messages\": [...]} data: \"auto\" (from tokenizer_config.json; \"plain\" for "
-                  "bytes), \"chatml\", \"llama3\", \"plain\", or \"custom\" (the chat_* keys)")
+                  "template for {\"messages\": [...]} data: \"auto\" (the model's own Jinja chat_template from "
+                  "tokenizer_config.json; \"plain\" for bytes), \"chatml\", \"llama3\", \"plain\", or \"custom\" "
+                  "(the chat_* keys)")
           .key("chat_begin", &T::chat_begin, sdk::unset,
                "custom template: text before the first message, e.g. \"{bos}\"")
           .key("chat_system_prefix", &T::chat_system_prefix, sdk::unset,
