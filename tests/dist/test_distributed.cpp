@@ -176,7 +176,7 @@ TEST_CASE("one step gives the full-batch gradient for world sizes 1, 2, 4 × acc
   for (const int64_t index : data::GlobalBatchSampler(kGlobalSize, kGlobalSize, kSeed).global_batch(0)) {
     global_batch.push_back(dataset[index]);
   }
-  config::ModelSection model_section{"", 264, 32, 48, 2, 4, 2, 32, 10000.0, 1e-6, false, true};
+  config::ModelSection model_section{"", 264, 32, 48, 2, 4, 2, /*head_dim=*/0, 32, 10000.0, 1e-6, false, true};
 
   for (const std::string& mode : sdk::loss_aggregation_names()) {
     const auto initial = model::CausalLm::init_random(train::model_config_from(model_section), kSeed);
