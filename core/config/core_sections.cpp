@@ -217,7 +217,11 @@ CoreSection checkpoint_section() {
                          "checkpoints kept on disk; older ones are deleted", at_least(1))
                     .choice("save_dtype", &CheckpointSection::save_dtype, dtypes, SaveDtype::kAuto,
                             "dtype of the weights in final/; auto: the dtype model.init was stored in (float32 for "
-                            "a model built from [model] sizes). Checkpoints always keep the float32 weights");
+                            "a model built from [model] sizes). Checkpoints always keep the float32 weights")
+                    .key("max_shard_size", &CheckpointSection::max_shard_size, std::string("5GB"),
+                         "weights larger than this are written as model-00001-of-0000N.safetensors shards with "
+                         "model.safetensors.index.json, as transformers does (in final/ and checkpoints); an integer "
+                         "and a unit: B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024)");
   return bind_section("checkpoint", &RunConfig::checkpoint, std::move(binder));
 }
 

@@ -105,6 +105,7 @@ struct CheckpointSection {
   int64_t every_steps = 0;  // 0: only the final model
   int64_t keep_last = 0;
   SaveDtype save_dtype = SaveDtype::kAuto;
+  std::string max_shard_size;  // weights above it are sharded; parse_byte_size() reads it (byte_size.h)
 };
 
 struct DistributedSection {

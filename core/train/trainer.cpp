@@ -39,7 +39,7 @@ TrainSummary finish(TrainingRun& run, Checkpointer& checkpointer, StepRecorder& 
   if (run.communicator.rank() == 0) {
     const model::CausalLm& policy = *run.parts.policy;
     checkpoint::save_model_atomically(policy, summary.final_model_dir,
-                                      final_dtype(run.config.checkpoint.save_dtype, policy));
+                                      final_dtype(run.config.checkpoint.save_dtype, policy), run.model_files);
     log::info("train", "done: " + std::to_string(summary.steps) + " steps (" + std::to_string(summary.skipped_steps) +
                            " skipped in all) in " + log::format_duration(recorder.run_seconds()) + "; final model in " +
                            summary.final_model_dir.string());
