@@ -1,6 +1,7 @@
 #include "core/train/output_model_files.h"
 
 #include "core/config/byte_size.h"
+#include "core/tokenizer/byte_tokenizer_files.h"
 #include "core/tokenizer/chat_template_jinja.h"
 #include "ptrain/sdk/errors.h"
 
@@ -70,6 +71,29 @@ std::string tokenizer_config(const fs::path& path, const config::TokenizerSectio
   return config.dump(2) + "\n";
 }
 
+// The byte tokenizer's Hugging Face equivalent; there is no input template
+// to keep, so "auto" (ptrain's plain template) is written too.
+void add_byte_tokenizer_files(checkpoint::ModelDirFiles& files, const sdk::Tokenizer& tokenizer) {
+  files.files.emplace_back("tokenizer.json", tokenizer::byte_tokenizer_json().dump(2) + "\n");
+  OrderedJson config = tokenizer::byte_tokenizer_config();
+  if (const sdk::ChatTemplate* used = tokenizer.chat_template()) {
+    config["chat_template"] = tokenizer::chat_template_jinja(*used);
+  }
+  files.files.emplace_back("tokenizer_config.json", config.dump(2) + "\n");
+}
+
+void add_hf_tokenizer_files(checkpoint::ModelDirFiles& files, const config::TokenizerSection& section,
+                            const sdk::Tokenizer& tokenizer) {
+  const fs::path tokenizer_json = section.path;
+  const fs::path dir = tokenizer_json.parent_path();
+  files.files.emplace_back("tokenizer.json", read_file(tokenizer_json));
+  files.files.emplace_back("tokenizer_config.json",
+                           tokenizer_config(dir / "tokenizer_config.json", section, tokenizer));
+  if (fs::exists(dir / "special_tokens_map.json")) {
+    files.files.emplace_back("special_tokens_map.json", read_file(dir / "special_tokens_map.json"));
+  }
+}
+
 }  // namespace
 
 checkpoint::ModelDirFiles output_model_files(const config::RunConfig& config, const sdk::Tokenizer& tokenizer) {
@@ -78,15 +102,10 @@ checkpoint::ModelDirFiles output_model_files(const config::RunConfig& config, co
                                {"eos_token_id", id_or_null(tokenizer.eos_id())}};
   files.model.max_shard_bytes = max_shard_bytes(config.checkpoint.max_shard_size);
   files.files.emplace_back("generation_config.json", generation_config(config.model.init, tokenizer));
-  if (config.tokenizer.kind != config::TokenizerKind::kHf) return files;
-
-  const fs::path tokenizer_json = config.tokenizer.path;
-  const fs::path dir = tokenizer_json.parent_path();
-  files.files.emplace_back("tokenizer.json", read_file(tokenizer_json));
-  files.files.emplace_back("tokenizer_config.json",
-                           tokenizer_config(dir / "tokenizer_config.json", config.tokenizer, tokenizer));
-  if (fs::exists(dir / "special_tokens_map.json")) {
-    files.files.emplace_back("special_tokens_map.json", read_file(dir / "special_tokens_map.json"));
+  if (config.tokenizer.kind == config::TokenizerKind::kBytes) {
+    add_byte_tokenizer_files(files, tokenizer);
+  } else {
+    add_hf_tokenizer_files(files, config.tokenizer, tokenizer);
   }
   return files;
 }

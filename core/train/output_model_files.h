@@ -3,12 +3,13 @@
 // renders chat and stops the way it was trained:
 //   config.json             + bos_token_id / eos_token_id of the run's tokenizer (null where it has none)
 //   generation_config.json  the input model's (model.init), with bos/eos/pad ids added where it lacks them
-//   tokenizer.json          a copy of tokenizer.path (Hugging Face tokenizers only)
+//   tokenizer.json          a copy of tokenizer.path
 //   tokenizer_config.json   the one beside it, its "chat_template" the template the run used: the
 //                           input's own for "auto", else the named or custom template as Jinja
 //   special_tokens_map.json a copy, when the input had one
-// The byte tokenizer has no Hugging Face files: its ids are the UTF-8 bytes
-// and 256/257/258 (docs/checkpoints.md says how to serve such a model).
+// With the byte tokenizer, tokenizer.json and tokenizer_config.json are its
+// Hugging Face equivalent (core/tokenizer/byte_tokenizer_files.h) with the
+// run's template as Jinja.
 #pragma once
 
 #include "core/checkpoint/model_dir.h"

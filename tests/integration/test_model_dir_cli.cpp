@@ -4,7 +4,8 @@
 // tokenizer's ids, tokenizer.json and special_tokens_map.json as they were,
 // tokenizer_config.json with the chat template the run used, and weights
 // sharded above checkpoint.max_shard_size. The written tokenizer loads back
-// giving the same ids; the weights load back equal to the checkpoint's.
+// giving the same ids; the weights load back equal to the checkpoint's. A
+// byte-tokenizer run writes that tokenizer's Hugging Face equivalent.
 #include "catch.h"
 
 #include "support/run_command.h"
@@ -12,6 +13,8 @@
 
 #include "core/model/causal_lm.h"
 #include "core/model/safetensors.h"
+#include "core/tokenizer/byte_tokenizer_files.h"
+#include "core/tokenizer/chat_template_jinja.h"
 #include "core/tokenizer/hf_tokenizer.h"
 
 #include <ATen/ATen.h>
@@ -217,13 +220,14 @@ TEST_CASE("final/ and checkpoints are complete model directories: tokenizer, tem
   }
 }
 
-TEST_CASE("with the byte tokenizer final/ carries its ids in config.json and generation_config.json",
+TEST_CASE("with the byte tokenizer final/ holds its Hugging Face equivalent, ids and chat template",
           "[e2e][model_dir]") {
   const fs::path dir = ptrain::testing::fresh_test_dir("model_dir_bytes");
   const fs::path config = dir / "bytes.toml";
   std::ofstream(config) << "plugin = \"sft\"\nseed = 1\noutput_dir = \"" << (dir / "bytes").string() << "\"\n"
                         << "[model]\nvocab_size = 259\nhidden_size = 32\nintermediate_size = 64\nnum_layers = 1\n"
                         << "num_heads = 2\nnum_kv_heads = 1\nmax_position_embeddings = 32\n"
+                        << "[tokenizer]\nchat_template = \"llama3\"\n"
                         << "[data]\ntrain = \"" << PTRAIN_SOURCE_DIR << "/data/arith/train.jsonl\"\nmax_length = 16\n"
                         << "[batch]\nglobal_size = 8\n"
                         << "[train]\nmax_steps = 1\n"
@@ -232,11 +236,17 @@ TEST_CASE("with the byte tokenizer final/ carries its ids in config.json and gen
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
   const fs::path final_dir = dir / "bytes" / "final";
-  CHECK(files_in(final_dir) == std::set<std::string>{"config.json", "generation_config.json", "model.safetensors"});
+  CHECK(files_in(final_dir) == std::set<std::string>{"config.json", "generation_config.json", "model.safetensors",
+                                                     "tokenizer.json", "tokenizer_config.json"});
   const json config_json = read_json(final_dir / "config.json");
   CHECK(config_json.at("bos_token_id") == 256);
   CHECK(config_json.at("eos_token_id") == 257);
   CHECK(config_json.at("torch_dtype") == "float32");
   CHECK(read_json(final_dir / "generation_config.json") ==
         json{{"bos_token_id", 256}, {"eos_token_id", 257}, {"pad_token_id", 258}});
+  // The files Hugging Face's tokenizers were checked against (tests/unit/test_byte_tokenizer_files.cpp).
+  CHECK(read_json(final_dir / "tokenizer.json") == json(ptrain::tokenizer::byte_tokenizer_json()));
+  json expected_config = ptrain::tokenizer::byte_tokenizer_config();
+  expected_config["chat_template"] = ptrain::tokenizer::chat_template_jinja(ptrain::sdk::ChatTemplate::named("llama3"));
+  CHECK(read_json(final_dir / "tokenizer_config.json") == expected_config);
 }
