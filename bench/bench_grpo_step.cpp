@@ -8,7 +8,7 @@
 //      (generation_batch_size 8: eight decoding batches of 8, as trainers
 //      that generate inside the microbatch loop do).
 //
-//   build/bin/bench_grpo_step [repeats] [threads]
+//   build/bin/bench_grpo_step [repeats] [threads] [device]     device: cpu (default) or cuda
 #include "core/config/config_loader.h"
 #include "core/data/jsonl_reader.h"
 #include "core/dist/communicator.h"
@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
   sft::declare_sft_config(sft_schema);
   const config::RunConfig run = config::ConfigDocument::load(PTRAIN_BENCH_CONFIG, {}).resolve(sft_schema);
   const tokenizer::ByteTokenizer tokenizer;
-  auto model = train::make_policy(run, tokenizer);
+  const at::Device device(argc > 3 ? argv[3] : "cpu");
+  auto model = train::make_policy(run, tokenizer, device);
   const std::vector<sdk::Example> examples =
       data::read_jsonl(std::filesystem::path(PTRAIN_SOURCE_DIR) / "data/arith_grpo/train.jsonl");
 
@@ -109,7 +110,8 @@ int main(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     for (int r = 0; r < repeats; ++r) {
       context.set_step(r + 1, 0);
-      train::accumulate_gradients({module, "bench", context, parameters, *communicator, grad_sync}, batch, plan, reducer);
+      train::accumulate_gradients({module, "bench", context, parameters, *communicator, grad_sync}, batch, plan,
+                                  reducer);
       reducer.reduce(*communicator);
     }
     update_s[generation_batch == 0 ? 0 : 1] = seconds(start) / repeats;
@@ -120,8 +122,8 @@ int main(int argc, char** argv) {
               rollout_tokens_per_s[0], rollout_tokens_per_s[1], rollout_tokens_per_s[0] / rollout_tokens_per_s[1]);
   std::printf("%-58s %12.3f %12.3f %8.2f\n", "update s at accum 8: generate once per step vs per microbatch",
               update_s[0], update_s[1], update_s[1] / update_s[0]);
-  std::printf("threads: %d, repeats: %d, model: %lld parameters\n", at::get_num_threads(), repeats,
-              static_cast<long long>(model->num_parameters()));
+  std::printf("threads: %d, repeats: %d, model: %lld parameters on %s\n", at::get_num_threads(), repeats,
+              static_cast<long long>(model->num_parameters()), device.str().c_str());
   // The same figures as one JSON line, for bench/run_all.sh.
   std::printf(
       "{\"rollout_tokens_per_s_kv_cache\": %.6g, \"rollout_tokens_per_s_recompute\": %.6g, "

@@ -17,7 +17,8 @@ BUILD = Path(os.environ.get("PTRAIN_BUILD_DIR", ROOT / "build"))
 if not BUILD.is_absolute():
     BUILD = ROOT / BUILD
 OUT = ROOT / "bench" / "out"
-PYTHON = "/usr/bin/python3"  # Debian's, which has python3-torch; not a pyenv one
+# Debian's, which has python3-torch (not a pyenv one); on a GPU machine its PyTorch.
+PYTHON = os.environ.get("PTRAIN_BENCH_PYTHON", "/usr/bin/python3")
 THREADS = int(os.environ.get("PTRAIN_BENCH_THREADS", "2"))
 
 
@@ -139,13 +140,13 @@ def run_ptrain(name, config, warmup, env=None):
     }
 
 
-def run_reference(name, config, warmup, steps, env=None):
+def run_reference(name, config, warmup, steps, env=None, extra_args=()):
     """The PyTorch-eager loop (bench/reference/sft_step.py) on the same config (in env, or this environment)."""
     path = OUT / "configs" / f"{name}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_config(path, config)
     command = [PYTHON, str(ROOT / "bench" / "reference" / "sft_step.py"), "-c", str(path),
-               "--warmup", str(warmup), "--steps", str(steps)]
+               "--warmup", str(warmup), "--steps", str(steps), *extra_args]
     stdout, peak_rss_mb, _ = run_process(command, name, env)
     result = last_json_line(stdout)
     result["peak_rss_mb"] = peak_rss_mb

@@ -132,3 +132,29 @@ nfc = dict(tokenizer, normalizer={"type": "NFC"},
                {"type": "Split", "pattern": {"Regex": "\\p{N}"}, "behavior": "Isolated", "invert": False},
                {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}]})
 write("tokenizer", "sequence_nfc.json", json.dumps(nfc, ensure_ascii=False))
+
+# SentencePiece-style (Llama 2 / Mistral v0.1 layout): characters, <0xNN> byte fallback, decoder chain.
+sp_vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+sp_vocab.update({"<0x%02X>" % b: 3 + b for b in range(256)})
+sp_vocab.update({"\u2581": 259, "t": 260, "h": 261, "\u2581t": 262, "\u2581th": 263})
+sentencepiece = {
+    "version": "1.0",
+    "added_tokens": [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
+                      "normalized": False, "special": True} for i, c in enumerate(["<unk>", "<s>", "</s>"])],
+    "normalizer": {"type": "Sequence", "normalizers": [
+        {"type": "Prepend", "prepend": "\u2581"},
+        {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+    "pre_tokenizer": None,
+    "post_processor": None,
+    "decoder": {"type": "Sequence", "decoders": [
+        {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+        {"type": "ByteFallback"}, {"type": "Fuse"},
+        {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+    "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
+              "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True, "vocab": sp_vocab,
+              "merges": [["\u2581", "t"], ["\u2581t", "h"]]},
+}
+write("tokenizer", "sentencepiece_bpe.json", json.dumps(sentencepiece, ensure_ascii=False))
+metaspace = dict(sentencepiece, normalizer=None, pre_tokenizer={
+    "type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": True})
+write("tokenizer", "sentencepiece_metaspace.json", json.dumps(metaspace, ensure_ascii=False))

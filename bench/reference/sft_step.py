@@ -11,10 +11,15 @@ The loss is the standard mean cross-entropy over completion tokens (labels
 microbatches).
 
     /usr/bin/python3 bench/reference/sft_step.py -c run.toml --warmup 2 --steps 5
+    python3 bench/reference/sft_step.py -c run.toml --device cuda   # a GPU machine's PyTorch
+
+On a GPU it is the loop a PyTorch user would write there: bf16 autocast,
+F.scaled_dot_product_attention with grouped-query heads, fused AdamW.
 
 Prints one JSON object: tokens/s and seconds of the fastest measured update
-(other processes on a shared machine only ever slow a step down). A "token" is a non-padding input position, as in ptrain's
-metrics.
+(other processes on a shared machine only ever slow a step down), and on a
+GPU the peak memory PyTorch allocated. A "token" is a non-padding input
+position, as in ptrain's metrics.
 """
 import argparse
 import json
@@ -27,6 +32,9 @@ import torch.nn.functional as F
 from torch import nn
 
 BOS, EOS, PAD = 256, 257, 258
+# Grouped-query SDPA exists from PyTorch 2.5; Debian's 1.13 (the CPU
+# baseline) runs the explicit attention, as ptrain's own unfused path does.
+SDPA_GQA = tuple(int(part) for part in torch.__version__.split(".")[:2]) >= (2, 5)
 
 
 class RmsNorm(nn.Module):
@@ -62,11 +70,14 @@ class Attention(nn.Module):
         v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        repeat = self.heads // self.kv_heads  # transformers' repeat_kv
-        k = k.repeat_interleave(repeat, dim=1)
-        v = v.repeat_interleave(repeat, dim=1)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim) + mask
-        out = torch.softmax(scores, dim=-1) @ v
+        if SDPA_GQA:  # PyTorch ≥ 2.5: flash / memory-efficient kernels, no copies of k and v
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        else:
+            repeat = self.heads // self.kv_heads  # transformers' repeat_kv
+            k = k.repeat_interleave(repeat, dim=1)
+            v = v.repeat_interleave(repeat, dim=1)
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim) + mask
+            out = torch.softmax(scores, dim=-1) @ v
         return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
 
 
@@ -109,11 +120,11 @@ class CausalLm(nn.Module):
                 nn.init.normal_(p, 0.0, 0.02)
 
     def forward(self, input_ids):
-        t = input_ids.shape[1]
-        freqs = torch.outer(torch.arange(t).float(), self.inv_freq)
+        t, device = input_ids.shape[1], input_ids.device
+        freqs = torch.outer(torch.arange(t, device=device).float(), self.inv_freq)
         angles = torch.cat((freqs, freqs), dim=-1)
         cos, sin = angles.cos(), angles.sin()
-        mask = torch.full((t, t), float("-inf")).triu(1)
+        mask = None if SDPA_GQA else torch.full((t, t), float("-inf"), device=device).triu(1)
         x = self.embed_tokens(input_ids)
         for layer in self.layers:
             x = layer(x, cos, sin, mask)
@@ -144,12 +155,15 @@ def main():
     parser.add_argument("-c", "--config", required=True, help="the ptrain config of the same run")
     parser.add_argument("--warmup", type=int, default=2, help="updates before timing")
     parser.add_argument("--steps", type=int, default=5, help="timed updates")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
     args = parser.parse_args()
+    device = torch.device(args.device)
     with open(args.config, "rb") as f:
         run = tomllib.load(f)
     model_cfg = {"rope_theta": 10000.0, "rms_norm_eps": 1e-6, **run["model"]}
     assert model_cfg.get("tie_word_embeddings", True), "the reference implements tied embeddings only"
-    torch.set_num_threads(run["runtime"]["threads"])
+    if run.get("runtime", {}).get("threads", 0) > 0:
+        torch.set_num_threads(run["runtime"]["threads"])
     torch.manual_seed(run.get("seed", 0))
 
     max_length = run["data"]["max_length"]
@@ -162,37 +176,49 @@ def main():
     batches = []
     for step in range(steps):
         chunk = examples[step * global_size : (step + 1) * global_size]
-        batches.append([collate(chunk[i : i + micro_size]) for i in range(0, global_size, micro_size)])
+        collated = [collate(chunk[i : i + micro_size]) for i in range(0, global_size, micro_size)]
+        batches.append([(ids.to(device), labels.to(device), n) for ids, labels, n in collated])
 
-    model = CausalLm(model_cfg)
+    model = CausalLm(model_cfg).to(device)
     optim = run["optim"]
     decayed = [p for p in model.parameters() if p.dim() >= 2]
     others = [p for p in model.parameters() if p.dim() < 2]
     optimizer = torch.optim.AdamW(
         [{"params": decayed, "weight_decay": optim["weight_decay"]}, {"params": others, "weight_decay": 0.0}],
-        lr=optim["lr"], betas=(optim.get("beta1", 0.9), optim.get("beta2", 0.999)), eps=optim.get("eps", 1e-8))
+        lr=optim["lr"], betas=(optim.get("beta1", 0.9), optim.get("beta2", 0.999)), eps=optim.get("eps", 1e-8),
+        **({"fused": True} if device.type == "cuda" else {}))
 
     bf16 = run.get("runtime", {}).get("precision", "fp32") == "bf16-mixed"
+    def synchronize():
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
     rates, step_times = [], []
     for step, microbatches in enumerate(batches):
+        synchronize()
         start, tokens = time.perf_counter(), 0
         optimizer.zero_grad(set_to_none=True)
         for input_ids, labels, num_tokens in microbatches:
-            # runtime.precision = "bf16-mixed": CPU autocast, the way a PyTorch
+            # runtime.precision = "bf16-mixed": autocast, the way a PyTorch
             # trainer asks for bf16 (fp32 weights, bf16 matmuls).
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
                 logits = model(input_ids)
             loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1), ignore_index=-100)
             (loss / len(microbatches)).backward()
             tokens += num_tokens
         torch.nn.utils.clip_grad_norm_(model.parameters(), optim["clip_grad_norm"])
         optimizer.step()
+        synchronize()
         if step >= args.warmup:
             step_times.append(time.perf_counter() - start)
             rates.append(tokens / step_times[-1])
     # The fastest step, as bench/runner.py reads ptrain's metrics.jsonl.
-    print(json.dumps({"tokens_per_s": max(rates), "step_s": min(step_times),
-                      "params": sum(p.numel() for p in model.parameters()), "threads": torch.get_num_threads()}))
+    result = {"tokens_per_s": max(rates), "step_s": min(step_times),
+              "params": sum(p.numel() for p in model.parameters()), "threads": torch.get_num_threads(),
+              "device": str(device), "sdpa": SDPA_GQA}
+    if device.type == "cuda":
+        result["peak_memory_bytes"] = torch.cuda.max_memory_allocated(device)
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":

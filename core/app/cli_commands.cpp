@@ -92,11 +92,17 @@ int run_launch(const CliCommand& self, const Arguments& arguments) {
   po::options_description options("options");
   po::options_description_easy_init add = options.add_options();
   add("nproc", po::value<int>()->required(), "number of worker processes (ranks) on this machine");
-  add("master-port", po::value<int>()->default_value(0), "rendezvous port on 127.0.0.1 (0: a free port)");
+  add("nnodes", po::value<int>()->default_value(1), "number of machines, each running its own launcher");
+  add("node-rank", po::value<int>()->default_value(0), "this machine's place among them (0: hosts rank 0)");
+  add("master-addr", po::value<std::string>()->default_value("127.0.0.1"), "node 0's address, for the rendezvous");
+  add("master-port", po::value<int>()->default_value(0), "rendezvous port (0: a free one; needed with --nnodes > 1)");
   po::variables_map values;
   if (!parse_command(self.name, self.usage, options, own, values)) return kExitOk;
   dist::LaunchOptions launch;
   launch.nproc = values["nproc"].as<int>();
+  launch.nnodes = values["nnodes"].as<int>();
+  launch.node_rank = values["node-rank"].as<int>();
+  launch.master_addr = values["master-addr"].as<std::string>();
   launch.master_port = values["master-port"].as<int>();
   if (separator != arguments.end()) launch.command.assign(separator + 1, arguments.end());
   for (const CliCommand& command : cli_commands()) launch.ptrain_commands.insert(command.name);
@@ -143,7 +149,9 @@ const std::vector<CliCommand>& cli_commands() {
       {"tokenize", "text on stdin to token ids:    ptrain tokenize --tokenizer models/x/tokenizer.json < docs.txt",
        "--tokenizer PATH|bytes [--template NAME] [--jsonl FIELD] [--decode] < input", run_tokenize},
       {"launch", "run N local worker processes:  ptrain launch --nproc 2 -- train -c configs/sft.toml",
-       "--nproc N [--master-port P] -- <ptrain command or program> [args...]", run_launch},
+       "--nproc N [--nnodes N --node-rank R --master-addr ADDR] [--master-port P] -- <ptrain command or program> "
+       "[args...]",
+       run_launch},
       {"report", "HTML charts of runs' metrics:  ptrain report runs/sft [runs/other...] [-o report.html]",
        "RUN_DIR [RUN_DIR...] [-o FILE]", run_report},
   };

@@ -45,7 +45,9 @@ int command_train(const ConfigOptions& options, bool overwrite, const std::strin
   const dist::LaunchEnv launch = dist::read_launch_env();
   log::init_logging(launch.rank);
   LoadedRun run = load_run(options);
-  auto communicator = dist::make_communicator(launch, std::chrono::seconds(run.config.distributed.timeout_s));
+  // The collectives run where the rank computes: NCCL on a GPU, Gloo on the CPU.
+  const at::Device device = train::resolve_device(run.config, launch.local_rank);
+  auto communicator = dist::make_communicator(launch, std::chrono::seconds(run.config.distributed.timeout_s), device);
   train::TrainOptions train_options;
   train_options.overwrite = overwrite;
   train_options.resume = resume;
@@ -70,8 +72,14 @@ void print_validated(const ConfigOptions& options, const plugin::LoadedPlugin& p
             << "\n"
             << "  compute    " << train::describe_compute(parts.device, config.runtime.precision) << "\n"
             << "  data       " << parts.examples.size() << " examples in " << config.data.train << ", "
-            << sampler.steps_per_epoch() << " steps per epoch of " << config.batch.global_size << "\n"
-            << "  training   " << config.train.max_steps << " steps (" << epochs_text << " epochs) into "
+            << sampler.steps_per_epoch() << " steps per epoch of " << config.batch.global_size << "\n";
+  if (!parts.eval_examples.empty()) {
+    std::cout << "  eval       " << parts.eval_examples.size() << " held-out examples in " << config.eval.data << ", "
+              << (config.eval.every_steps > 0 ? "every " + std::to_string(config.eval.every_steps) + " steps and "
+                                              : std::string())
+              << "after the last\n";
+  }
+  std::cout << "  training   " << config.train.max_steps << " steps (" << epochs_text << " epochs) into "
             << config.output_dir << "\n";
 }
 

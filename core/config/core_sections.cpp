@@ -195,7 +195,11 @@ CoreSection train_section() {
           .key("loss_spike_factor", &T::loss_spike_factor, 5.0,
                "warn and count a loss_spike when the loss reaches this factor times the largest earlier loss; 0 "
                "turns it off",
-               at_least(0.0));
+               at_least(0.0))
+          .key("early_stopping_patience", &T::early_stopping_patience, 0,
+               "stop the run after this many evaluations in a row without a better checkpoint.best_metric; 0 turns "
+               "early stopping off",
+               at_least(0));
   return bind_section("train", &RunConfig::train, std::move(binder));
 }
 
@@ -210,6 +214,7 @@ CoreSection logging_section() {
 CoreSection checkpoint_section() {
   const sdk::Choices<SaveDtype> dtypes{
       {"auto", SaveDtype::kAuto}, {"float32", SaveDtype::kFloat32}, {"bfloat16", SaveDtype::kBFloat16}};
+  const sdk::Choices<BestMode> modes{{"min", BestMode::kMin}, {"max", BestMode::kMax}};
   auto binder = ConfigBinder<CheckpointSection>()
                     .key("every_steps", &CheckpointSection::every_steps, 0,
                          "save a checkpoint every N updates; 0: only the final model", at_least(0))
@@ -221,8 +226,25 @@ CoreSection checkpoint_section() {
                     .key("max_shard_size", &CheckpointSection::max_shard_size, std::string("5GB"),
                          "weights larger than this are written as model-00001-of-0000N.safetensors shards with "
                          "model.safetensors.index.json, as transformers does (in final/ and checkpoints); an integer "
-                         "and a unit: B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024)");
+                         "and a unit: B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024)")
+                    .key("best_metric", &CheckpointSection::best_metric, sdk::unset,
+                         "an evaluation metric, e.g. \"eval/loss\": best/ keeps the model of the evaluation where "
+                         "it was best (needs eval.data)")
+                    .choice("best_mode", &CheckpointSection::best_mode, modes, BestMode::kMin,
+                            "\"min\" or \"max\": which way best_metric improves");
   return bind_section("checkpoint", &RunConfig::checkpoint, std::move(binder));
+}
+
+CoreSection eval_section() {
+  auto binder =
+      ConfigBinder<EvalSection>()
+          .key("data", &EvalSection::data, sdk::unset,
+               "held-out set, JSONL in the plugin's format, checked before training; empty: no evaluation")
+          .key("every_steps", &EvalSection::every_steps, 0,
+               "evaluate every N updates; 0: only after the last step (which is always evaluated)", at_least(0))
+          .key("max_examples", &EvalSection::max_examples, sdk::unset,
+               "evaluate on the first N examples of data only; default: all of them", at_least(1));
+  return bind_section("eval", &RunConfig::eval, std::move(binder));
 }
 
 CoreSection distributed_section() {
@@ -256,10 +278,10 @@ CoreSection runtime_section() {
 }  // namespace
 
 const std::vector<CoreSection>& core_sections() {
-  static const std::vector<CoreSection> sections{top_level(),          model_section(),       tokenizer_section(),
-                                                 data_section(),       batch_section(),       optim_section(),
-                                                 schedule_section(),   train_section(),       logging_section(),
-                                                 checkpoint_section(), distributed_section(), runtime_section()};
+  static const std::vector<CoreSection> sections{
+      top_level(),     model_section(),       tokenizer_section(), data_section(),    batch_section(),
+      optim_section(), schedule_section(),    train_section(),     logging_section(), checkpoint_section(),
+      eval_section(),  distributed_section(), runtime_section()};
   return sections;
 }
 

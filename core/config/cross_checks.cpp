@@ -28,6 +28,7 @@ class CrossChecks {
     check_optim();
     check_schedule_and_train();
     check_checkpoint();
+    check_eval();
   }
 
  private:
@@ -72,7 +73,7 @@ class CrossChecks {
     const bool is_default = spec && spec->default_value && sec(s).entries().at(k).value == *spec->default_value;
     if (!is_default)
       problems_.add(location(s, k), "key '" + full_name(s, k) + "' only applies to " + applies_to + ", but " +
-                                                describe(s_option, k_option) + "; remove it");
+                                        describe(s_option, k_option) + "; remove it");
   }
 
   void check_model() {
@@ -82,17 +83,17 @@ class CrossChecks {
         if (user("model", k)) conflicting.push_back("'model." + k + "' (" + location("model", k) + ")");
       }
       if (!conflicting.empty()) {
-        problems_.add(location("model", "init"),
-                              "key 'model.init' cannot be combined with " + join(conflicting, ", ") +
-                                  ": the sizes come from " + str("model", "init") +
-                                  "/config.json; remove the size keys or remove init");
+        problems_.add(location("model", "init"), "key 'model.init' cannot be combined with " + join(conflicting, ", ") +
+                                                     ": the sizes come from " + str("model", "init") +
+                                                     "/config.json; remove the size keys or remove init");
       }
       // The defaulted sizes do not describe the model; drop them so nothing
       // reads them and to_toml does not write them.
       ConfigValues kept("model");
       for (const auto& [k, entry] : sec("model").entries()) {
         const auto& sizes = model_size_keys();
-        if (std::find(sizes.begin(), sizes.end(), k) == sizes.end()) kept.set(k, entry.value, entry.location, entry.set_by_user);
+        if (std::find(sizes.begin(), sizes.end(), k) == sizes.end())
+          kept.set(k, entry.value, entry.location, entry.set_by_user);
       }
       sec("model") = std::move(kept);
       return;
@@ -108,7 +109,8 @@ class CrossChecks {
                    std::to_string(hidden / heads) + " must be even for rotary embeddings");
       }
     }
-    if (has("model", "num_heads") && has("model", "num_kv_heads") && i("model", "num_heads") % i("model", "num_kv_heads") != 0) {
+    if (has("model", "num_heads") && has("model", "num_kv_heads") &&
+        i("model", "num_heads") % i("model", "num_kv_heads") != 0) {
       report("model", "num_kv_heads", "model", "num_heads",
              describe("model", "num_heads") + " is not divisible by " + describe("model", "num_kv_heads") +
                  " (grouped-query attention shares each key/value head among num_heads / num_kv_heads query heads)");
@@ -130,26 +132,27 @@ class CrossChecks {
       }
     } else if (str("tokenizer", "kind") == "hf" && !path) {
       problems_.add(location("tokenizer", "kind"),
-                            "key 'tokenizer.kind' = \"hf\" needs 'tokenizer.path' (the tokenizer.json to load)");
+                    "key 'tokenizer.kind' = \"hf\" needs 'tokenizer.path' (the tokenizer.json to load)");
     } else if (str("tokenizer", "kind") == "bytes" && path) {
-      problems_.add(location("tokenizer", "path"),
-                            "key 'tokenizer.path' is ignored by " + describe("tokenizer", "kind") +
-                                "; remove path or set kind = \"hf\"");
+      problems_.add(
+          location("tokenizer", "path"),
+          "key 'tokenizer.path' is ignored by " + describe("tokenizer", "kind") + "; remove path or set kind = \"hf\"");
     }
     // The chat_* keys describe a custom template; with a named one they would be ignored.
     if (has("tokenizer", "chat_template")) {
       const bool custom = str("tokenizer", "chat_template") == "custom";
-      for (const char* k : {"chat_begin", "chat_system_prefix", "chat_system_suffix", "chat_user_prefix",
-                            "chat_user_suffix", "chat_assistant_prefix", "chat_assistant_suffix",
-                            "chat_turn_separator", "chat_trim_content"}) {
-        if (!custom) reject_unused("tokenizer", k, "tokenizer", "chat_template", "tokenizer.chat_template = \"custom\"");
+      for (const char* k :
+           {"chat_begin", "chat_system_prefix", "chat_system_suffix", "chat_user_prefix", "chat_user_suffix",
+            "chat_assistant_prefix", "chat_assistant_suffix", "chat_turn_separator", "chat_trim_content"}) {
+        if (!custom)
+          reject_unused("tokenizer", k, "tokenizer", "chat_template", "tokenizer.chat_template = \"custom\"");
       }
       for (const char* k : {"chat_user_prefix", "chat_assistant_prefix", "chat_assistant_suffix"}) {
         if (custom && !has("tokenizer", k)) {
           problems_.add(location("tokenizer", "chat_template"),
-                                std::string("key 'tokenizer.chat_template' = \"custom\" needs 'tokenizer.") + k +
-                                    "' (a custom template needs user and assistant prefixes and the assistant "
-                                    "end-of-turn text)");
+                        std::string("key 'tokenizer.chat_template' = \"custom\" needs 'tokenizer.") + k +
+                            "' (a custom template needs user and assistant prefixes and the assistant "
+                            "end-of-turn text)");
         }
       }
     }
@@ -190,7 +193,8 @@ class CrossChecks {
     if (str("optim", "name") == "adamw") {
       reject_unused("optim", "momentum", "optim", "name", "optim.name = \"sgd\"");
     } else if (str("optim", "name") == "sgd") {
-      for (const char* k : {"beta1", "beta2", "eps"}) reject_unused("optim", k, "optim", "name", "optim.name = \"adamw\"");
+      for (const char* k : {"beta1", "beta2", "eps"})
+        reject_unused("optim", k, "optim", "name", "optim.name = \"adamw\"");
     }
   }
 
@@ -213,6 +217,43 @@ class CrossChecks {
                     "key 'checkpoint.max_shard_size' = \"" + str("checkpoint", "max_shard_size") +
                         "\": expected a positive integer and a unit, like \"5GB\", \"500MB\" or \"2GiB\" (units: B, "
                         "KB, MB, GB, TB, KiB, MiB, GiB, TiB)");
+    }
+  }
+
+  // Evaluation keys need a held-out set; best/ and early stopping need an
+  // evaluation metric to judge by. Whether the plugin emits that metric is
+  // checked once its module is set up (core/train/best_model.h).
+  void check_eval() {
+    const auto nonempty = [this](const std::string& s, const std::string& k) {
+      return has(s, k) && !str(s, k).empty();
+    };
+    const bool evaluates = nonempty("eval", "data");
+    const auto needs_data = [this](const char* k) {
+      problems_.add(location("eval", k), "key 'eval." + std::string(k) +
+                                             "' needs eval.data (a held-out JSONL file) to evaluate on; set "
+                                             "eval.data or remove it");
+    };
+    // every_steps at its default is allowed: a resolved config lists every key.
+    if (!evaluates && user("eval", "every_steps") && has("eval", "every_steps") && i("eval", "every_steps") != 0)
+      needs_data("every_steps");
+    if (!evaluates && user("eval", "max_examples")) needs_data("max_examples");
+    if (nonempty("checkpoint", "best_metric")) {
+      const std::string& metric = str("checkpoint", "best_metric");
+      if (metric.rfind("eval/", 0) != 0) {
+        problems_.add(location("checkpoint", "best_metric"),
+                      describe("checkpoint", "best_metric") +
+                          " is not an evaluation metric; expected \"eval/<metric>\", e.g. \"eval/loss\"");
+      } else if (!evaluates) {
+        problems_.add(
+            location("checkpoint", "best_metric"),
+            describe("checkpoint", "best_metric") + " needs eval.data (a held-out JSONL file) to evaluate on");
+      }
+    }
+    if (has("train", "early_stopping_patience") && i("train", "early_stopping_patience") > 0 &&
+        !nonempty("checkpoint", "best_metric")) {
+      problems_.add(location("train", "early_stopping_patience"),
+                    describe("train", "early_stopping_patience") +
+                        " needs checkpoint.best_metric (e.g. \"eval/loss\") to tell an improvement");
     }
   }
 

@@ -90,8 +90,9 @@ struct ScheduleSection {
 struct TrainSection {
   int64_t max_steps = 0;
   int64_t log_every = 0;
-  int64_t max_consecutive_skips = 0;  // non-finite steps in a row that abort the run
-  double loss_spike_factor = 0.0;     // 0: no spike detection
+  int64_t max_consecutive_skips = 0;    // non-finite steps in a row that abort the run
+  double loss_spike_factor = 0.0;       // 0: no spike detection
+  int64_t early_stopping_patience = 0;  // evaluations without a better checkpoint.best_metric that end the run; 0: off
 };
 
 struct LoggingSection {
@@ -100,12 +101,22 @@ struct LoggingSection {
 
 // The dtype final/ is written in; kAuto: the dtype the initial model was stored in.
 enum class SaveDtype { kAuto, kFloat32, kBFloat16 };
+// Which way checkpoint.best_metric improves.
+enum class BestMode { kMin, kMax };
 
 struct CheckpointSection {
   int64_t every_steps = 0;  // 0: only the final model
   int64_t keep_last = 0;
   SaveDtype save_dtype = SaveDtype::kAuto;
   std::string max_shard_size;  // weights above it are sharded; parse_byte_size() reads it (byte_size.h)
+  std::string best_metric;  // an eval/<metric> that picks best/; empty: no best/
+  BestMode best_mode = BestMode::kMin;
+};
+// Evaluation on a held-out set during training (core/train/evaluator.h).
+struct EvalSection {
+  std::string data;          // held-out JSONL in the plugin's format; empty: no evaluation
+  int64_t every_steps = 0;   // 0: only after the last step
+  int64_t max_examples = 0;  // the first N examples of data; 0: all of them
 };
 
 struct DistributedSection {
@@ -139,6 +150,7 @@ struct RunConfig {
   TrainSection train;
   LoggingSection logging;
   CheckpointSection checkpoint;
+  EvalSection eval;
   DistributedSection distributed;
   RuntimeSection runtime;
 

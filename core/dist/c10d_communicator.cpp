@@ -5,7 +5,9 @@
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
+#ifdef PTRAIN_HAVE_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef PTRAIN_WITH_CUDA
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
@@ -36,7 +38,10 @@ class C10dPending final : public PendingCollective {
   // (the same tensors unless they were staged on a GPU).
   C10dPending(c10::intrusive_ptr<c10d::Work> work, C10dCommunicator& owner, std::string operation,
               std::vector<at::Tensor> results, std::vector<at::Tensor> staged)
-      : work_(std::move(work)), owner_(owner), operation_(std::move(operation)), results_(std::move(results)),
+      : work_(std::move(work)),
+        owner_(owner),
+        operation_(std::move(operation)),
+        results_(std::move(results)),
         staged_(std::move(staged)) {}
   void wait() override;
 
@@ -50,7 +55,8 @@ class C10dPending final : public PendingCollective {
 
 class C10dCommunicator final : public Communicator {
  public:
-  C10dCommunicator(const LaunchEnv& launch, std::chrono::seconds timeout) : launch_(launch), timeout_(timeout) {
+  C10dCommunicator(const LaunchEnv& launch, std::chrono::seconds timeout, at::Device device)
+      : launch_(launch), timeout_(timeout) {
     c10d::TCPStoreOptions store_options = c10d_compat::store_options();
     store_options.port = static_cast<uint16_t>(launch.master_port);
     store_options.isServer = launch.rank == 0;
@@ -59,21 +65,29 @@ class C10dCommunicator final : public Communicator {
     store_options.timeout = timeout;
     guard("rendezvous at " + launch.master_addr + ":" + std::to_string(launch.master_port), [&] {
       store_ = c10::make_intrusive<c10d::TCPStore>(launch.master_addr, store_options);
+      if (device.is_cuda()) {
 #ifdef PTRAIN_WITH_CUDA
-      if (at::hasCUDA()) {
         auto options = c10d::ProcessGroupNCCL::Options::create();
         options->timeout = timeout;
         group_ = c10::make_intrusive<c10d::ProcessGroupNCCL>(store_, launch.rank, launch.world_size, options);
-        device_ = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(launch.local_rank));
+        device_ = device;
         return;
-      }
+#else
+        throw sdk::Error("runtime.device is " + device.str() +
+                         " but this ptrain was built without PTRAIN_WITH_CUDA (no NCCL): scripts/build-gpu.sh");
 #endif
+      }
+#ifdef PTRAIN_HAVE_GLOO
       auto options = c10d::ProcessGroupGloo::Options::create(timeout);
       options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
       // One Gloo worker thread: collectives are issued in order, and the
       // intra-op threads need the cores.
       options->threads = 1;
       group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store_, launch.rank, launch.world_size, options);
+#else
+      throw sdk::Error("several ranks on the CPU need Gloo, and this ptrain was built without its headers "
+                       "(install libgloo-dev and rebuild, or set runtime.device = \"cuda\")");
+#endif
     });
   }
 
@@ -88,8 +102,8 @@ class C10dCommunicator final : public Communicator {
     c10d::AllreduceOptions options;
     options.reduceOp = c10d::ReduceOp::MAX;
     std::vector<at::Tensor> staged = stage(tensors);
-    C10dPending(start("all_reduce(max)", [&] { return group_->allreduce(staged, options); }), *this,
-                "all_reduce(max)", tensors, staged)
+    C10dPending(start("all_reduce(max)", [&] { return group_->allreduce(staged, options); }), *this, "all_reduce(max)",
+                tensors, staged)
         .wait();
   }
 
@@ -197,9 +211,10 @@ void C10dPending::wait() {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_communicator(const LaunchEnv& launch, std::chrono::seconds timeout) {
+std::unique_ptr<Communicator> make_communicator(const LaunchEnv& launch, std::chrono::seconds timeout,
+                                                at::Device device) {
   if (launch.world_size == 1) return make_single_process_communicator();
-  return std::make_unique<C10dCommunicator>(launch, timeout);
+  return std::make_unique<C10dCommunicator>(launch, timeout, device);
 }
 
 }  // namespace ptrain::dist

@@ -6,13 +6,18 @@
 #include "core/dist/communicator.h"
 #include "core/dist/launch_env.h"
 
+#include <c10/core/Device.h>
+
 #include <chrono>
 #include <memory>
 
 namespace ptrain::dist {
 
 // World size 1 needs no store: it returns the single-process communicator.
-// Throws sdk::Error naming the address when the rendezvous fails or times out.
-std::unique_ptr<Communicator> make_communicator(const LaunchEnv& launch, std::chrono::seconds timeout);
+// `device` is where the rank computes: NCCL for a CUDA device (builds with
+// PTRAIN_WITH_CUDA), Gloo for the CPU. Throws sdk::Error naming the address
+// when the rendezvous fails or times out.
+std::unique_ptr<Communicator> make_communicator(const LaunchEnv& launch, std::chrono::seconds timeout,
+                                                at::Device device = at::kCPU);
 
 }  // namespace ptrain::dist

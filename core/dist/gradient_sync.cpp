@@ -6,13 +6,17 @@ namespace ptrain::dist {
 
 GradientSynchronizer::GradientSynchronizer(std::vector<at::Tensor> parameters, Communicator& communicator,
                                            int64_t bucket_bytes)
-    : parameters_(std::move(parameters)), communicator_(communicator), bucket_of_(parameters_.size()),
-      slot_of_(parameters_.size()), copied_(parameters_.size(), false) {
+    : parameters_(std::move(parameters)),
+      communicator_(communicator),
+      bucket_of_(parameters_.size()),
+      slot_of_(parameters_.size()),
+      copied_(parameters_.size(), false) {
   Bucket current;
   int64_t current_numel = 0;
   const auto close_bucket = [&] {
     if (current.parameters.empty()) return;
-    current.flat = at::zeros({current_numel}, at::kFloat);
+    // On the gradients' device: NCCL reduces it in place, with no host copy.
+    current.flat = at::zeros({current_numel}, parameters_[current.parameters.front()].options().dtype(at::kFloat));
     buckets_.push_back(std::move(current));
     current = Bucket{};
     current_numel = 0;
@@ -56,7 +60,8 @@ void GradientSynchronizer::on_gradient(size_t parameter, const at::Tensor& last_
 }
 
 void GradientSynchronizer::start_ready_buckets() {
-  while (next_to_start_ < buckets_.size() && buckets_[next_to_start_].ready == buckets_[next_to_start_].parameters.size()) {
+  while (next_to_start_ < buckets_.size() &&
+         buckets_[next_to_start_].ready == buckets_[next_to_start_].parameters.size()) {
     std::vector<at::Tensor> tensors{buckets_[next_to_start_].flat};
     buckets_[next_to_start_].pending = communicator_.all_reduce_sum_async(tensors);
     ++next_to_start_;

@@ -30,12 +30,12 @@ std::vector<std::string> worker_argv(const LaunchOptions& options) {
   return argv;
 }
 
-// Where rank `rank` sits in the job, as torchrun would tell it.
-LaunchEnv worker_env(const LaunchOptions& options, int rank, int port) {
+// Where this node's worker `local_rank` sits in the job, as torchrun would tell it.
+LaunchEnv worker_env(const LaunchOptions& options, int local_rank, int port) {
   LaunchEnv env;
-  env.rank = rank;
-  env.local_rank = rank;
-  env.world_size = options.nproc;
+  env.rank = options.node_rank * options.nproc + local_rank;
+  env.local_rank = local_rank;
+  env.world_size = options.nnodes * options.nproc;
   env.local_world_size = options.nproc;
   env.master_addr = options.master_addr;
   env.master_port = port;
@@ -44,14 +44,17 @@ LaunchEnv worker_env(const LaunchOptions& options, int rank, int port) {
 
 void start_workers(const LaunchOptions& options, const std::vector<std::string>& argv, int port, WorkerGroup& workers,
                    OutputRelay& relay) {
-  for (int rank = 0; rank < options.nproc; ++rank) {
-    const StartedWorker started = start_worker_process(argv, worker_env(options, rank, port));
-    workers.add(rank, started.pid);
-    relay.add(rank, started.stdout_fd, stdout);
-    relay.add(rank, started.stderr_fd, stderr);
+  for (int local_rank = 0; local_rank < options.nproc; ++local_rank) {
+    const LaunchEnv env = worker_env(options, local_rank, port);
+    const StartedWorker started = start_worker_process(argv, env);
+    workers.add(env.rank, started.pid);
+    relay.add(env.rank, started.stdout_fd, stdout);
+    relay.add(env.rank, started.stderr_fd, stderr);
   }
-  std::fprintf(stderr, "[launch] started %d workers (rendezvous %s:%d)\n", options.nproc, options.master_addr.c_str(),
-               port);
+  const int first_rank = options.node_rank * options.nproc;
+  std::fprintf(stderr, "[launch] node %d of %d: started ranks %d-%d of %d (rendezvous %s:%d)\n", options.node_rank,
+               options.nnodes, first_rank, first_rank + options.nproc - 1, options.nnodes * options.nproc,
+               options.master_addr.c_str(), port);
 }
 
 // Until every worker has exited and all their output is relayed: forwards
@@ -94,6 +97,15 @@ int pick_free_port() {
 
 int run_launcher(const LaunchOptions& options) {
   if (options.nproc < 1) throw sdk::UsageError("launch: --nproc must be at least 1");
+  if (options.nnodes < 1) throw sdk::UsageError("launch: --nnodes must be at least 1");
+  if (options.node_rank < 0 || options.node_rank >= options.nnodes) {
+    throw sdk::UsageError("launch: --node-rank " + std::to_string(options.node_rank) + " is not in 0.." +
+                          std::to_string(options.nnodes - 1) + " (--nnodes " + std::to_string(options.nnodes) + ")");
+  }
+  if (options.nnodes > 1 && options.master_port <= 0) {
+    throw sdk::UsageError("launch: --nnodes " + std::to_string(options.nnodes) +
+                          " needs --master-port: every node's launcher must name the same rendezvous port");
+  }
   if (options.command.empty()) throw sdk::UsageError("launch: give the command after --, e.g. -- train -c FILE");
   const std::vector<std::string> argv = worker_argv(options);
   const int port = options.master_port > 0 ? options.master_port : pick_free_port();

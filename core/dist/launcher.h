@@ -1,6 +1,9 @@
 // `ptrain launch`: runs N worker processes on this machine with torchrun's
 // environment, prefixes their output with the rank, forwards SIGINT/SIGTERM,
-// and when one fails stops the others and exits non-zero naming it.
+// and when one fails stops the others and exits non-zero naming it. On
+// several machines, one launcher per node with torchrun's --nnodes,
+// --node-rank, --master-addr and --master-port: node r runs ranks
+// r·nproc … r·nproc + nproc − 1, and all rendezvous at rank 0's address.
 #pragma once
 
 #include <set>
@@ -10,8 +13,10 @@
 namespace ptrain::dist {
 
 struct LaunchOptions {
-  int nproc = 1;
-  int master_port = 0;  // 0: a free port picked now
+  int nproc = 1;        // workers on this node
+  int nnodes = 1;       // nodes in the job, each with its own launcher and nproc workers
+  int node_rank = 0;    // this node's place among them (0 hosts rank 0 and the rendezvous)
+  int master_port = 0;  // 0: a free port picked now (a single node only)
   std::string master_addr = "127.0.0.1";
   // After `--`: a ptrain command (train, validate, ...) run with this
   // executable, or any other program (like torchrun --no-python).

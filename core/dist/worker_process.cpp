@@ -3,7 +3,10 @@
 #include "ptrain/sdk/errors.h"
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <cerrno>
 #include <cstdio>
@@ -23,8 +26,13 @@ void set_torchrun_env(const LaunchEnv& env) {
 }
 
 // In the forked child: never returns.
-[[noreturn]] void exec_worker(const std::vector<std::string>& argv, const LaunchEnv& env, int stdout_fd,
-                              int stderr_fd) {
+[[noreturn]] void exec_worker(const std::vector<std::string>& argv, const LaunchEnv& env, int stdout_fd, int stderr_fd,
+                              pid_t launcher) {
+  // A worker outlives no launcher: one killed outright (a node lost) takes
+  // its workers along, so their peers on other nodes see the ranks go rather
+  // than orphans holding the job's ports.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != launcher) ::_exit(128 + SIGKILL);  // it died before the line above
   set_torchrun_env(env);
   ::dup2(stdout_fd, STDOUT_FILENO);
   ::dup2(stderr_fd, STDERR_FILENO);
@@ -46,9 +54,10 @@ StartedWorker start_worker_process(const std::vector<std::string>& argv, const L
   if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
     throw sdk::Error(std::string("launch: pipe failed: ") + std::strerror(errno));
   }
+  const pid_t launcher = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw sdk::Error(std::string("launch: fork failed: ") + std::strerror(errno));
-  if (pid == 0) exec_worker(argv, env, out_pipe[1], err_pipe[1]);
+  if (pid == 0) exec_worker(argv, env, out_pipe[1], err_pipe[1], launcher);
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
   return StartedWorker{pid, out_pipe[0], err_pipe[0]};

@@ -13,6 +13,31 @@
 
   function isNumber(value) { return typeof value === 'number' && isFinite(value); }
 
+  // A tick's label with `digits` significant digits, without trailing zeros.
+  function tickLabel(value, digits) {
+    if (value === 0) return '0';
+    var magnitude = Math.abs(value);
+    if (magnitude >= 1e-4 && magnitude < 1e15) return String(Number(value.toPrecision(digits)));
+    return value.toExponential(digits - 1).replace(/\.?0+e/, 'e');
+  }
+
+  // The fewest significant digits that give every tick its own label and
+  // its own value (uPlot's labels read "0.002, 0.002, 0.001, 0.001" on a
+  // decaying lr): ticks are round numbers, so a few digits say them exactly.
+  function distinctTickLabels(values) {
+    var spacing = values.length > 1 ? Math.abs(values[1] - values[0]) : Math.abs(values[0] || 1);
+    for (var digits = 1; digits <= 17; digits += 1) {
+      var labels = values.map(function (value) { return tickLabel(value, digits); });
+      var unique = {};
+      var exact = labels.every(function (label, i) {
+        unique[label] = true;
+        return Math.abs(Number(label) - values[i]) <= 1e-6 * spacing;
+      });
+      if (exact && Object.keys(unique).length === labels.length) return labels;
+    }
+    return values.map(String);
+  }
+
   data.families.forEach(function (family, familyIndex) {
     // Runs log different steps: the x axis is the union, gaps are nulls.
     var stepSet = {};
@@ -27,7 +52,7 @@
         });
         if (Object.keys(byStep).length === 0) return;  // never finite in this run: nothing to draw
         var label = data.runs.length > 1 ? run.name + (family.metrics.length > 1 ? ': ' + metric : '') : metric;
-        lines.push({ label: label, byStep: byStep });
+        lines.push({ label: label, byStep: byStep, evaluation: metric.indexOf('eval/') === 0 });
       });
     });
     var xs = Object.keys(stepSet).map(Number).sort(function (a, b) { return a - b; });
@@ -39,8 +64,9 @@
         if (x in line.byStep) { points += 1; return line.byStep[x]; }
         return null;
       }));
+      // An evaluation's curve is dashed, beside its training counterpart.
       series.push({ label: line.label, stroke: palette[i % palette.length], width: 1.5, spanGaps: true,
-                    points: { show: xs.length <= 40 } });
+                    dash: line.evaluation ? [6, 4] : undefined, points: { show: xs.length <= 40 || line.evaluation } });
     });
 
     var box = document.createElement('div');
@@ -50,16 +76,25 @@
     box.setAttribute('data-series', String(lines.length));
     box.setAttribute('data-points', String(points));
     container.appendChild(box);
+    var chart = { family: family.name, series: lines.length, points: points,
+                  labels: lines.map(function (line) { return line.label; }), yTicks: [], ySplits: [] };
     var plot = new uPlot({
       title: family.name,
       width: width,
       height: 240,
       scales: { x: { time: false } },
-      axes: [{ label: 'step' }, { size: 70 }],
+      axes: [{ label: 'step' }, {
+        size: 70,
+        values: function (u, splits) {
+          chart.ySplits = splits.slice();
+          chart.yTicks = distinctTickLabels(splits);
+          return chart.yTicks;
+        }
+      }],
       series: series
     }, columns, box);
-    report.charts.push({ family: family.name, series: lines.length, points: points,
-                         labels: lines.map(function (line) { return line.label; }), plot: plot });
+    chart.plot = plot;
+    report.charts.push(chart);
   });
   report.ready = true;
 })();

@@ -71,6 +71,18 @@ std::string overview_table(const std::vector<RunData>& runs, const std::vector<R
   return html + "</table>\n";
 }
 
+// Metrics with one value over the whole run get a line here instead of a chart.
+std::string constants_table(const std::vector<RunData>& runs) {
+  const std::map<std::string, double> constants = constant_metrics(runs);
+  if (constants.empty()) return "";
+  std::string html = "<table class=\"constants\"><tr><th>constant over the run" +
+                     std::string(runs.size() > 1 ? "s" : "") + "</th><th>value</th></tr>\n";
+  for (const auto& [name, value] : constants) {
+    html += "<tr><td>" + escape_html(name) + "</td><td>" + number(value) + "</td></tr>\n";
+  }
+  return html + "</table>\n";
+}
+
 std::string run_section(const RunData& run, const RunSummary& summary) {
   std::string html = "<section class=\"run\"><h2>" + escape_html(run.name) + "</h2>\n<p class=\"where\">" +
                      escape_html(run.dir.string()) + " · " + std::to_string(summary.steps) + " steps logged · " +
@@ -135,6 +147,7 @@ std::string render_report(const std::vector<RunData>& runs) {
                      "</title>\n<style>" + assets::kUplotCss + "</style>\n<style>" + assets::kReportCss +
                      "</style>\n</head><body>\n<h1>" + escape_html(title) + "</h1>\n";
   html += overview_table(runs, summaries);
+  html += constants_table(runs);
   html += "<div id=\"charts\"></div>\n";
   for (size_t i = 0; i < runs.size(); ++i) html += run_section(runs[i], summaries[i]);
   html += "<script id=\"ptrain-data\" type=\"application/json\">" + script_safe(chart_data(runs).dump()) +

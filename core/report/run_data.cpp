@@ -66,10 +66,48 @@ RunData read_run(const fs::path& dir) {
   return run;
 }
 
-std::vector<std::pair<std::string, std::vector<std::string>>> metric_families(const std::vector<RunData>& runs) {
-  std::map<std::string, std::set<std::string>> members;
+std::map<std::string, double> constant_metrics(const std::vector<RunData>& runs) {
+  struct Seen {
+    double first = 0.0;
+    int64_t count = 0;
+    bool differs = false;
+  };
+  std::map<std::string, Seen> seen;
   for (const RunData& run : runs) {
-    for (const auto& [name, series] : run.metrics) members[name.substr(0, name.find('/'))].insert(name);
+    for (const auto& [name, series] : run.metrics) {
+      Seen& metric = seen[name];
+      for (const std::optional<double>& value : series) {
+        if (!value) continue;
+        if (metric.count == 0) metric.first = *value;
+        metric.differs = metric.differs || *value != metric.first;
+        ++metric.count;
+      }
+    }
+  }
+  std::map<std::string, double> constants;
+  for (const auto& [name, metric] : seen) {
+    if (!metric.differs && metric.count >= 2) constants.emplace(name, metric.first);
+  }
+  return constants;
+}
+
+std::vector<std::pair<std::string, std::vector<std::string>>> metric_families(const std::vector<RunData>& runs) {
+  const std::map<std::string, double> constants = constant_metrics(runs);
+  // A family's metrics by name, each evaluation right after its training counterpart.
+  const auto training_first = [](const std::string& a, const std::string& b) {
+    const auto key = [](const std::string& name) {
+      const bool evaluation = name.rfind("eval/", 0) == 0;
+      return std::make_pair(evaluation ? name.substr(5) : name, evaluation);
+    };
+    return key(a) < key(b);
+  };
+  std::map<std::string, std::set<std::string, decltype(training_first)>> members;
+  for (const RunData& run : runs) {
+    for (const auto& [name, series] : run.metrics) {
+      if (constants.count(name) != 0) continue;
+      const std::string trained = name.rfind("eval/", 0) == 0 ? name.substr(5) : name;
+      members.try_emplace(trained.substr(0, trained.find('/')), training_first).first->second.insert(name);
+    }
   }
   std::vector<std::pair<std::string, std::vector<std::string>>> families;
   for (const char* headline : {"loss", "lr", "tokens_per_s", "grad_norm"}) {

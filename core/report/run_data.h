@@ -26,9 +26,18 @@ struct RunData {
 // malformed last line (a crash mid-write) is skipped.
 RunData read_run(const std::filesystem::path& dir);
 
-// Metric families, one chart each: the part of a name before its first '/'
-// ("rewards/format" → "rewards"), or the whole name. The core's headline
-// metrics come first (loss, lr, tokens_per_s, grad_norm), then the rest by name.
+// The metrics whose value is the same at every step that logs them, in
+// every run, over at least two steps (comm_s, loss_spikes, nonfinite_steps
+// of a healthy one-process run): each is a line of the report's summary, not
+// a chart. Name → that value.
+std::map<std::string, double> constant_metrics(const std::vector<RunData>& runs);
+
+// Metric families, one chart each, of the metrics that are not constant: the
+// part of a name before its first '/' ("rewards/format" → "rewards"), or the
+// whole name; an evaluation's metric joins its training counterpart's
+// family ("eval/loss" → "loss", "eval/rewards/accuracy" → "rewards") and
+// follows it there. The core's headline metrics come first (loss, lr,
+// tokens_per_s, grad_norm), then the rest by name.
 std::vector<std::pair<std::string, std::vector<std::string>>> metric_families(const std::vector<RunData>& runs);
 
 }  // namespace ptrain::report

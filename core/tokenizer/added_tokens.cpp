@@ -56,21 +56,42 @@ size_t strip_right(std::string_view text, size_t end) {
 }  // namespace
 
 void AddedMatcher::index() {
+  trie_.assign(1, Node{});
   for (size_t i = 0; i < tokens_.size(); ++i) {
     // A normalizer may turn a token's content into nothing; that never matches.
-    if (!tokens_[i].content.empty()) by_first_byte_[static_cast<unsigned char>(tokens_[i].content[0])].push_back(i);
-  }
-  for (auto& list : by_first_byte_) {
-    std::stable_sort(list.begin(), list.end(),
-                     [&](size_t a, size_t b) { return tokens_[a].content.size() > tokens_[b].content.size(); });
+    if (tokens_[i].content.empty()) continue;
+    int32_t node = 0;
+    for (const char c : tokens_[i].content) {
+      const auto byte = static_cast<unsigned char>(c);
+      int32_t next = child(node, byte);
+      if (next < 0) {
+        next = static_cast<int32_t>(trie_.size());
+        auto& children = trie_[node].children;
+        children.insert(std::lower_bound(children.begin(), children.end(), std::make_pair(byte, int32_t{-1})),
+                        {byte, next});
+        trie_.emplace_back();
+      }
+      node = next;
+    }
+    if (trie_[node].token < 0) trie_[node].token = static_cast<int32_t>(i);  // the first of equal contents wins
   }
 }
 
+int32_t AddedMatcher::child(int32_t node, unsigned char byte) const {
+  const auto& children = trie_[node].children;
+  const auto it = std::lower_bound(children.begin(), children.end(), std::make_pair(byte, int32_t{-1}));
+  return it != children.end() && it->first == byte ? it->second : -1;
+}
+
 const AddedToken* AddedMatcher::longest_at(std::string_view text, size_t offset) const {
-  for (const size_t i : by_first_byte_[static_cast<unsigned char>(text[offset])]) {
-    if (text.compare(offset, tokens_[i].content.size(), tokens_[i].content) == 0) return &tokens_[i];
+  const AddedToken* longest = nullptr;
+  int32_t node = 0;
+  for (size_t i = offset; i < text.size(); ++i) {
+    node = child(node, static_cast<unsigned char>(text[i]));
+    if (node < 0) break;
+    if (trie_[node].token >= 0) longest = &tokens_[trie_[node].token];
   }
-  return nullptr;
+  return longest;
 }
 
 AddedTokens AddedTokens::load(const json& list, const JsonSource& file, const Normalizer& normalizer,

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <array>
+#include <utility>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -39,7 +39,9 @@ struct AddedMatch {
   int64_t id = 0;
 };
 
-// Added tokens of one kind (matched on raw or on normalized text), indexed by first byte.
+// Added tokens of one kind (matched on raw or on normalized text) in a byte
+// trie, so finding the longest at an offset costs the length of the match,
+// not the number of tokens (Gemma 3 has 6322 beginning with '<').
 class AddedMatcher {
  public:
   void add(AddedToken token) { tokens_.push_back(std::move(token)); }
@@ -49,8 +51,14 @@ class AddedMatcher {
   const AddedToken* longest_at(std::string_view text, size_t offset) const;
 
  private:
+  struct Node {
+    std::vector<std::pair<unsigned char, int32_t>> children;  // sorted by byte
+    int32_t token = -1;                                       // index into tokens_ of the token ending here
+  };
+  int32_t child(int32_t node, unsigned char byte) const;  // -1 when there is none
+
   std::vector<AddedToken> tokens_;
-  std::array<std::vector<size_t>, 256> by_first_byte_;  // indices into tokens_, longest first
+  std::vector<Node> trie_;  // trie_[0] is the root
 };
 
 class AddedTokens {

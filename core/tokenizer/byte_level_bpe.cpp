@@ -1,5 +1,6 @@
 #include "core/tokenizer/byte_level_bpe.h"
 
+#include "core/tokenizer/bpe_merge_list.h"
 #include "core/tokenizer/utf8.h"
 
 #include <algorithm>
@@ -49,21 +50,6 @@ void check_options(const json& model, const JsonSource& file) {
   }
   if (model.contains("dropout") && model.at("dropout").is_number() && model.at("dropout").get<double>() > 0.0)
     file.fail("model.dropout > 0 is not supported: BPE dropout randomises tokenization, which training data must not");
-}
-
-// The two tokens of merges[rank]: older files write "a b", newer ones ["a", "b"].
-std::pair<std::string, std::string> parse_merge(const json& merge, size_t rank, const JsonSource& file) {
-  const auto fail = [&](const std::string& what) {
-    file.fail("key 'model.merges[" + std::to_string(rank) + "]': " + what);
-  };
-  if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string())
-    return {merge[0].get<std::string>(), merge[1].get<std::string>()};
-  if (!merge.is_string()) fail("expected \"a b\" or [\"a\", \"b\"], got " + merge.dump());
-  const std::string text = merge.get<std::string>();
-  const size_t space = text.find(' ');
-  if (space == std::string::npos || text.find(' ', space + 1) != std::string::npos)
-    fail("\"" + text + "\" is not two tokens separated by one space");
-  return {text.substr(0, space), text.substr(space + 1)};
 }
 
 // Words already encoded, on this thread, by the model `owner`.

@@ -24,4 +24,14 @@ std::string DecodeTable::decode(const std::vector<int64_t>& ids) const {
   return lossy_utf8(bytes);
 }
 
+std::vector<std::string> DecodeTable::tokens(const std::vector<int64_t>& ids) const {
+  std::vector<std::string> out;
+  out.reserve(ids.size());
+  for (const int64_t id : ids) {
+    if (id < 0 || id >= size() || special_[static_cast<size_t>(id)]) continue;
+    out.push_back(bytes_[static_cast<size_t>(id)]);
+  }
+  return out;
+}
+
 }  // namespace ptrain::tokenizer::detail

@@ -1,5 +1,6 @@
-// What decode() needs to know of each token id: its raw bytes (an added
-// token's are its content) and whether it is special, so skipped.
+// What decode() needs to know of each token id: its raw bytes (byte-level
+// BPE) or its text (SentencePiece-style; an added token's is its content), and
+// whether it is special, so skipped.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,8 @@ class DecodeTable {
   // The bytes of `ids` in order, skipping special and unknown ids, with
   // invalid UTF-8 replaced by U+FFFD.
   std::string decode(const std::vector<int64_t>& ids) const;
+  // The token strings of `ids`, skipping special and unknown ids, for a decoder to join.
+  std::vector<std::string> tokens(const std::vector<int64_t>& ids) const;
 
  private:
   std::vector<std::string> bytes_;

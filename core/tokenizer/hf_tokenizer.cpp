@@ -1,6 +1,7 @@
 // HfTokenizer: encoding runs the pieces in the order of the `tokenizers`
 // library — raw added tokens, normalizer, normalized added tokens,
-// pre-tokenizer, model — and decoding looks ids up in the decode table.
+// pre-tokenizer, model — and decoding looks ids up in the decode table, then
+// runs the decoder's steps for SentencePiece-style files.
 // Reading the files is in hf_tokenizer_load.cpp.
 #include "core/tokenizer/hf_tokenizer.h"
 
@@ -49,6 +50,7 @@ void HfTokenizer::Impl::normalize_section(std::string_view text, size_t begin, s
   out.chunk_starts.clear();
   out.chunk_piece.clear();
   out.text.clear();
+  out.at_input_start = begin == 0;
   size_t position = begin;
   while (position < end) {
     const size_t piece = piece_starts ? piece_at(*piece_starts, position) : 0;
@@ -60,7 +62,7 @@ void HfTokenizer::Impl::normalize_section(std::string_view text, size_t begin, s
     if (normalizer.empty()) {
       out.text.append(chunk);
     } else {
-      out.text += normalizer.apply(chunk);
+      out.text += normalizer.apply(chunk, position == begin);
     }
     position = chunk_end;
   }
@@ -71,21 +73,31 @@ void HfTokenizer::Impl::encode_normalized_section(const NormalizedSection& secti
   const std::string_view text = section.text;
   const auto piece_of = [&](size_t position) { return section.chunk_piece[piece_at(section.chunk_starts, position)]; };
   std::vector<Span> spans;
-  std::string word;
+  std::string word, rewritten;
+  std::vector<size_t> origin;
+  const detail::Metaspace* metaspace = pre_tokenizer.metaspace();
   const auto encode_plain = [&](size_t begin, size_t end) {
     if (end <= begin) return;
-    spans.assign(1, Span{begin, end, false});
-    pre_tokenizer.split(text, spans);
+    // The text the split steps see: the section's, or this segment rewritten by Metaspace.
+    std::string_view split_text = text;
+    if (metaspace) {
+      rewritten = metaspace->rewrite(text.substr(begin, end - begin), section.at_input_start && begin == 0, origin);
+      split_text = rewritten;
+    }
+    const auto position_in_section = [&](size_t position) { return metaspace ? begin + origin[position] : position; };
+    spans.assign(1, metaspace ? Span{0, rewritten.size(), false} : Span{begin, end, false});
+    pre_tokenizer.split(split_text, spans);
     for (const Span& span : spans) {
       const size_t before = ids.size();
-      std::string_view bytes = text.substr(span.begin, span.end - span.begin);
+      std::string_view bytes = split_text.substr(span.begin, span.end - span.begin);
       if (span.prefix_space) {
         word.assign(1, ' ');
         word.append(bytes);
         bytes = word;
       }
       model->encode_word(bytes, ids);
-      if (piece_of_id) piece_of_id->insert(piece_of_id->end(), ids.size() - before, piece_of(span.begin));
+      if (piece_of_id)
+        piece_of_id->insert(piece_of_id->end(), ids.size() - before, piece_of(position_in_section(span.begin)));
     }
   };
   size_t last = 0;
@@ -124,7 +136,11 @@ std::vector<int64_t> HfTokenizer::encode_pieces(const std::vector<std::string_vi
   return ids;
 }
 
-std::string HfTokenizer::decode(const std::vector<int64_t>& ids) const { return impl_->decode_table.decode(ids); }
+std::string HfTokenizer::decode(const std::vector<int64_t>& ids) const {
+  if (impl_->decoder.byte_level() || (impl_->decoder.empty() && impl_->pre_tokenizer.has_byte_level()))
+    return impl_->decode_table.decode(ids);
+  return impl_->decoder.decode(impl_->decode_table.tokens(ids));
+}
 
 int64_t HfTokenizer::bos_id() const { return impl_->config.bos; }
 int64_t HfTokenizer::eos_id() const { return impl_->config.eos; }

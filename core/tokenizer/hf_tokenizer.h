@@ -1,20 +1,27 @@
-// Hugging Face tokenizer.json, byte-level BPE (GPT-2, Llama 3, Qwen 2/2.5/3,
-// SmolLM): encodes token for token as the `tokenizers` library does.
+// Hugging Face tokenizer.json, BPE of either kind, encoding token for token
+// as the `tokenizers` library does:
+//   byte-level (GPT-2, Llama 3, Qwen 2/2.5/3, SmolLM): a ByteLevel
+//     pre-tokenizer, merges over the bytes of each word, decoder ByteLevel;
+//   SentencePiece-style (Llama 2, Mistral, Gemma): no ByteLevel step, spaces
+//     turned into "▁" by a Replace (+ Prepend) normalizer or a Metaspace
+//     pre-tokenizer, merges over characters with `<0xNN>` byte fallback,
+//     decoders Replace, ByteFallback, Fuse, Strip.
 //
 // encode(text) = for each span between added tokens (matched first, leftmost
 // longest, honouring lstrip/rstrip/single_word): normalizer (NFC/NFD/NFKC/NFKD,
-// Lowercase, Replace, Prepend), pre-tokenizers (Split with the file's regex via
-// PCRE2, Digits, ByteLevel with its GPT-2 regex and add_prefix_space), then
-// ranked BPE merges over the bytes of each word (or the whole word when
-// `ignore_merges` is set and the word is in the vocabulary). decode() maps ids
-// back to bytes, skipping special tokens, with invalid UTF-8 replaced by U+FFFD.
-// Post-processors are not applied: callers add bos/eos themselves.
+// Lowercase, Replace, Prepend), pre-tokenizers (Metaspace, Split with the
+// file's regex via PCRE2, Digits, ByteLevel with its GPT-2 regex and
+// add_prefix_space), then ranked BPE merges over each word (or the whole word
+// when `ignore_merges` is set and the word is in the vocabulary). decode()
+// skips special tokens and maps the others back to text, invalid UTF-8
+// replaced by U+FFFD. Post-processors are not applied: callers add bos/eos
+// themselves.
 //
 // tokenizer_config.json beside the file gives bos/eos/pad and the chat
 // template family; without a pad token the eos token pads (as TRL does).
-// Anything else — Unigram, WordPiece, WordLevel, SentencePiece-style BPE with
-// byte_fallback, unknown normalizers or pre-tokenizers — is refused with an
-// error naming the file and the unsupported component.
+// Anything else — Unigram, WordPiece, WordLevel, unknown normalizers,
+// pre-tokenizers or decoders — is refused with an error naming the file and
+// the key of the unsupported component.
 #pragma once
 
 #include "ptrain/sdk/chat.h"

@@ -4,6 +4,7 @@
 
 #include "core/tokenizer/added_tokens.h"
 #include "core/tokenizer/decode_table.h"
+#include "core/tokenizer/decoder.h"
 #include "core/tokenizer/hf_tokenizer.h"
 #include "core/tokenizer/normalizer.h"
 #include "core/tokenizer/pre_tokenizer.h"
@@ -24,6 +25,7 @@ struct NormalizedSection {
   std::string text;
   std::vector<size_t> chunk_starts;
   std::vector<size_t> chunk_piece;
+  bool at_input_start = false;  // the section begins the input (Metaspace's prepend_scheme "first")
 };
 
 struct HfTokenizer::Impl {
@@ -33,6 +35,7 @@ struct HfTokenizer::Impl {
   std::unique_ptr<detail::Model> model;
   detail::AddedTokens added_tokens;
   detail::DecodeTable decode_table;
+  detail::Decoder decoder;
   detail::TokenizerConfig config;
   std::optional<sdk::ChatTemplate> chat_template;
 

@@ -1,6 +1,7 @@
 // Reading tokenizer.json and tokenizer_config.json into an HfTokenizer: each
 // part of the file goes to the piece that owns it, in the order below, and
-// whatever is not byte-level BPE is refused naming the file and the key.
+// whatever is neither byte-level nor SentencePiece-style BPE is refused naming
+// the file and the key.
 #include "core/tokenizer/hf_tokenizer.h"
 
 #include "core/tokenizer/hf_tokenizer_impl.h"
@@ -38,12 +39,15 @@ std::string fingerprint_of(const std::string& tokenizer_text, const std::string&
   return "hf:" + sdk::hex64(sdk::fnv1a(tokenizer_text)) + ":" + sdk::hex64(sdk::fnv1a(config_text));
 }
 
-void check_decoder(const json& node, const detail::JsonSource& file) {
-  if (node.is_null()) return;
-  const std::string type = node.is_object() ? node.value("type", "") : "";
-  if (type != "ByteLevel") {
-    file.fail("key 'decoder': decoder '" + (type.empty() ? node.dump() : type) +
-              "' is not supported (byte-level BPE decodes with ByteLevel)");
+// Byte-level BPE decodes with ByteLevel (or no decoder, which means the same
+// for it); the SentencePiece-style model with the other steps.
+void check_decoder(const detail::Decoder& decoder, bool byte_level_model, const detail::JsonSource& file) {
+  if (byte_level_model && !decoder.empty() && !decoder.byte_level())
+    file.fail("key 'decoder': a byte-level BPE file (ByteLevel pre-tokenizer) must decode with ByteLevel");
+  if (!byte_level_model && decoder.byte_level()) {
+    file.fail(
+        "key 'decoder': decoder 'ByteLevel' needs a ByteLevel pre-tokenizer (key 'pre_tokenizer'), which this file "
+        "has not");
   }
 }
 
@@ -79,13 +83,13 @@ std::unique_ptr<HfTokenizer> HfTokenizer::build(const json& tokenizer, const jso
   auto impl = std::make_unique<Impl>();
   impl->normalizer = detail::Normalizer::load(tokenizer.value("normalizer", json()), file);
   impl->pre_tokenizer = detail::PreTokenizer::load(tokenizer.value("pre_tokenizer", json()), file);
-  if (!impl->pre_tokenizer.has_byte_level()) {
-    file.fail(
-        "pre_tokenizer has no ByteLevel step: only byte-level BPE is supported (GPT-2, Llama 3, Qwen, SmolLM), "
-        "not SentencePiece-style or whitespace BPE");
-  }
-  check_decoder(tokenizer.value("decoder", json()), file);
-  impl->model = detail::load_model(tokenizer.at("model"), file, impl->decode_table);
+  // A ByteLevel step makes it byte-level BPE; without one, SentencePiece-style BPE.
+  const bool byte_level = impl->pre_tokenizer.has_byte_level();
+  if (byte_level && impl->pre_tokenizer.metaspace())
+    file.fail("key 'pre_tokenizer': Metaspace and ByteLevel steps together are not supported");
+  impl->decoder = detail::Decoder::load(tokenizer.value("decoder", json()), file);
+  check_decoder(impl->decoder, byte_level, file);
+  impl->model = detail::load_model(tokenizer.at("model"), file, impl->decode_table, byte_level);
   impl->added_tokens =
       detail::AddedTokens::load(tokenizer.value("added_tokens", json()), file, impl->normalizer, impl->decode_table);
   // Special tokens are named by their text: an added token's content first, else a vocabulary token's bytes.

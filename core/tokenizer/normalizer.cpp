@@ -107,13 +107,13 @@ Normalizer::Step Normalizer::replace_step(const json& node, const std::string& w
   return step;
 }
 
-std::string Normalizer::apply(std::string_view text) const {
+std::string Normalizer::apply(std::string_view text, bool section_start) const {
   std::string current(text);
-  for (const Step& step : steps_) apply_step(step, current);
+  for (const Step& step : steps_) apply_step(step, current, section_start);
   return current;
 }
 
-void Normalizer::apply_step(const Step& step, std::string& text) {
+void Normalizer::apply_step(const Step& step, std::string& text, bool section_start) {
   switch (step.kind) {
     case Step::Kind::kNfc:
       return normalize_form(text, UTF8PROC_COMPOSE);
@@ -128,7 +128,7 @@ void Normalizer::apply_step(const Step& step, std::string& text) {
     case Step::Kind::kReplace:
       return replace_all(text, *step.pattern, step.content);
     case Step::Kind::kPrepend:
-      if (!text.empty()) text = step.content + text;
+      if (section_start && !text.empty()) text = step.content + text;
       return;
   }
 }

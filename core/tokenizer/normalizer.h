@@ -22,7 +22,10 @@ class Normalizer {
   static Normalizer load(const nlohmann::json& node, const JsonSource& file);
 
   bool empty() const { return steps_.empty(); }
-  std::string apply(std::string_view text) const;
+  // `section_start`: `text` begins a section between added tokens (else it
+  // continues one, normalized piece by piece): only there does Prepend add
+  // its prefix, since the library normalizes each section as a whole.
+  std::string apply(std::string_view text, bool section_start = true) const;
 
  private:
   struct Step {
@@ -35,7 +38,7 @@ class Normalizer {
   // Appends the step(s) of `node`, found at key `where`.
   void add(const nlohmann::json& node, const std::string& where, const JsonSource& file);
   static Step replace_step(const nlohmann::json& node, const std::string& where, const JsonSource& file);
-  static void apply_step(const Step& step, std::string& text);
+  static void apply_step(const Step& step, std::string& text, bool section_start);
 
   std::vector<Step> steps_;
 };

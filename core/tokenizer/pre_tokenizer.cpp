@@ -1,5 +1,7 @@
 #include "core/tokenizer/pre_tokenizer.h"
 
+#include "core/tokenizer/utf8.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -126,6 +128,13 @@ SplitBehavior parse_behavior(const std::string& behavior, const std::string& whe
   file.fail("key '" + where + ".behavior': unknown split behavior '" + behavior + "'");
 }
 
+Metaspace::Prepend parse_prepend_scheme(const std::string& scheme, const std::string& where, const JsonSource& file) {
+  if (scheme == "always") return Metaspace::Prepend::kAlways;
+  if (scheme == "first") return Metaspace::Prepend::kFirst;
+  if (scheme == "never") return Metaspace::Prepend::kNever;
+  file.fail("key '" + where + ".prepend_scheme': unknown value '" + scheme + "' (expected always, first or never)");
+}
+
 }  // namespace
 
 PreTokenizer PreTokenizer::load(const json& node, const JsonSource& file) {
@@ -153,12 +162,14 @@ void PreTokenizer::add(const json& node, const std::string& where, const JsonSou
     step.kind = Step::Kind::kByteLevel;
     step.add_prefix_space = node.value("add_prefix_space", true);
     if (node.value("use_regex", true)) step.pattern = std::make_shared<UnicodeRegex>(kByteLevelPattern, "ByteLevel");
+  } else if (type == "Metaspace") {
+    return add_metaspace(node, where, file);
   } else if (type == "Digits") {
     step.kind = Step::Kind::kDigits;
     step.individual_digits = node.value("individual_digits", false);
   } else {
     file.fail("key '" + where + "': pre-tokenizer '" + (type.empty() ? node.dump() : type) +
-              "' is not supported (supported: ByteLevel, Split, Digits, Sequence; byte-level BPE files use these)");
+              "' is not supported (supported: ByteLevel, Split, Digits, Metaspace, Sequence)");
   }
   steps_.push_back(std::move(step));
 }
@@ -179,6 +190,33 @@ PreTokenizer::Step PreTokenizer::split_step(const json& node, const std::string&
   step.behavior = parse_behavior(node.value("behavior", "Isolated"), where, file);
   step.invert = node.value("invert", false);
   return step;
+}
+
+void PreTokenizer::add_metaspace(const json& node, const std::string& where, const JsonSource& file) {
+  if (has_metaspace_ || !steps_.empty())
+    file.fail("key '" + where + "': a Metaspace pre-tokenizer is supported only as the first step");
+  const auto text_field = [&](const char* key, const std::string& fallback) {
+    if (!node.contains(key) || node.at(key).is_null()) return fallback;
+    if (!node.at(key).is_string()) file.fail("key '" + where + "." + key + "': expected a string");
+    return node.at(key).get<std::string>();
+  };
+  Metaspace& metaspace = metaspace_;
+  metaspace.replacement = text_field("replacement", metaspace.replacement);
+  uint32_t codepoint = 0;
+  if (metaspace.replacement.empty() || decode_utf8(metaspace.replacement, 0, codepoint) != metaspace.replacement.size())
+    file.fail("key '" + where + ".replacement': expected one character, got \"" + metaspace.replacement + "\"");
+  // Older files say add_prefix_space (true: always); prepend_scheme wins when both are there.
+  const bool add_prefix_space = node.value("add_prefix_space", true);
+  metaspace.prepend =
+      parse_prepend_scheme(text_field("prepend_scheme", add_prefix_space ? "always" : "never"), where, file);
+  metaspace.split = node.value("split", true);  // the Rust library's default
+  has_metaspace_ = true;
+  if (!metaspace.split) return;
+  Step cut;  // a word starts at each replacement character
+  cut.kind = Step::Kind::kSplit;
+  cut.pattern = std::make_shared<UnicodeRegex>(escape_regex_literal(metaspace.replacement), file.name + ": " + where);
+  cut.behavior = SplitBehavior::kMergedWithNext;
+  steps_.push_back(std::move(cut));
 }
 
 void PreTokenizer::split(std::string_view text, std::vector<Span>& spans) const {

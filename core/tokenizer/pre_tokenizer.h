@@ -1,10 +1,11 @@
 // tokenizer.json's "pre_tokenizer": Split (the file's regex, via PCRE2),
-// Digits, ByteLevel (GPT-2's regex and add_prefix_space), and Sequences of
-// them. Each step splits every span the previous one left; the model then
-// encodes each span on its own.
+// Digits, ByteLevel (GPT-2's regex and add_prefix_space), Metaspace (as the
+// first step; metaspace.h), and Sequences of them. Each step splits every span
+// the previous one left; the model then encodes each span on its own.
 #pragma once
 
 #include "core/tokenizer/json_source.h"
+#include "core/tokenizer/metaspace.h"
 #include "core/tokenizer/unicode_regex.h"
 
 #include <nlohmann/json.hpp>
@@ -35,6 +36,9 @@ class PreTokenizer {
   static PreTokenizer load(const nlohmann::json& node, const JsonSource& file);
 
   bool has_byte_level() const;
+  // The Metaspace step, if the pre-tokenizer starts with one: the caller
+  // rewrites each segment with it before split() runs the other steps.
+  const Metaspace* metaspace() const { return has_metaspace_ ? &metaspace_ : nullptr; }
 
   // Splits every span by each step in order. `text` is the normalized text
   // the spans index.
@@ -54,11 +58,14 @@ class PreTokenizer {
   // Appends the step(s) of `node`, found at key `where`.
   void add(const nlohmann::json& node, const std::string& where, const JsonSource& file);
   static Step split_step(const nlohmann::json& node, const std::string& where, const JsonSource& file);
+  void add_metaspace(const nlohmann::json& node, const std::string& where, const JsonSource& file);
   // Adds the pieces `step` cuts `span` into to `out`; `buffer` is scratch space.
   static void split_span(const Step& step, std::string_view text, const Span& span, std::string& buffer,
                          std::vector<Span>& out);
 
   std::vector<Step> steps_;
+  Metaspace metaspace_;
+  bool has_metaspace_ = false;
 };
 
 }  // namespace ptrain::tokenizer::detail

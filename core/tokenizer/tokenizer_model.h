@@ -1,7 +1,7 @@
 // tokenizer.json's "model": what turns one pre-tokenized word into token ids.
-// Byte-level BPE (byte_level_bpe.h) is the one kind read today; another kind,
-// such as SentencePiece-style BPE with byte_fallback, would be a second
-// implementation of Model, chosen in load_model().
+// Two kinds of BPE implement it: byte-level (byte_level_bpe.h), chosen when
+// the pre-tokenizer has a ByteLevel step, and SentencePiece-style with
+// byte_fallback (sentencepiece_bpe.h) otherwise.
 #pragma once
 
 #include "core/tokenizer/decode_table.h"
@@ -25,13 +25,18 @@ class Model {
   // Appends the ids of `word`, one span the pre-tokenizer left, to `ids`.
   virtual void encode_word(std::string_view word, std::vector<int64_t>& ids) const = 0;
 
-  // The id of the vocabulary token whose bytes are `bytes`, if there is one
-  // (tokenizer_config.json names special tokens by their text).
-  virtual std::optional<int64_t> token_id(const std::string& bytes) const = 0;
+  // The id of the vocabulary token whose text (decoded bytes for byte-level
+  // BPE) is `text`, if there is one (tokenizer_config.json names special
+  // tokens by their text).
+  virtual std::optional<int64_t> token_id(const std::string& text) const = 0;
 };
 
-// Reads tokenizer.json's "model"; each vocabulary token's bytes go into
-// `table` under its id. Throws naming the key of what is unsupported or malformed.
-std::unique_ptr<Model> load_model(const nlohmann::json& model, const JsonSource& file, DecodeTable& table);
+// Reads tokenizer.json's "model", byte-level BPE when `byte_level` (the
+// pre-tokenizer has a ByteLevel step), else SentencePiece-style. Each
+// vocabulary token goes into `table` under its id: its raw bytes for
+// byte-level BPE, its text for SentencePiece. Throws naming the key of what is
+// unsupported or malformed.
+std::unique_ptr<Model> load_model(const nlohmann::json& model, const JsonSource& file, DecodeTable& table,
+                                  bool byte_level);
 
 }  // namespace ptrain::tokenizer::detail

@@ -4,6 +4,7 @@
 #include "core/log/logger.h"
 #include "core/tokenizer/byte_tokenizer.h"
 #include "core/tokenizer/hf_tokenizer.h"
+#include "core/train/best_model.h"
 #include "core/train/compute_device.h"
 #include "ptrain/sdk/errors.h"
 
@@ -110,12 +111,13 @@ std::unique_ptr<model::CausalLm> make_policy(const config::RunConfig& config, co
   return policy;
 }
 
-std::vector<sdk::Example> load_examples(const config::RunConfig& config, const sdk::TrainModule& module,
-                                        std::vector<std::string>* skipped_out) {
+namespace {
+
+// Reads `path` and checks every example with the plugin, as data.on_error says.
+std::vector<sdk::Example> checked_examples(const std::string& path, const config::RunConfig& config,
+                                           const sdk::TrainModule& module, std::vector<std::string>& skipped) {
   const bool skip = config.data.on_error == config::OnBadExample::kSkip;
-  std::vector<std::string> local_skipped;
-  std::vector<std::string>& skipped = skipped_out ? *skipped_out : local_skipped;
-  std::vector<sdk::Example> read = data::read_jsonl(config.data.train, skip ? &skipped : nullptr);
+  std::vector<sdk::Example> read = data::read_jsonl(path, skip ? &skipped : nullptr);
   std::vector<sdk::Example> examples;
   examples.reserve(read.size());
   for (sdk::Example& example : read) {
@@ -130,18 +132,39 @@ std::vector<sdk::Example> load_examples(const config::RunConfig& config, const s
     examples.push_back(std::move(example));
   }
   if (examples.empty()) {
-    throw sdk::DataError(config.data.train + ": no usable example (" + std::to_string(skipped.size()) +
+    throw sdk::DataError(path + ": no usable example (" + std::to_string(skipped.size()) +
                          " skipped by data.on_error = \"skip\"; first: " + skipped.front() + ")");
   }
   // Every rank reads the whole file, so every rank skips the same lines and
   // reports the same counts; the data order depends on the kept count only.
   if (!skipped.empty()) {
     log::warn("data", "skipped " + std::to_string(skipped.size()) + " bad examples of " +
-                          std::to_string(skipped.size() + examples.size()) + " in " + config.data.train +
+                          std::to_string(skipped.size() + examples.size()) + " in " + path +
                           " (data.on_error = \"skip\")");
     constexpr size_t kListed = 5;
     for (size_t i = 0; i < std::min(kListed, skipped.size()); ++i) log::warn("data", "skipped " + skipped[i]);
   }
+  return examples;
+}
+
+}  // namespace
+
+std::vector<sdk::Example> load_examples(const config::RunConfig& config, const sdk::TrainModule& module,
+                                        std::vector<std::string>* skipped_out) {
+  std::vector<std::string> local_skipped;
+  return checked_examples(config.data.train, config, module, skipped_out ? *skipped_out : local_skipped);
+}
+
+std::vector<sdk::Example> load_eval_examples(const config::RunConfig& config, const sdk::TrainModule& module) {
+  if (config.eval.data.empty()) return {};
+  std::vector<std::string> skipped;
+  std::vector<sdk::Example> examples = checked_examples(config.eval.data, config, module, skipped);
+  if (config.eval.max_examples > 0 && static_cast<int64_t>(examples.size()) > config.eval.max_examples) {
+    examples.resize(static_cast<size_t>(config.eval.max_examples));
+  }
+  // Not in the training set: a plugin must not look them up in what
+  // prepare_dataset() made of it (sdk::TrainModule::prepare_eval).
+  for (sdk::Example& example : examples) example.index = -1;
   return examples;
 }
 
@@ -167,8 +190,16 @@ RunParts load_run_parts(const config::RunConfig& config, const plugin::LoadedPlu
       std::make_unique<plugin::HostContext>(*policy, *tokenizer, config.module, communicator,
                                             sdk::RunInfo{config.seed, config.data.max_length, 0, 0, config.output_dir});
   module->setup(*context);
+  check_best_metric(config, *module);
   std::vector<sdk::Example> examples = load_examples(config, *module);
-  return {device, std::move(tokenizer), std::move(policy), std::move(module), std::move(context), std::move(examples)};
+  std::vector<sdk::Example> eval_examples = load_eval_examples(config, *module);
+  return {device,
+          std::move(tokenizer),
+          std::move(policy),
+          std::move(module),
+          std::move(context),
+          std::move(examples),
+          std::move(eval_examples)};
 }
 
 }  // namespace ptrain::train

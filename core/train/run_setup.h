@@ -42,6 +42,11 @@ std::unique_ptr<model::CausalLm> make_policy(const config::RunConfig& config, co
 std::vector<sdk::Example> load_examples(const config::RunConfig& config, const sdk::TrainModule& module,
                                         std::vector<std::string>* skipped = nullptr);
 
+// Reads eval.data (none when it is empty) and checks every example as
+// load_examples() does, keeping the first eval.max_examples; the examples
+// have index -1 (sdk::TrainModule::prepare_eval).
+std::vector<sdk::Example> load_eval_examples(const config::RunConfig& config, const sdk::TrainModule& module);
+
 sdk::MicrobatchPlan microbatch_plan(const config::RunConfig& config);
 
 // What `ptrain train` and `ptrain validate` both load, in this order, so that
@@ -53,11 +58,12 @@ struct RunParts {
   std::unique_ptr<model::CausalLm> policy;
   plugin::ModuleHandle module;
   std::unique_ptr<plugin::HostContext> context;
-  std::vector<sdk::Example> examples;  // checked by the plugin
+  std::vector<sdk::Example> examples;       // checked by the plugin
+  std::vector<sdk::Example> eval_examples;  // eval.data, checked the same way; empty without it
 };
 
 // The tokenizer, the policy, the plugin's module set up with its context,
-// and the dataset checked example by example.
+// and the training and held-out sets checked example by example.
 RunParts load_run_parts(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,
                         dist::Communicator& communicator);
 

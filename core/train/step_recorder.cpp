@@ -1,6 +1,7 @@
 #include "core/train/step_recorder.h"
 
 #include "core/metrics/throughput.h"
+#include "core/train/compute_device.h"
 #include "core/train/resume.h"
 #include "core/train/training_run.h"
 
@@ -16,7 +17,8 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 StepRecorder::StepRecorder(const TrainingRun& run)
     : communicator_(run.communicator),
       num_parameters_(run.parts.policy->num_parameters()),
-      peak_flops_per_s_(metrics::measure_matmul_flops_per_s()),
+      peak_flops_per_s_(
+          metrics::measure_matmul_flops_per_s(run.parts.device, compute_dtype(run.config.runtime.precision))),
       run_start_(Clock::now()) {
   if (communicator_.rank() != 0) return;
   const config::RunConfig& config = run.config;
@@ -33,7 +35,10 @@ void StepRecorder::start_step() {
 }
 
 void StepRecorder::record(const StepRecord& record) {
-  const double step_s = seconds_since(step_start_);
+  // An evaluation after the step is not part of its time (eval_s has it).
+  const bool evaluated = record.eval != nullptr && record.eval->ran;
+  const double eval_s = evaluated ? record.eval->seconds : 0.0;
+  const double step_s = seconds_since(step_start_) - eval_s;
   const StepTotals& totals = *record.totals;
   std::map<std::string, double> values;
   if (record.gradient->has_units) {
@@ -56,6 +61,10 @@ void StepRecorder::record(const StepRecord& record) {
   values["loss_spikes"] = static_cast<double>(record.loss_spikes);
   values["epoch"] = static_cast<double>(record.epoch);
   values.insert(totals.plugin_metrics.begin(), totals.plugin_metrics.end());
+  if (evaluated) {
+    values["eval_s"] = eval_s;
+    values.insert(record.eval->metrics.begin(), record.eval->metrics.end());
+  }
   if (step_log_) step_log_->record(record.step, values);
 }
 

@@ -6,6 +6,7 @@
 
 #include "core/dist/communicator.h"
 #include "core/metrics/step_log.h"
+#include "core/train/evaluator.h"
 #include "core/train/step_reduction.h"
 #include "core/train/update_step.h"
 
@@ -28,6 +29,7 @@ struct StepRecord {
   int64_t skipped_steps = 0;    // over the whole run
   int64_t nonfinite_steps = 0;  // in this invocation
   int64_t loss_spikes = 0;
+  const EvalResult* eval = nullptr;  // an evaluation after this step (ran = false: none)
 };
 
 class StepRecorder {

@@ -2,8 +2,11 @@
 
 #include "core/log/logger.h"
 #include "core/log/progress.h"
+#include "core/train/best_model.h"
 #include "core/train/checkpointer.h"
+#include "core/train/evaluator.h"
 #include "core/train/lr_schedule.h"
+#include "core/train/model_export.h"
 #include "core/train/numeric_guard.h"
 #include "core/train/step_recorder.h"
 #include "core/train/step_reduction.h"
@@ -16,33 +19,21 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// checkpoint.save_dtype resolved against the initial model.
-at::ScalarType final_dtype(config::SaveDtype choice, const model::CausalLm& policy) {
-  switch (choice) {
-    case config::SaveDtype::kFloat32:
-      return at::kFloat;
-    case config::SaveDtype::kBFloat16:
-      return at::kBFloat16;
-    case config::SaveDtype::kAuto:
-      break;
-  }
-  return policy.stored_dtype();
-}
-
-// The end of the run: a checkpoint (so a longer max_steps can continue it)
-// unless the last step saved one, and final/ as a model directory.
-TrainSummary finish(TrainingRun& run, Checkpointer& checkpointer, StepRecorder& recorder) {
+// The end of the run (after max_steps, or stopped early): a checkpoint (so
+// a longer max_steps can continue it) unless the last step saved one, and
+// final/ as a model directory.
+TrainSummary finish(TrainingRun& run, Checkpointer& checkpointer, StepRecorder& recorder,
+                    const std::string& stop_reason) {
   recorder.close();
   checkpointer.at_end(run.state.completed_steps);
   TrainSummary summary{run.state.completed_steps - run.first_step, run.state.skipped_steps,
-                       fs::path(run.config.output_dir) / "final", false};
+                       fs::path(run.config.output_dir) / "final", false, stop_reason};
   if (run.communicator.rank() == 0) {
-    const model::CausalLm& policy = *run.parts.policy;
-    checkpoint::save_model_atomically(policy, summary.final_model_dir,
-                                      final_dtype(run.config.checkpoint.save_dtype, policy), run.model_files);
+    export_model(run.config, *run.parts.policy, run.model_files, summary.final_model_dir);
+    const std::string why = stop_reason.empty() ? "" : " (" + stop_reason + ")";
     log::info("train", "done: " + std::to_string(summary.steps) + " steps (" + std::to_string(summary.skipped_steps) +
-                           " skipped in all) in " + log::format_duration(recorder.run_seconds()) + "; final model in " +
-                           summary.final_model_dir.string());
+                           " skipped in all) in " + log::format_duration(recorder.run_seconds()) + why +
+                           "; final model in " + summary.final_model_dir.string());
   }
   run.communicator.barrier();
   return summary;
@@ -51,7 +42,7 @@ TrainSummary finish(TrainingRun& run, Checkpointer& checkpointer, StepRecorder& 
 TrainSummary stopped(const TrainingRun& run) {
   log::info("train", "stopped on request after step " + std::to_string(run.state.completed_steps) +
                          "; continue with --resume auto");
-  return {run.state.completed_steps - run.first_step, run.state.skipped_steps, {}, true};
+  return {run.state.completed_steps - run.first_step, run.state.skipped_steps, {}, true, "stopped on request"};
 }
 
 }  // namespace
@@ -64,6 +55,11 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
   Checkpointer checkpointer(
       config.checkpoint, fs::path(config.output_dir) / "checkpoints", communicator, [&run] { return run->snapshot(); },
       run->first_step);
+  Evaluator evaluator(run->eval_parts(), config.eval.every_steps);
+  BestModel best(
+      config, communicator,
+      [&run](const fs::path& dir) { export_model(run->config, *run->parts.policy, run->model_files, dir); },
+      run->first_step > 0);
   StepRecorder recorder(*run);
   const StopSignals stop_signals;
 
@@ -86,12 +82,16 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
     run->state.completed_steps = step + 1;
     if (!applied) ++run->state.skipped_steps;
 
-    recorder.record(
-        {step + 1, epoch, lr, grad_norm, &gradient, &totals, run->state.skipped_steps, guard.faults(), guard.spikes()});
+    const EvalResult eval = evaluator.after_step(step + 1, step + 1 == config.train.max_steps);
+    best.after_eval(step + 1, eval);
+
+    recorder.record({step + 1, epoch, lr, grad_norm, &gradient, &totals, run->state.skipped_steps, guard.faults(),
+                     guard.spikes(), &eval});
     checkpointer.after_step(run->state.completed_steps, totals.stop_requested);
     if (totals.stop_requested) return stopped(*run);
+    if (best.stop_early()) break;
   }
-  return finish(*run, checkpointer, recorder);
+  return finish(*run, checkpointer, recorder, best.stop_reason());
 }
 
 }  // namespace ptrain::train

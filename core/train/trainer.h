@@ -13,16 +13,17 @@
 namespace ptrain::train {
 
 struct TrainOptions {
-  bool overwrite = false;           // replace an existing non-empty output_dir
-  std::string resolved_config_toml; // written to <output_dir>/config.toml
-  std::string resume;               // "": start fresh; "auto": the latest checkpoint if any; else a path
+  bool overwrite = false;            // replace an existing non-empty output_dir
+  std::string resolved_config_toml;  // written to <output_dir>/config.toml
+  std::string resume;                // "": start fresh; "auto": the latest checkpoint if any; else a path
 };
 
 struct TrainSummary {
   int64_t steps = 0;          // run by this invocation
   int64_t skipped_steps = 0;  // over the whole run, resumed parts included
   std::filesystem::path final_model_dir;
-  bool stopped = false;  // ended early on SIGTERM/SIGUSR1, after saving a checkpoint
+  bool stopped = false;     // ended early on SIGTERM/SIGUSR1, after saving a checkpoint
+  std::string stop_reason;  // why the run ended before max_steps ("": it did not)
 };
 
 TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,

@@ -13,6 +13,7 @@
 #include "core/dist/gradient_sync.h"
 #include "core/plugin/host_context.h"
 #include "core/plugin/plugin_loader.h"
+#include "core/train/evaluator.h"
 #include "core/train/optimizer.h"
 #include "core/train/run_setup.h"
 #include "core/train/trainer.h"
@@ -46,6 +47,10 @@ struct TrainingRun {
   plugin::HostContext& context() { return *parts.context; }
   // What accumulate_gradients() works with in every step.
   StepParts step_parts() { return {module(), plugin_name, context(), parameters, communicator, *grad_sync}; }
+  // What the evaluator works with: the held-out set and the same plan as a step.
+  EvalParts eval_parts() {
+    return {module(), plugin_name, context(), communicator, parts.eval_examples, plan, config.batch.global_size};
+  }
   // This rank's examples of `step` (0-based): its slice of the global batch.
   std::vector<const sdk::Example*> rank_examples(int64_t step) const;
   // What a checkpoint of the current state holds.

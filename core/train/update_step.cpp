@@ -153,6 +153,7 @@ GradientResult accumulate_gradients(const StepParts& parts, const std::vector<co
   for (const auto& microbatch : microbatches) {
     units.push_back(units_of(parts, terms, *microbatch));
     local_units[0] += at::tensor(units.back(), at::kLong);
+    microbatch->to_device(parts.context.device());  // after the host-side count, before any forward
   }
   parts.communicator.all_reduce_sum(local_units);
   const at::Tensor global = local_units[0].contiguous();

@@ -26,6 +26,9 @@ struct DpoMicrobatch final : sdk::Microbatch {
   PairBatch pairs;
   at::Tensor reference_parts;  // [B, 4] float64 (ReferenceColumn order); undefined without a reference
   int64_t truncated_pairs = 0;
+  bool evaluation = false;  // held-out pairs (prepare_eval): nothing of them enters the training state
+
+  void to_device(at::Device device) override;
 };
 
 // The pairs of one microbatch, as positions in the rank's list.

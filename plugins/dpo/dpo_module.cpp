@@ -78,8 +78,8 @@ PairLogProbs pair_log_probs(const ScoredPairs& policy, const at::Tensor& referen
     logps.reference_chosen = combine_parts(reference.chosen, ld_alpha);
     logps.reference_rejected = combine_parts(reference.rejected, ld_alpha);
   } else {
-    logps.reference_chosen = at::zeros({num_pairs}, at::kDouble);
-    logps.reference_rejected = at::zeros({num_pairs}, at::kDouble);
+    logps.reference_chosen = at::zeros({num_pairs}, logps.policy_chosen.options());
+    logps.reference_rejected = at::zeros_like(logps.reference_chosen);
   }
   logps.chosen_tokens = pairs.chosen_tokens.to(at::kDouble);
   logps.rejected_tokens = pairs.rejected_tokens.to(at::kDouble);
@@ -102,7 +102,7 @@ at::Tensor weighted_pair_losses(const DpoConfig& config, const ScoredPairs& scor
                                 const PairBatch& pairs, double bco_delta, sdk::MetricList& metrics) {
   const LossParams params = loss_params(config, bco_delta);
   const bool report_components = config.losses.size() > 1;
-  at::Tensor per_pair = at::zeros({pairs.chosen_tokens.size(0)}, at::kDouble);
+  at::Tensor per_pair = at::zeros({pairs.chosen_tokens.size(0)}, logps.chosen_tokens.options());
   for (size_t j = 0; j < config.losses.size(); ++j) {
     const LossType type = config.losses[j];
     if (type == LossType::kSft) continue;
@@ -295,6 +295,14 @@ std::vector<std::unique_ptr<sdk::Microbatch>> DpoModule::prepare(sdk::Context& c
   return microbatches;
 }
 
+std::vector<std::unique_ptr<sdk::Microbatch>> DpoModule::prepare_eval(sdk::Context& ctx,
+                                                                     const std::vector<const sdk::Example*>& examples,
+                                                                     const sdk::MicrobatchPlan& plan) {
+  std::vector<std::unique_ptr<sdk::Microbatch>> microbatches = prepare(ctx, examples, plan);
+  for (const auto& microbatch : microbatches) static_cast<DpoMicrobatch&>(*microbatch).evaluation = true;
+  return microbatches;
+}
+
 std::vector<sdk::LossTerm> DpoModule::loss_terms() const {
   std::vector<sdk::LossTerm> terms;
   if (has_pair_loss(config_)) terms.push_back({"pair", sdk::TermDivisor::kGlobalUnits});
@@ -330,7 +338,7 @@ sdk::LossOut DpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatch
       sdk::add_row_mean(out.metrics, "wpo/weight", weights);
     }
     const at::Tensor unit_weights = config_.loss_agg == PairAggregation::kPair
-                                        ? at::ones({num_pairs}, at::kDouble)
+                                        ? at::ones({num_pairs}, logps.chosen_tokens.options())
                                         : logps.chosen_tokens + logps.rejected_tokens;
     out.loss_sums.push_back((per_pair * unit_weights).sum());
   }
@@ -338,7 +346,7 @@ sdk::LossOut DpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatch
 
   add_reward_metrics(out.metrics, pair_rewards(reward_form_, logps, config_.beta), logps);
   out.metrics.add("truncated_pairs", static_cast<double>(batch.truncated_pairs));
-  if (config_.has_loss(LossType::kBcoPair)) {
+  if (config_.has_loss(LossType::kBcoPair) && !batch.evaluation) {
     out.metrics.add("bco/delta", bco_.delta());
     // The sum form of the rewards is what bco_pair shifts by δ.
     const PairRewards sum_rewards = pair_rewards(LossType::kBcoPair, logps, config_.beta);

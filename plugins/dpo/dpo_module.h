@@ -45,6 +45,10 @@ class DpoModule final : public sdk::TrainModule {
   std::vector<std::unique_ptr<sdk::Microbatch>> prepare(sdk::Context& ctx,
                                                         const std::vector<const sdk::Example*>& examples,
                                                         const sdk::MicrobatchPlan& plan) override;
+  // As prepare(), marked as held-out: their rewards stay out of bco_pair's δ.
+  std::vector<std::unique_ptr<sdk::Microbatch>> prepare_eval(sdk::Context& ctx,
+                                                             const std::vector<const sdk::Example*>& examples,
+                                                             const sdk::MicrobatchPlan& plan) override;
   // "pair" when a pair loss is configured, "nll" with the sft loss.
   std::vector<sdk::LossTerm> loss_terms() const override;
   std::vector<int64_t> count_units(const sdk::Microbatch& microbatch) const override;

@@ -31,6 +31,9 @@ void bind_generation(sdk::ConfigBinder<C>& binder) {
            "most tokens a completion may have (<eos> included)", sdk::at_least(1))
       .key("temperature", [](auto& c) -> auto& { return c.sampling.temperature; }, 1.0,
            "sampling temperature; 0: greedy", sdk::at_least(0.0))
+      .key("eval_temperature", &C::eval_temperature, 0.0,
+           "temperature of the one completion per held-out prompt an evaluation ([eval]) scores; 0: greedy",
+           sdk::at_least(0.0))
       .key("top_k", [](auto& c) -> auto& { return c.sampling.top_k; }, 0,
            "sample among the k most likely tokens; 0: off", sdk::at_least(0))
       .key("top_p", [](auto& c) -> auto& { return c.sampling.top_p; }, 1.0,

@@ -30,6 +30,7 @@ struct GrpoConfig {
   sdk::SamplingParams sampling;       // temperature, top_k/p, min_p, repetition penalty, stop strings
   int64_t generation_batch_size = 0;  // sequences decoded together; 0: all of the rank's step
   int64_t num_iterations = 0;         // μ: updates per generated batch
+  double eval_temperature = 0.0;      // held-out completions ([eval]); 0: greedy
 
   std::vector<std::string> reward_funcs;    // built-in names or functions of reward_plugins
   std::vector<std::string> reward_plugins;  // reward libraries: paths or names

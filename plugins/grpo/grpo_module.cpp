@@ -274,14 +274,47 @@ std::unique_ptr<GrpoMicrobatch> GrpoModule::collate(const std::vector<int64_t>& 
   return batch;
 }
 
-std::vector<std::unique_ptr<sdk::Microbatch>> GrpoModule::prepare(sdk::Context& ctx,
-                                                                  const std::vector<const sdk::Example*>& examples,
-                                                                  const sdk::MicrobatchPlan& plan) {
+namespace {
+
+void refuse_packing(const sdk::MicrobatchPlan& plan) {
   if (plan.packing) {
     throw sdk::ConfigError(
         "batch.packing = true: the grpo plugin does not pack rollouts (the sft plugin does); set "
         "batch.packing = false");
   }
+}
+
+// The held-out prompts' completions, one each: their reward r = Σ_f w_f r_f
+// is what an evaluation reports. A lone completion has no group to compare
+// with, so no advantage: its loss is the KL penalty alone (0 when beta = 0).
+std::vector<ScoredCompletion> evaluated_completions(const RolloutGroups& groups, const at::Tensor& rewards,
+                                                    const GrpoConfig& config) {
+  const at::Tensor weights = at::tensor(config.reward_weights, at::kDouble);
+  const std::vector<double> reward = host_values((rewards * weights).sum(2));  // [P, 1]
+  const std::vector<double> function_reward = host_values(rewards);            // [P, 1, F]
+  const size_t num_functions = config.reward_weights.size();
+  std::vector<ScoredCompletion> completions;
+  for (size_t i = 0; i < groups.rollouts.size(); ++i) {
+    ScoredCompletion completion;
+    completion.prompt_ids = groups.requests[i].prompt_ids;
+    completion.completion_ids = groups.rollouts[i].completion_ids;
+    completion.truncated = groups.rollouts[i].truncated();
+    completion.reward = reward[i];
+    completion.function_rewards.assign(function_reward.begin() + static_cast<std::ptrdiff_t>(i * num_functions),
+                                       function_reward.begin() + static_cast<std::ptrdiff_t>((i + 1) * num_functions));
+    completion.trained =
+        !completion.completion_ids.empty() && !(config.mask_truncated_completions && completion.truncated);
+    completions.push_back(std::move(completion));
+  }
+  return completions;
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<sdk::Microbatch>> GrpoModule::prepare(sdk::Context& ctx,
+                                                                  const std::vector<const sdk::Example*>& examples,
+                                                                  const sdk::MicrobatchPlan& plan) {
+  refuse_packing(plan);
   const int64_t step = ctx.run_info().step;
   const int64_t cycle_start = step - step % config_.num_iterations;
   // The same decision on every rank: it depends on the step and on the
@@ -291,13 +324,38 @@ std::vector<std::unique_ptr<sdk::Microbatch>> GrpoModule::prepare(sdk::Context& 
     generate_and_score(ctx, examples);
     generated_step_ = step;
   }
+  return microbatches_of_completions(ctx, plan, !reuse);
+}
+
+std::vector<std::unique_ptr<sdk::Microbatch>> GrpoModule::prepare_eval(sdk::Context& ctx,
+                                                                       const std::vector<const sdk::Example*>& examples,
+                                                                       const sdk::MicrobatchPlan& plan) {
+  refuse_packing(plan);
+  GrpoConfig eval = config_;
+  eval.num_generations = 1;
+  eval.sampling.temperature = config_.eval_temperature;
+  const RolloutGroups groups = generate_rollouts(ctx, eval, examples);
+  const at::Tensor rewards =
+      score_rollouts(ctx.tokenizer(), reward_functions_, config_.reward_funcs, examples, groups);  // [P, 1, F]
+  // The training rollouts stay for the steps that reuse them (num_iterations > 1).
+  std::vector<ScoredCompletion> training = std::move(completions_);
+  completions_ = evaluated_completions(groups, rewards, config_);
+  std::vector<std::unique_ptr<sdk::Microbatch>> microbatches = microbatches_of_completions(ctx, plan, true);
+  completions_ = std::move(training);
+  for (const auto& microbatch : microbatches) static_cast<GrpoMicrobatch&>(*microbatch).evaluation = true;
+  return microbatches;
+}
+
+std::vector<std::unique_ptr<sdk::Microbatch>> GrpoModule::microbatches_of_completions(sdk::Context& ctx,
+                                                                                      const sdk::MicrobatchPlan& plan,
+                                                                                      bool score) {
   std::vector<int64_t> lengths;
   for (const ScoredCompletion& completion : completions_) {
     lengths.push_back(static_cast<int64_t>(completion.prompt_ids.size() + completion.completion_ids.size()) - 1);
   }
   const std::vector<std::vector<int64_t>> groups =
       completions_.empty() ? std::vector<std::vector<int64_t>>{} : sdk::split_into_microbatches(lengths, plan);
-  if (!reuse) score_without_gradients(ctx, groups);
+  if (score) score_without_gradients(ctx, groups);
 
   std::vector<std::unique_ptr<sdk::Microbatch>> microbatches;
   for (const std::vector<int64_t>& members : groups) microbatches.push_back(collate(members));
@@ -310,6 +368,14 @@ std::vector<sdk::LossTerm> GrpoModule::loss_terms() const {
 
 std::vector<int64_t> GrpoModule::count_units(const sdk::Microbatch& microbatch) const {
   return {sdk::count_loss_units(static_cast<const GrpoMicrobatch&>(microbatch).tokens.loss_mask, config_.aggregation)};
+}
+
+void GrpoMicrobatch::to_device(at::Device device) {
+  tokens = sdk::batch_on_device(tokens, device);
+  for (at::Tensor* tensor : {&advantages, &old_log_probs, &ref_log_probs, &entropy_mask, &rewards, &function_rewards,
+                             &group_stds, &lengths, &truncated}) {
+    *tensor = sdk::tensor_on_device(*tensor, device);
+  }
 }
 
 MicrobatchTerms GrpoModule::token_terms(sdk::Context& ctx, const GrpoMicrobatch& batch) const {
@@ -336,12 +402,15 @@ sdk::LossOut GrpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatc
   out.loss_sums = {sdk::aggregate_loss_sum(loss, mask, config_.aggregation)};
   sdk::MetricList& metrics = out.metrics;
   sdk::add_row_mean(metrics, "reward", batch.rewards);
-  sdk::add_row_mean(metrics, "reward_std", batch.group_stds);
-  sdk::add_row_mean(metrics, "frac_reward_zero_std", batch.group_stds <= kZeroStdTolerance);
+  // An evaluation's completions are one per prompt: no group statistics.
+  if (!batch.evaluation) {
+    sdk::add_row_mean(metrics, "reward_std", batch.group_stds);
+    sdk::add_row_mean(metrics, "frac_reward_zero_std", batch.group_stds <= kZeroStdTolerance);
+  }
   for (size_t f = 0; f < config_.reward_funcs.size(); ++f) {
     sdk::add_row_mean(metrics, "rewards/" + config_.reward_funcs[f] + "/mean",
                       batch.function_rewards.select(1, static_cast<int64_t>(f)));
-    metrics.add("rewards/" + config_.reward_funcs[f] + "/std", function_batch_stds_[f]);
+    if (!batch.evaluation) metrics.add("rewards/" + config_.reward_funcs[f] + "/std", function_batch_stds_[f]);
   }
   sdk::add_row_mean(metrics, "completions/mean_length", batch.lengths);
   metrics.add("completions/min_length", batch.lengths.min());

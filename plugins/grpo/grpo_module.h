@@ -43,6 +43,9 @@ struct GrpoMicrobatch final : sdk::Microbatch {
   at::Tensor group_stds;        // [B] float64, std of its group's summed rewards
   at::Tensor lengths;           // [B] float64, completion tokens
   at::Tensor truncated;         // [B] bool
+  bool evaluation = false;      // held-out completions (prepare_eval): one per prompt, no groups
+
+  void to_device(at::Device device) override;
 };
 
 // One sampled completion and what the loss and metrics need of it.
@@ -76,6 +79,11 @@ class GrpoModule final : public sdk::TrainModule {
   std::vector<std::unique_ptr<sdk::Microbatch>> prepare(sdk::Context& ctx,
                                                         const std::vector<const sdk::Example*>& examples,
                                                         const sdk::MicrobatchPlan& plan) override;
+  // Greedy completions (eval_temperature) of the held-out prompts, one per
+  // prompt, scored by the reward functions: eval/reward and the rest.
+  std::vector<std::unique_ptr<sdk::Microbatch>> prepare_eval(sdk::Context& ctx,
+                                                             const std::vector<const sdk::Example*>& examples,
+                                                             const sdk::MicrobatchPlan& plan) override;
   // One term, "policy": the clipped surrogate with its KL penalty per token, aggregated by loss_type.
   std::vector<sdk::LossTerm> loss_terms() const override;
   std::vector<int64_t> count_units(const sdk::Microbatch& microbatch) const override;
@@ -92,6 +100,11 @@ class GrpoModule final : public sdk::TrainModule {
   // A generation step: rollouts and their rewards (grpo_rollouts.h), then
   // advantages (grpo_advantages.h), into completions_.
   void generate_and_score(sdk::Context& ctx, const std::vector<const sdk::Example*>& examples);
+  // completions_ split by the plan and collated; `score`: old and reference
+  // log-probs computed first (a generation step).
+  std::vector<std::unique_ptr<sdk::Microbatch>> microbatches_of_completions(sdk::Context& ctx,
+                                                                            const sdk::MicrobatchPlan& plan,
+                                                                            bool score);
   void score_without_gradients(sdk::Context& ctx, const std::vector<std::vector<int64_t>>& groups);
   void select_high_entropy_tokens(sdk::Context& ctx);
   std::unique_ptr<GrpoMicrobatch> collate(const std::vector<int64_t>& members) const;

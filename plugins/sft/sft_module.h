@@ -16,6 +16,8 @@ struct SftMicrobatch final : sdk::Microbatch {
   int64_t trainable_tokens = 0;  // the loss mask's count, known on the host
   int64_t truncated_examples = 0;
   int64_t skipped_examples = 0;  // examples of the step left out: no trainable target after truncation
+
+  void to_device(at::Device device) override { tokens = sdk::batch_on_device(tokens, device); }
 };
 
 class SftModule final : public sdk::TrainModule {

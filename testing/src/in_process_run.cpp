@@ -98,6 +98,7 @@ std::vector<MicrobatchUnits> InProcessRun::audit_units(const std::vector<int64_t
   for (const auto& microbatch : module_->prepare(*context_, pointers(example_indices), plan)) {
     MicrobatchUnits audit;
     audit.before_forward = counts(*microbatch);
+    microbatch->to_device(context_->device());  // as the core's update step does
     const sdk::LossOut out = module_->microbatch_loss(*context_, *microbatch);
     for (size_t term = 0; term < out.loss_sums.size(); ++term) {
       const at::Tensor& sum = out.loss_sums[term];

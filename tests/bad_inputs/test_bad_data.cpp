@@ -171,3 +171,26 @@ TEST_CASE("data.on_error = skip leaves bad lines out, renumbers the rest and rep
   const fs::path all_bad = testing::write_text_file(dir, "bad.jsonl", "[1]\n{\"prompt\": \"a\"}\n");
   testing::check_rejected([&] { setup.load(all_bad); }, "DataError", all_bad.string() + ":1: expected a JSON object");
 }
+
+TEST_CASE("a bad held-out set ([eval] data) is refused like a bad training set", "[bad_inputs][data][eval]") {
+  const fs::path dir = testing::fresh_test_dir("bad_eval_data");
+  SftSetup setup("fail");
+  const fs::path bad = testing::write_text_file(dir, "eval.jsonl", kGood + "\n{\"prompt\": \"a\"}\n");
+  setup.config.eval.data = bad.string();
+  testing::check_rejected([&] { train::load_eval_examples(setup.config, setup.module); }, "DataError",
+                          bad.string() + ":2: missing field 'completion'");
+
+  const fs::path missing = dir / "absent.jsonl";
+  setup.config.eval.data = missing.string();
+  testing::check_rejected([&] { train::load_eval_examples(setup.config, setup.module); }, "DataError",
+                          missing.string() + ": cannot open dataset file");
+
+  // A good one keeps its first max_examples, none of them an index into the training set.
+  const fs::path good = testing::write_text_file(dir, "good.jsonl", kGood + "\n" + kGoodChat + "\n" + kGood + "\n");
+  setup.config.eval.data = good.string();
+  setup.config.eval.max_examples = 2;
+  const std::vector<sdk::Example> examples = train::load_eval_examples(setup.config, setup.module);
+  REQUIRE(examples.size() == 2);
+  CHECK(examples[1].location == good.string() + ":2");
+  for (const sdk::Example& example : examples) CHECK(example.index == -1);
+}

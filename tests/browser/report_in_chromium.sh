@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The browser test: trains two small SFT runs and a DPO run, writes one report
-# comparing them, and checks it in headless Chromium (check_report.cjs).
+# The browser test: trains two small SFT runs (one evaluated on held-out
+# data) and a DPO run, writes one report comparing them, and checks it in
+# headless Chromium (check_report.cjs).
 #   report_in_chromium.sh PTRAIN_EXE SOURCE_DIR OUT_DIR
 set -euo pipefail
 ptrain=$1 source_dir=$2 out_dir=$3
@@ -43,7 +44,11 @@ ${6:-}
 TOML
   "$ptrain" train -c "$out_dir/$1.toml" >"$out_dir/$1.log" 2>&1 || { cat "$out_dir/$1.log"; exit 1; }
 }
-train sft_lr3e-3 sft arith 3e-3 30
+# The first run also evaluates on held-out lines: its eval/loss shares the loss chart.
+tail -n 40 "$source_dir/data/arith/train.jsonl" >"$out_dir/held_out.jsonl"
+train sft_lr3e-3 sft arith 3e-3 30 "[eval]
+data = \"$out_dir/held_out.jsonl\"
+every_steps = 5"
 train sft_lr1e-3 sft arith 1e-3 20
 train dpo dpo arith_prefs 1e-3 10 '[module]
 precompute_reference = true'

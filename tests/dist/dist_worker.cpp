@@ -5,7 +5,7 @@
 //   dist_worker env [FAIL_RANK FAIL_CODE]
 //   dist_worker metrics
 //   dist_worker data DATASET_SIZE GLOBAL_SIZE SEED STEPS
-//   dist_worker die|hang|mismatch TIMEOUT_S PID_DIR
+//   dist_worker die|hang|mismatch|loop TIMEOUT_S PID_DIR
 //   dist_worker grpo LOSS_TYPE MICRO_SIZE GRADIENT_FILE [KEY=VALUE ...]   ([module] overrides)
 //   dist_worker rollouts SEED TEMPERATURE
 #include "grpo_test_support.h"
@@ -88,17 +88,24 @@ int run_data(const dist::LaunchEnv& launch, char** argv) {
 
 // Rank 1 dies, hangs, or all-reduces a tensor of another size after the
 // first collective; the others must fail with an error naming the operation
-// instead of waiting forever.
+// instead of waiting forever. loop: every rank all-reduces until one fails
+// (a node killed from outside). A rank writes its pid once the group is up.
 int run_fault(const dist::LaunchEnv& launch, const std::string& mode, char** argv) {
   const std::string pid_dir = argv[3];
-  std::ofstream(pid_dir + "/rank" + std::to_string(launch.rank) + ".pid") << ::getpid() << "\n";
   auto communicator = dist::make_communicator(launch, std::chrono::seconds(std::atoi(argv[2])));
   std::vector<at::Tensor> value{at::ones({4})};
   communicator->all_reduce_sum(value);
+  std::ofstream(pid_dir + "/rank" + std::to_string(launch.rank) + ".pid") << ::getpid() << "\n";
+  while (mode == "loop") {
+    communicator->all_reduce_sum(value);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   if (launch.rank == 1) {
     if (mode == "die") std::_Exit(3);
-    if (mode == "mismatch") value = {at::ones({8})};
-    else std::this_thread::sleep_for(std::chrono::seconds(600));
+    if (mode == "mismatch")
+      value = {at::ones({8})};
+    else
+      std::this_thread::sleep_for(std::chrono::seconds(600));
   }
   communicator->all_reduce_sum(value);
   std::cout << "RESULT unexpectedly finished" << std::endl;
@@ -235,7 +242,9 @@ int main(int argc, char** argv) {
     if (mode == "env") return run_env(launch, argc, argv);
     if (mode == "metrics") return run_metrics(launch);
     if (mode == "data" && argc == 6) return run_data(launch, argv);
-    if ((mode == "die" || mode == "hang" || mode == "mismatch") && argc == 4) return run_fault(launch, mode, argv);
+    if ((mode == "die" || mode == "hang" || mode == "mismatch" || mode == "loop") && argc == 4) {
+      return run_fault(launch, mode, argv);
+    }
     if (mode == "grpo" && argc >= 5) return run_grpo(launch, argc, argv);
     if (mode == "rollouts" && argc == 4) return run_rollouts(launch, argv);
     std::cerr << "dist_worker: bad arguments for mode '" << mode << "'\n";

@@ -2,6 +2,7 @@
 // rendezvous over Gloo on 127.0.0.1 at a port picked at run time.
 #include "catch.h"
 
+#include "dist/dist_test_support.h"
 #include "dpo_test_support.h"
 #include "grpo_test_support.h"
 #include "support/test_util.h"
@@ -30,38 +31,10 @@ using namespace ptrain;
 using testing::CommandResult;
 using testing::run_ptrain;
 
-namespace {
-
-std::string launch_worker(int nproc, const std::string& arguments) {
-  return "launch --nproc " + std::to_string(nproc) + " -- " + PTRAIN_DIST_WORKER + " " + arguments;
-}
-
-// The JSON after "RESULT " on each rank's output line.
-std::map<int, nlohmann::json> results_by_rank(const std::string& output) {
-  std::map<int, nlohmann::json> results;
-  std::istringstream lines(output);
-  for (std::string line; std::getline(lines, line);) {
-    const size_t at = line.find("RESULT {");
-    if (at == std::string::npos) continue;
-    const nlohmann::json result = nlohmann::json::parse(line.substr(at + 7));
-    results[result["rank"].get<int>()] = result;
-  }
-  return results;
-}
-
-bool process_alive(pid_t pid) { return ::kill(pid, 0) == 0; }
-
-std::vector<pid_t> read_pids(const fs::path& dir) {
-  std::vector<pid_t> pids;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    pid_t pid = 0;
-    std::ifstream(entry.path()) >> pid;
-    if (pid > 0) pids.push_back(pid);
-  }
-  return pids;
-}
-
-}  // namespace
+using dist_test::launch_worker;
+using dist_test::process_alive;
+using dist_test::read_pids;
+using dist_test::results_by_rank;
 
 TEST_CASE("launch sets torchrun's variables, prefixes output with the rank and names a failed rank", "[dist]") {
   const CommandResult ok = run_ptrain(launch_worker(3, "env"));
@@ -98,24 +71,7 @@ TEST_CASE("weighted means over ranks with very different token counts are the gl
     const CommandResult result = run_ptrain(launch_worker(world, "metrics"));
     INFO(result.output);
     REQUIRE(result.exit_code == 0);
-    const auto by_rank = results_by_rank(result.output);
-    REQUIRE(static_cast<int>(by_rank.size()) == world);
-    // Rank r: accuracy 1/(r+1) over 10^r tokens, r+1 microbatches.
-    double weighted = 0.0, weights = 0.0, microbatches = 0.0, mean_sum = 0.0;
-    for (int r = 0; r < world; ++r) {
-      weighted += (1.0 / (r + 1)) * std::pow(10.0, r);
-      weights += std::pow(10.0, r);
-      microbatches += r + 1;
-      mean_sum += static_cast<double>(r) * (r + 1);
-    }
-    for (const auto& [rank, values] : by_rank) {
-      INFO("rank " << rank);
-      CHECK(values["accuracy"].get<double>() == Approx(weighted / weights).epsilon(1e-12));
-      CHECK(values["tokens"].get<double>() == Approx(weights).epsilon(1e-12));
-      CHECK(values["worst"].get<double>() == 10.0 * (world - 1) + (world - 1));
-      CHECK(values["best"].get<double>() == -10.0 * (world - 1) - (world - 1));
-      CHECK(values["per_microbatch"].get<double>() == Approx(mean_sum / microbatches));
-    }
+    dist_test::check_global_metrics(results_by_rank(result.output), world);
   }
 }
 

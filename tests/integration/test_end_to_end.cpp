@@ -42,7 +42,6 @@ fs::path write_config(const fs::path& dir, const std::string& extra_module = "",
   return path;
 }
 
-
 double mean_loss(const std::vector<nlohmann::json>& lines, size_t begin, size_t end) {
   double sum = 0.0;
   for (size_t i = begin; i < end; ++i) sum += lines[i]["loss"].get<double>();
@@ -122,6 +121,19 @@ TEST_CASE("ptrain validate checks everything without training", "[e2e]") {
       run_ptrain("validate -c " + config.string() + " --set data.train=\"" + bad_data.string() + "\"");
   CHECK(data_error.exit_code == 1);
   CHECK_THAT(data_error.output, Catch::Contains(bad_data.string() + ":2: missing field 'completion'"));
+
+  // The held-out set ([eval] data) is checked the same way.
+  const CommandResult eval_error =
+      run_ptrain("validate -c " + config.string() + " --set eval.data=\"" + bad_data.string() + "\"");
+  CHECK(eval_error.exit_code == 1);
+  CHECK_THAT(eval_error.output, Catch::Contains(bad_data.string() + ":2: missing field 'completion'"));
+  const CommandResult eval_ok =
+      run_ptrain("validate -c " + config.string() + " --set eval.data=\"" + std::string(PTRAIN_SOURCE_DIR) +
+                 "/data/arith/train.jsonl\" --set eval.max_examples=40 --set eval.every_steps=10");
+  INFO(eval_ok.output);
+  CHECK(eval_ok.exit_code == 0);
+  CHECK_THAT(eval_ok.output, Catch::Contains("eval       40 held-out examples in ") &&
+                                 Catch::Contains("every 10 steps and after the last"));
 }
 
 TEST_CASE("help, version, plugins and usage errors", "[e2e]") {

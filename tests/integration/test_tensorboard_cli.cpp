@@ -73,8 +73,11 @@ TEST_CASE("the independent CRC-32C matches the published check value", "[monitor
 TEST_CASE("logging.tensorboard writes event files that hold every metric of metrics.jsonl and the config",
           "[monitoring]") {
   const fs::path dir = ptrain::testing::fresh_test_dir("monitoring_tb");
-  const auto result =
-      run_ptrain("train -c " + write_small_sft_config(dir, "run", 3e-3).string() + " --set logging.tensorboard=true");
+  // Evaluated every 4 steps: eval/<metric> scalars in the events of steps 4, 8 and 12.
+  const std::string eval = " --set eval.data=\"" + std::string(PTRAIN_SOURCE_DIR) +
+                           "/data/arith/train.jsonl\" --set eval.every_steps=4 --set eval.max_examples=16";
+  const auto result = run_ptrain("train -c " + write_small_sft_config(dir, "run", 3e-3).string() +
+                                 " --set logging.tensorboard=true" + eval);
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
   // Not a terminal: plain lines every log_every steps, no bar and no cursor control.
@@ -122,6 +125,7 @@ TEST_CASE("logging.tensorboard writes event files that hold every metric of metr
       scalars[value.tag()] = value.simple_value();
     }
     CHECK(scalars.size() == lines[i].size() - 1);  // every key but "step"
+    CHECK(lines[i].contains("eval/loss") == ((i + 1) % 4 == 0));
     for (const auto& [name, value] : lines[i].items()) {
       if (name == "step") continue;
       INFO("metric " << name);

@@ -35,8 +35,6 @@ std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
-}  // namespace
-
 TEST_CASE("ptrain tokenize: bytes, one JSON array per line, and --decode back", "[e2e][tokenize]") {
   const fs::path dir = ptrain::testing::fresh_test_dir("tokenize_bytes");
   const fs::path input = write_file(dir, "in.txt", "hi\nÄ b\n");
@@ -51,36 +49,49 @@ TEST_CASE("ptrain tokenize: bytes, one JSON array per line, and --decode back", 
   CHECK(decoded.output == "hi\nÄ b\n");
 }
 
+// `ptrain tokenize --jsonl text` gives the reference ids of every corpus text
+// (which has newlines inside texts), and --decode gives the reference decodings.
+void check_cli_matches_reference(const std::string& base, const fs::path& dir) {
+  const std::string tokenizer = (kExtracted / base / "tokenizer.json").string();
+  std::ifstream reference_file(kFixtures / "reference.json");
+  const json reference = json::parse(reference_file).at("tokenizers").at(base);
+  std::ifstream corpus_file(kFixtures / "corpus.json");
+  const json corpus = json::parse(corpus_file);
+
+  std::string jsonl;
+  for (const auto& text : corpus) jsonl += json{{"text", text}}.dump() + "\n";
+  const fs::path input = write_file(dir, base + "_corpus.jsonl", jsonl);
+  const CommandResult encoded = run_ptrain("tokenize --tokenizer " + tokenizer + " --jsonl text < " + input.string());
+  INFO(base << ": " << encoded.output.substr(0, 2000));
+  REQUIRE(encoded.exit_code == 0);
+  const std::vector<std::string> lines = lines_of(encoded.output);
+  REQUIRE(lines.size() == corpus.size());
+  for (size_t i = 0; i < lines.size(); ++i) CHECK(json::parse(lines[i]) == reference.at("ids")[i]);
+  const fs::path ids = write_file(dir, base + "_ids.txt", encoded.output);
+  const CommandResult decoded =
+      run_ptrain("tokenize --tokenizer " + tokenizer + " --jsonl text --decode < " + ids.string());
+  REQUIRE(decoded.exit_code == 0);
+  const std::vector<std::string> texts = lines_of(decoded.output);
+  REQUIRE(texts.size() == corpus.size());
+  for (size_t i = 0; i < texts.size(); ++i) CHECK(json::parse(texts[i]).at("text") == reference.at("decoded")[i]);
+}
+
+}  // namespace
+
+TEST_CASE("ptrain tokenize: SentencePiece-style tokenizer.json files (Mistral / Llama 2, Gemma 3) match the reference",
+          "[e2e][tokenize]") {
+  const fs::path dir = ptrain::testing::fresh_test_dir("tokenize_sentencepiece");
+  check_cli_matches_reference("llama2", dir);
+  check_cli_matches_reference("gemma3", dir);
+}
+
 TEST_CASE("ptrain tokenize: a tokenizer.json matches the reference ids, with --jsonl and chat templates",
           "[e2e][tokenize]") {
   const fs::path dir = ptrain::testing::fresh_test_dir("tokenize_hf");
   const std::string tokenizer = (kExtracted / "qwen3" / "tokenizer.json").string();
   std::ifstream reference_file(kFixtures / "reference.json");
   const json reference = json::parse(reference_file);
-  std::ifstream corpus_file(kFixtures / "corpus.json");
-  const json corpus = json::parse(corpus_file);
-
-  // JSONL: each line's "text" field; the corpus has newlines inside texts.
-  std::string jsonl;
-  for (const auto& text : corpus) jsonl += json{{"text", text}}.dump() + "\n";
-  const fs::path input = write_file(dir, "corpus.jsonl", jsonl);
-  const CommandResult encoded = run_ptrain("tokenize --tokenizer " + tokenizer + " --jsonl text < " + input.string());
-  INFO(encoded.output.substr(0, 2000));
-  REQUIRE(encoded.exit_code == 0);
-  const std::vector<std::string> lines = lines_of(encoded.output);
-  REQUIRE(lines.size() == corpus.size());
-  for (size_t i = 0; i < lines.size(); ++i) {
-    CHECK(json::parse(lines[i]) == reference.at("tokenizers").at("qwen3").at("ids")[i]);
-  }
-  const fs::path ids = write_file(dir, "ids.txt", encoded.output);
-  const CommandResult decoded =
-      run_ptrain("tokenize --tokenizer " + tokenizer + " --jsonl text --decode < " + ids.string());
-  REQUIRE(decoded.exit_code == 0);
-  const std::vector<std::string> texts = lines_of(decoded.output);
-  REQUIRE(texts.size() == corpus.size());
-  for (size_t i = 0; i < texts.size(); ++i) {
-    CHECK(json::parse(texts[i]).at("text") == reference.at("tokenizers").at("qwen3").at("decoded")[i]);
-  }
+  check_cli_matches_reference("qwen3", dir);
 
   // Conversations: --template auto finds ChatML in tokenizer_config.json.
   std::ifstream cases_file(kFixtures / "chat_cases.json");

@@ -10,6 +10,7 @@
 #include "core/report/run_summary.h"
 #include "ptrain/sdk/errors.h"
 
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -90,6 +91,41 @@ TEST_CASE("run directories are read with their metrics aligned to steps", "[moni
   CHECK(families[3].first == "aaa");
   CHECK(families[4].first == "rewards");
   CHECK(families[4].second == std::vector<std::string>{"rewards/answer", "rewards/format"});
+}
+
+TEST_CASE("eval metrics join their training family; constant metrics leave the charts", "[monitoring][eval]") {
+  report::RunData first;
+  first.steps = {1, 2, 3};
+  first.metrics["loss"] = {3.0, 2.0, 1.0};
+  first.metrics["eval/loss"] = {std::nullopt, 2.5, 2.25};
+  first.metrics["eval/rewards/accuracy"] = {std::nullopt, std::nullopt, 0.5};
+  first.metrics["comm_s"] = {0.0, 0.0, 0.0};
+  first.metrics["loss_spikes"] = {0.0, std::nullopt, 0.0};
+  first.metrics["skipped_steps"] = {0.0, 0.0, 1.0};            // changes: a chart
+  first.metrics["epoch"] = {std::nullopt, std::nullopt, 0.0};  // one value is no run-long constant
+  report::RunData second;
+  second.steps = {1, 2};
+  second.metrics["comm_s"] = {0.0, 0.0};
+  second.metrics["loss_spikes"] = {1.0, 1.0};  // constant in each run, not over both
+
+  const std::map<std::string, double> constants = report::constant_metrics({first, second});
+  CHECK(constants == std::map<std::string, double>{{"comm_s", 0.0}});
+  CHECK(report::constant_metrics({first}) == std::map<std::string, double>{{"comm_s", 0.0}, {"loss_spikes", 0.0}});
+
+  const auto families = report::metric_families({first, second});
+  REQUIRE(families.size() == 5);
+  CHECK(families[0].first == "loss");
+  CHECK(families[0].second == std::vector<std::string>{"loss", "eval/loss"});
+  CHECK(families[1].first == "epoch");
+  CHECK(families[2].first == "loss_spikes");
+  CHECK(families[3].first == "rewards");
+  CHECK(families[3].second == std::vector<std::string>{"eval/rewards/accuracy"});
+  CHECK(families[4].first == "skipped_steps");
+
+  const std::string html = report::render_report({first});
+  CHECK(html.find("<table class=\"constants\">") != std::string::npos);
+  CHECK(html.find("<tr><td>comm_s</td><td>0</td></tr>") != std::string::npos);
+  CHECK(html.find("<tr><td>loss_spikes</td><td>0</td></tr>") != std::string::npos);
 }
 
 TEST_CASE("a malformed metrics line names its file and line", "[monitoring]") {

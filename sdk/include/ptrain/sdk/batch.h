@@ -42,10 +42,24 @@ struct TokenBatch {
   at::Tensor document_ids;  // [B, T] int64: 0, 1, ... per document of the row, -1 on padding; or undefined
 };
 
+// The batch with every defined tensor on `device` (the same tensors when
+// they are there already). A host batch bound for a GPU is copied once, before
+// the microbatch loop, so the loss code never mixes host and device tensors.
+TokenBatch batch_on_device(const TokenBatch& batch, at::Device device);
+
+// `t` on `device`, or `t` itself when undefined or there already.
+at::Tensor tensor_on_device(const at::Tensor& t, at::Device device);
+
 // What a plugin's prepare() returns: plugin-defined tensors and per-example
 // fields in a subclass. The core reads only these counters (throughput metrics).
 struct Microbatch {
   virtual ~Microbatch() = default;
+  // Moves the subclass's tensors to `device` (Context::device()). The core
+  // calls it once per microbatch after count_units() and before the first
+  // microbatch_loss(), so prepare() may collate on the host and the loss code
+  // finds everything beside the model's outputs. Tensors a plugin only reads
+  // on the host (lists, counts) may stay.
+  virtual void to_device(at::Device device) { (void)device; }
   int64_t num_examples = 0;
   int64_t num_tokens = 0;     // tokens that carry content (no padding)
   int64_t padded_tokens = 0;  // tokens the forward computes, padding included

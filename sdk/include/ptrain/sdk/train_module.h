@@ -80,6 +80,20 @@ class TrainModule {
   virtual std::vector<std::unique_ptr<Microbatch>> prepare(Context& ctx, const std::vector<const Example*>& examples,
                                                            const MicrobatchPlan& plan) = 0;
 
+  // Collates held-out examples for an evaluation (the core's [eval]): their
+  // microbatches go through count_units() and microbatch_loss() under
+  // at::NoGradGuard and never into an update, and the core reduces the loss
+  // sums and metrics over the whole held-out set as eval/<metric>. Called on
+  // every rank (an empty list on a rank without examples), between update
+  // steps; the examples have index -1: prepare_dataset() never saw them. The
+  // default collates as prepare() does; a plugin whose prepare() samples or
+  // keeps state across steps (GRPO's rollouts) overrides it.
+  virtual std::vector<std::unique_ptr<Microbatch>> prepare_eval(Context& ctx,
+                                                                const std::vector<const Example*>& examples,
+                                                                const MicrobatchPlan& plan) {
+    return prepare(ctx, examples, plan);
+  }
+
   // The loss terms, in the order count_units() and LossOut::loss_sums give
   // them. Read once, after setup().
   virtual std::vector<LossTerm> loss_terms() const = 0;

@@ -1,0 +1,61 @@
+// best/ and early stopping (checkpoint.best_metric, checkpoint.best_mode,
+// train.early_stopping_patience): after each evaluation, a strictly better
+// best_metric replaces <output_dir>/best/ with the current policy (written
+// by the same function as final/, atomically), and early stopping counts the
+// evaluations since the last improvement. Every rank holds the same reduced
+// eval metrics, so every rank takes the same decisions. <output_dir>/best.json
+// records what best/ holds and the count, so that a resumed run goes on
+// comparing with the best of the run it continues.
+#pragma once
+
+#include "core/config/run_config.h"
+#include "core/dist/communicator.h"
+#include "core/train/evaluator.h"
+#include "ptrain/sdk/train_module.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace ptrain::train {
+
+// Throws sdk::ConfigError naming checkpoint.best_metric when the plugin's
+// evaluation does not give that metric (eval_metric_names()).
+void check_best_metric(const config::RunConfig& config, const sdk::TrainModule& module);
+
+class BestModel {
+ public:
+  // `save_model(dir)` writes the current policy to dir (rank 0 only).
+  // `resuming`: continue from best.json when it is there for the same metric and mode.
+  BestModel(const config::RunConfig& config, dist::Communicator& communicator,
+            std::function<void(const std::filesystem::path&)> save_model, bool resuming);
+
+  // Collective when it saves. After an evaluation at update `step`: keeps
+  // best/ when best_metric improved; counts an evaluation without improvement.
+  void after_eval(int64_t step, const EvalResult& eval);
+
+  // True once early_stopping_patience evaluations in a row did not improve.
+  bool stop_early() const;
+  // Why the run stops early, for the run's summary ("" when it does not).
+  std::string stop_reason() const;
+
+ private:
+  bool improves(double value) const;
+  void write_state() const;
+  void read_state();
+
+  std::string metric_;  // "": neither best/ nor early stopping
+  config::BestMode mode_;
+  int64_t patience_;
+  std::filesystem::path best_dir_;
+  std::filesystem::path state_path_;  // best.json
+  dist::Communicator& communicator_;
+  std::function<void(const std::filesystem::path&)> save_model_;
+  std::optional<double> best_value_;
+  int64_t best_step_ = 0;
+  int64_t evaluations_without_improvement_ = 0;
+};
+
+}  // namespace ptrain::train

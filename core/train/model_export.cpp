@@ -1,0 +1,28 @@
+#include "core/train/model_export.h"
+
+#include "core/checkpoint/checkpoint.h"
+
+namespace ptrain::train {
+namespace {
+
+// checkpoint.save_dtype resolved against the initial model.
+at::ScalarType export_dtype(config::SaveDtype choice, const model::CausalLm& policy) {
+  switch (choice) {
+    case config::SaveDtype::kFloat32:
+      return at::kFloat;
+    case config::SaveDtype::kBFloat16:
+      return at::kBFloat16;
+    case config::SaveDtype::kAuto:
+      break;
+  }
+  return policy.stored_dtype();
+}
+
+}  // namespace
+
+void export_model(const config::RunConfig& config, const model::CausalLm& policy,
+                  const checkpoint::ModelDirFiles& files, const std::filesystem::path& target) {
+  checkpoint::save_model_atomically(policy, target, export_dtype(config.checkpoint.save_dtype, policy), files);
+}
+
+}  // namespace ptrain::train

@@ -1,0 +1,21 @@
+// The run's model directories: final/ at the end of the run and best/ after
+// an evaluation that improved checkpoint.best_metric are written by the same
+// function, so both hold the same files (weights in checkpoint.save_dtype,
+// config.json, ...).
+#pragma once
+
+#include "core/checkpoint/model_dir.h"
+#include "core/config/run_config.h"
+#include "core/model/causal_lm.h"
+
+#include <filesystem>
+
+namespace ptrain::train {
+
+// Writes `policy` to `target` as a complete model directory with `files`
+// (output_model_files.h), atomically (an existing `target` is replaced only
+// once the new one is complete).
+void export_model(const config::RunConfig& config, const model::CausalLm& policy,
+                  const checkpoint::ModelDirFiles& files, const std::filesystem::path& target);
+
+}  // namespace ptrain::train

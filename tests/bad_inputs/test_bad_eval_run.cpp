@@ -1,0 +1,60 @@
+// `ptrain train` with a bad [eval]: refused before training starts, so no
+// run directory is created and nothing is trained.
+#include "catch.h"
+
+#include "support/run_command.h"
+#include "support/test_util.h"
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+using namespace ptrain;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A one-step SFT run on `train` evaluated on `eval`, into dir/run.
+fs::path write_eval_config(const fs::path& dir, const fs::path& train, const fs::path& eval, const std::string& extra) {
+  const fs::path path = dir / "eval.toml";
+  std::ofstream(path) << "plugin = \"sft\"\noutput_dir = \"" << (dir / "run").string() << "\"\n"
+                      << "[model]\nvocab_size = 259\nhidden_size = 16\nintermediate_size = 32\nnum_layers = 1\n"
+                      << "num_heads = 2\nnum_kv_heads = 1\nmax_position_embeddings = 32\n"
+                      << "[data]\ntrain = \"" << train.string() << "\"\nmax_length = 16\n"
+                      << "[batch]\nglobal_size = 2\n[train]\nmax_steps = 1\n[runtime]\nthreads = 1\n"
+                      << "[eval]\ndata = \"" << eval.string() << "\"\n"
+                      << extra;
+  return path;
+}
+
+const std::string kExamples =
+    "{\"prompt\": \"1+1=\", \"completion\": \"2\"}\n{\"prompt\": \"2+2=\", \"completion\": \"4\"}\n";
+
+}  // namespace
+
+TEST_CASE("train refuses a bad held-out set before training starts", "[bad_inputs][data][eval]") {
+  const fs::path dir = testing::fresh_test_dir("bad_eval_run");
+  const fs::path train = testing::write_text_file(dir, "train.jsonl", kExamples);
+  const fs::path eval =
+      testing::write_text_file(dir, "held_out.jsonl", kExamples + "{\"prompt\": 7, \"completion\": \"x\"}\n");
+  const testing::CommandResult result =
+      testing::run_ptrain("train -c " + write_eval_config(dir, train, eval, "").string() + " 2>&1");
+  INFO(result.output);
+  CHECK(result.exit_code != 0);
+  CHECK(testing::contains(result.output, eval.string() + ":3: field 'prompt': expected a string"));
+  CHECK_FALSE(fs::exists(dir / "run"));
+}
+
+TEST_CASE("train refuses a best_metric the plugin's evaluation does not give", "[bad_inputs][config][eval]") {
+  const fs::path dir = testing::fresh_test_dir("bad_best_metric");
+  const fs::path train = testing::write_text_file(dir, "train.jsonl", kExamples);
+  const fs::path config =
+      write_eval_config(dir, train, train, "[checkpoint]\nbest_metric = \"eval/rewards/accuracy\"\n");
+  const testing::CommandResult result = testing::run_ptrain("train -c " + config.string() + " 2>&1");
+  INFO(result.output);
+  CHECK(result.exit_code != 0);
+  CHECK(testing::contains(result.output,
+                          "key 'checkpoint.best_metric' = \"eval/rewards/accuracy\" is not a metric "
+                          "of the plugin's evaluation; it gives eval/loss"));
+  CHECK_FALSE(fs::exists(dir / "run"));
+}
