@@ -13,6 +13,7 @@
 
 #include "core/model/causal_lm.h"
 #include "core/model/safetensors.h"
+#include "core/tokenizer/byte_tokenizer.h"
 #include "core/tokenizer/byte_tokenizer_files.h"
 #include "core/tokenizer/chat_template_jinja.h"
 #include "core/tokenizer/hf_tokenizer.h"
@@ -249,4 +250,20 @@ TEST_CASE("with the byte tokenizer final/ holds its Hugging Face equivalent, ids
   json expected_config = ptrain::tokenizer::byte_tokenizer_config();
   expected_config["chat_template"] = ptrain::tokenizer::chat_template_jinja(ptrain::sdk::ChatTemplate::named("llama3"));
   CHECK(read_json(final_dir / "tokenizer_config.json") == expected_config);
+
+  // ... and ptrain loads them back as a tokenizer.json giving the ids Hugging
+  // Face gives (tests/fixtures/byte_tokenizer/reference.json): the byte
+  // tokenizer's, with "<bos>", "<eos>", "<pad>" texts read as special tokens.
+  const auto written = ptrain::tokenizer::HfTokenizer::load(final_dir / "tokenizer.json");
+  const ptrain::tokenizer::ByteTokenizer bytes;
+  CHECK(written->bos_id() == bytes.bos_id());
+  CHECK(written->eos_id() == bytes.eos_id());
+  CHECK(written->pad_id() == bytes.pad_id());
+  const json corpus = read_json(kFixtures / "corpus.json");
+  const json reference = read_json(kFixtures.parent_path() / "byte_tokenizer" / "reference.json");
+  REQUIRE(reference.at("ids").size() == corpus.size());
+  for (size_t i = 0; i < corpus.size(); ++i) {
+    INFO("corpus[" << i << "]");
+    CHECK(written->encode(corpus[i].get<std::string>()) == reference.at("ids")[i].get<std::vector<int64_t>>());
+  }
 }
