@@ -68,11 +68,13 @@ int run_tokenize(const CliCommand& self, const Arguments& arguments) {
   po::options_description_easy_init add = options.add_options();
   add("tokenizer", po::value<std::string>()->required(), "a Hugging Face tokenizer.json, or \"bytes\"");
   add("template", po::value<std::string>(),
-      "lines are conversations: render field \"messages\" (or --jsonl FIELD) with chatml, llama3, plain or auto");
+      "lines are conversations: render field \"messages\" (or --jsonl FIELD) with chatml, llama3, plain or auto "
+      "(the model's own chat template from tokenizer_config.json)");
   add("jsonl", po::value<std::string>(), "lines are JSON objects: tokenize this field (not the whole line)");
   add("decode", "lines are JSON arrays of ids: write the text (with --jsonl, as {\"FIELD\": text})");
   add("generation-prompt", "with --template: end with the assistant prefix, as a generation prompt");
   add("mask", "with --template: write {\"ids\": [...], \"trainable\": [...]} (the assistant-only loss mask)");
+  add("render", "with --template: write each rendered conversation as one JSON string instead of ids");
   po::variables_map values;
   if (!parse_command(self.name, self.usage, options, arguments, values)) return kExitOk;
   TokenizeOptions tokenize;
@@ -82,6 +84,7 @@ int run_tokenize(const CliCommand& self, const Arguments& arguments) {
   tokenize.decode = values.count("decode") > 0;
   tokenize.generation_prompt = values.count("generation-prompt") > 0;
   tokenize.show_mask = values.count("mask") > 0;
+  tokenize.render = values.count("render") > 0;
   return command_tokenize(tokenize, std::cin, std::cout);
 }
 
@@ -147,7 +150,9 @@ const std::vector<CliCommand>& cli_commands() {
       {"schema", "print the config reference (every key, type, default, range) as Markdown", "[--plugin NAME]...",
        run_schema},
       {"tokenize", "text on stdin to token ids:    ptrain tokenize --tokenizer models/x/tokenizer.json < docs.txt",
-       "--tokenizer PATH|bytes [--template NAME] [--jsonl FIELD] [--decode] < input", run_tokenize},
+       "--tokenizer PATH|bytes [--template NAME [--render] [--generation-prompt] [--mask]] [--jsonl FIELD] [--decode] "
+       "< input",
+       run_tokenize},
       {"launch", "run N local worker processes:  ptrain launch --nproc 2 -- train -c configs/sft.toml",
        "--nproc N [--nnodes N --node-rank R --master-addr ADDR] [--master-port P] -- <ptrain command or program> "
        "[args...]",

@@ -10,6 +10,7 @@
 
 #include <istream>
 #include <memory>
+#include <optional>
 #include <ostream>
 
 namespace ptrain::app {
@@ -21,35 +22,44 @@ void write_ids(std::ostream& out, const std::vector<int64_t>& ids) {
   out << ']';
 }
 
-}  // namespace
-
-int command_tokenize(const TokenizeOptions& options, std::istream& in, std::ostream& out) {
-  std::unique_ptr<sdk::Tokenizer> tokenizer;
-  std::string detected = "plain";
-  if (options.tokenizer == "bytes") {
-    tokenizer = std::make_unique<tokenizer::ByteTokenizer>();
-  } else {
-    auto hf = tokenizer::HfTokenizer::load(options.tokenizer);
-    detected = hf->detected_chat_template();
-    tokenizer = std::move(hf);
-  }
-  std::optional<sdk::ChatTemplate> chat_template;
-  if (!options.chat_template.empty()) {
-    if (options.decode) throw sdk::UsageError("--template encodes conversations; it does not apply to --decode");
-    const std::string name = options.chat_template == "auto" ? detected : options.chat_template;
-    if (name.empty()) {
-      throw sdk::UsageError(
-          "--template auto: " + options.tokenizer +
-          " names no chat template family in tokenizer_config.json; give --template chatml, llama3 or plain");
-    }
+// --template NAME: a built-in template, or "auto": the model's own (plain for bytes).
+sdk::ChatTemplate chosen_template(const TokenizeOptions& options, const tokenizer::HfTokenizer* hf) {
+  if (options.decode) throw sdk::UsageError("--template encodes conversations; it does not apply to --decode");
+  if (options.chat_template != "auto" || !hf) {
     try {
-      chat_template = sdk::ChatTemplate::named(name);
+      return sdk::ChatTemplate::named(options.chat_template == "auto" ? "plain" : options.chat_template);
     } catch (const sdk::ConfigError& error) {
       throw sdk::UsageError(std::string("--template: ") + error.what());
     }
   }
-  if ((options.generation_prompt || options.show_mask) && !chat_template)
-    throw sdk::UsageError("--generation-prompt and --mask apply to conversations: add --template NAME");
+  std::optional<sdk::ChatTemplate> own = hf->own_chat_template();
+  if (!own) {
+    throw sdk::UsageError("--template auto: no tokenizer_config.json with a chat_template beside " + options.tokenizer +
+                          "; give --template chatml, llama3 or plain");
+  }
+  return std::move(*own);
+}
+
+}  // namespace
+
+int command_tokenize(const TokenizeOptions& options, std::istream& in, std::ostream& out) {
+  std::unique_ptr<sdk::Tokenizer> tokenizer;
+  const tokenizer::HfTokenizer* hf = nullptr;
+  std::string bos_text = "<bos>", eos_text = "<eos>";  // the byte tokenizer's names (DESIGN.md §6)
+  if (options.tokenizer == "bytes") {
+    tokenizer = std::make_unique<tokenizer::ByteTokenizer>();
+  } else {
+    auto loaded = tokenizer::HfTokenizer::load(options.tokenizer);
+    hf = loaded.get();
+    bos_text = hf->bos_text();
+    eos_text = hf->eos_text();
+    tokenizer = std::move(loaded);
+  }
+  std::optional<sdk::ChatTemplate> chat_template;
+  if (!options.chat_template.empty()) chat_template = chosen_template(options, hf);
+  if ((options.generation_prompt || options.show_mask || options.render) && !chat_template)
+    throw sdk::UsageError("--generation-prompt, --mask and --render apply to conversations: add --template NAME");
+  if (options.render && options.show_mask) throw sdk::UsageError("--render writes text, --mask ids: give one");
   // A conversation is always a JSON field; "messages" unless --jsonl says otherwise.
   const std::string field = !options.jsonl_field.empty() ? options.jsonl_field : chat_template ? "messages" : "";
 
@@ -92,8 +102,14 @@ int command_tokenize(const TokenizeOptions& options, std::istream& in, std::ostr
       continue;
     }
     const std::vector<sdk::ChatMessage> messages = sdk::read_messages(example, field.c_str());
-    const sdk::ChatTokens chat =
-        sdk::tokenize_chat(*tokenizer, chat_template->render(messages, options.generation_prompt, location));
+    const std::vector<sdk::ChatSegment> segments = chat_template->render(messages, options.generation_prompt, location);
+    if (options.render) {
+      out << nlohmann::json(sdk::segments_to_text(segments, bos_text, eos_text))
+                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+          << '\n';
+      continue;
+    }
+    const sdk::ChatTokens chat = sdk::tokenize_chat(*tokenizer, segments);
     if (options.show_mask) {
       out << "{\"ids\":";
       write_ids(out, chat.ids);

@@ -9,12 +9,14 @@
 namespace ptrain::app {
 
 struct TokenizeOptions {
-  std::string tokenizer;      // a tokenizer.json path, or "bytes"
-  std::string chat_template;  // empty: plain text; else chatml, llama3, plain or auto (lines are {"messages": [...]})
-  std::string jsonl_field;    // non-empty: lines are JSON objects and this field is the text (or the messages)
-  bool decode = false;        // lines are JSON arrays of ids; write the text
+  std::string tokenizer;           // a tokenizer.json path, or "bytes"
+  std::string chat_template;       // empty: plain text; else chatml, llama3, plain or auto (the model's own Jinja
+                                   // template; plain for bytes); lines are then {"messages": [...]}
+  std::string jsonl_field;         // non-empty: lines are JSON objects and this field is the text (or the messages)
+  bool decode = false;             // lines are JSON arrays of ids; write the text
   bool generation_prompt = false;  // with a template: end with the assistant prefix
   bool show_mask = false;          // with a template: write {"ids": [...], "trainable": [...]}
+  bool render = false;             // with a template: write the rendered conversation as one JSON string
 };
 
 // Reads `in` line by line and writes one output line per input line. Throws

@@ -46,14 +46,18 @@ CoreSection model_section() {
                "keys below")
           .key("vocab_size", &ModelSection::vocab_size, 384,
                "vocabulary size of a model built from scratch (>= 259 with the bytes tokenizer)", at_least(1))
-          .key("hidden_size", &ModelSection::hidden_size, 256, "width of the residual stream; divisible by num_heads",
-               at_least(1))
+          .key("hidden_size", &ModelSection::hidden_size, 256,
+               "width of the residual stream; divisible by num_heads unless head_dim is set", at_least(1))
           .key("intermediate_size", &ModelSection::intermediate_size, 688, "width of the SwiGLU MLP", at_least(1))
           .key("num_layers", &ModelSection::num_layers, 4, "number of decoder layers", at_least(1))
           .key("num_heads", &ModelSection::num_heads, 4,
                "attention (query) heads; hidden_size / num_heads must be even for rotary", at_least(1))
           .key("num_kv_heads", &ModelSection::num_kv_heads, 2,
                "key/value heads (grouped-query attention); divides num_heads", at_least(1))
+          .key("head_dim", &ModelSection::head_dim, 0,
+               "width of each attention head, even for rotary; 0: hidden_size / num_heads (Qwen3 and Mistral Nemo "
+               "set it explicitly)",
+               at_least(0))
           .key("max_position_embeddings", &ModelSection::max_position_embeddings, 512,
                "longest sequence the model is built for; >= data.max_length", at_least(1))
           .key("rope_theta", &ModelSection::rope_theta, 10000.0, "rotary embedding base", above(0.0))
@@ -95,10 +99,11 @@ CoreSection tokenizer_section() {
                   "else \"bytes\"")
           .key("path", &T::path, sdk::unset,
                "Hugging Face tokenizer.json (kind = \"hf\" only); tokenizer_config.json beside it gives bos/eos/pad "
-               "and the chat template family")
+               "and the model's chat template")
           .choice("chat_template", &T::chat_template, templates, ChatTemplateChoice::kAuto,
-                  "template for {\"messages\": [...]} data: \"auto\" (from tokenizer_config.json; \"plain\" for "
-                  "bytes), \"chatml\", \"llama3\", \"plain\", or \"custom\" (the chat_* keys)")
+                  "template for {\"messages\": [...]} data: \"auto\" (the model's own Jinja chat_template from "
+                  "tokenizer_config.json; \"plain\" for bytes), \"chatml\", \"llama3\", \"plain\", or \"custom\" "
+                  "(the chat_* keys)")
           .key("chat_begin", &T::chat_begin, sdk::unset,
                "custom template: text before the first message, e.g. \"{bos}\"")
           .key("chat_system_prefix", &T::chat_system_prefix, sdk::unset,
@@ -294,9 +299,9 @@ const sdk::ConfigSchema* find_core_section(const std::string& name) {
 
 const std::vector<std::string>& model_size_keys() {
   static const std::vector<std::string> keys = {
-      "vocab_size",   "hidden_size",         "intermediate_size",       "num_layers",
-      "num_heads",    "num_kv_heads",        "max_position_embeddings", "rope_theta",
-      "rms_norm_eps", "tie_word_embeddings", "attention_bias"};
+      "vocab_size",          "hidden_size",   "intermediate_size",       "num_layers", "num_heads",
+      "num_kv_heads",        "head_dim",      "max_position_embeddings", "rope_theta", "rms_norm_eps",
+      "tie_word_embeddings", "attention_bias"};
   return keys;
 }
 

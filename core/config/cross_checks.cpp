@@ -98,7 +98,12 @@ class CrossChecks {
       sec("model") = std::move(kept);
       return;
     }
-    if (has("model", "hidden_size") && has("model", "num_heads")) {
+    if (has("model", "head_dim") && i("model", "head_dim") > 0) {
+      // An explicit head width replaces hidden_size / num_heads.
+      if (i("model", "head_dim") % 2 != 0) {
+        problems_.add(location("model", "head_dim"), describe("model", "head_dim") + " must be even for rotary embeddings");
+      }
+    } else if (has("model", "hidden_size") && has("model", "num_heads")) {
       const int64_t hidden = i("model", "hidden_size"), heads = i("model", "num_heads");
       if (hidden % heads != 0) {
         report("model", "hidden_size", "model", "num_heads",

@@ -22,6 +22,7 @@ struct ModelSection {
   int64_t num_layers = 0;
   int64_t num_heads = 0;
   int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;  // 0: hidden_size / num_heads
   int64_t max_position_embeddings = 0;
   double rope_theta = 0.0;
   double rms_norm_eps = 0.0;

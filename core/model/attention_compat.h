@@ -39,8 +39,8 @@ inline int64_t causal_query_blocks(int64_t t) { return std::max<int64_t>(1, std:
 
 // q: [B, heads, T, d], times query_scale(d); k, v: [B, kv_heads, T, d], kv_heads dividing heads:
 // query head j reads kv head j / (heads / kv_heads), as transformers' repeat_kv.
-// allowed: [B, 1, T, T] bool, true where a query may read a key; undefined
-// means plain causal attention. blocked: its negation, or the causal [T, T]
+// allowed: [B, 1, T, T] (or [1, 1, T, T]) bool, true where a query may read a
+// key; undefined means plain causal attention. blocked: its negation, or the causal [T, T]
 // upper triangle — what the unfused path masks, built once per forward.
 // `operands`: what the unfused path's two products read (model::
 // batched_matmul: bfloat16 under bf16-mixed, with float32 results, so a
@@ -65,7 +65,8 @@ inline at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Ten
   return at::scaled_dot_product_attention(q, repeat(k), repeat(v), allowed);
 #else
   (void)allowed;
-  // Every mask here is causal (packed rows only block more), so the queries
+  // Every mask here is causal (packed rows and sliding windows only block
+  // more), so the queries
   // of rows [s, e) never read a key at or after e: attention runs per block of
   // query rows over the keys before the block's end, and the [T, T] product,
   // mask and softmax shrink to about (n + 1) / 2n of their size for n blocks.
@@ -86,7 +87,7 @@ inline at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Ten
     const at::Tensor block_v = v.narrow(2, 0, keys);
     const at::Tensor scores =
         batched_matmul(block_q, block_k.transpose(-2, -1), operands).view({b, kv_heads, group, rows, keys});
-    // [B, 1, 1, rows, keys] for packed rows, [rows, keys] otherwise.
+    // [B or 1, 1, 1, rows, keys] for packed rows or a window, [rows, keys] otherwise.
     const at::Tensor mask = blocked.dim() == 4 ? blocked.narrow(2, start, rows).narrow(3, 0, keys).unsqueeze(2)
                                                : blocked.narrow(0, start, rows).narrow(1, 0, keys);
     const at::Tensor probs = at::softmax(scores.masked_fill(mask, -std::numeric_limits<float>::infinity()), -1);

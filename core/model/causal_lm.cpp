@@ -132,6 +132,10 @@ void CausalLm::bind_handles() {
     if (qkv_bias) layer.v_bias = take("v_proj.bias");
     layer.o_weight = take("o_proj.weight");
     if (o_bias) layer.o_bias = take("o_proj.bias");
+    if (config_.has_qk_norm()) {
+      layer.q_norm = take("self_attn.q_norm.weight");
+      layer.k_norm = take("self_attn.k_norm.weight");
+    }
     layer.gate_weight = take("gate_proj.weight");
     layer.up_weight = take("up_proj.weight");
     layer.down_weight = take("down_proj.weight");
@@ -160,6 +164,10 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> CausalLm::expected_par
     if (c.qkv_bias) out.push_back({p + "self_attn.v_proj.bias", {kv_dim}});
     out.push_back({p + "self_attn.o_proj.weight", {h, q_dim}});
     if (c.o_bias) out.push_back({p + "self_attn.o_proj.bias", {h}});
+    if (c.has_qk_norm()) {  // registered after o_proj in Qwen3Attention
+      out.push_back({p + "self_attn.q_norm.weight", {c.resolved_head_dim()}});
+      out.push_back({p + "self_attn.k_norm.weight", {c.resolved_head_dim()}});
+    }
     out.push_back({p + "mlp.gate_proj.weight", {c.intermediate_size, h}});
     out.push_back({p + "mlp.up_proj.weight", {c.intermediate_size, h}});
     out.push_back({p + "mlp.down_proj.weight", {h, c.intermediate_size}});
@@ -322,13 +330,11 @@ void CausalLm::ensure_rope_cache(int64_t length) {
   if (length <= rope_length_) return;
   // Grow geometrically so that slowly growing lengths do not recompute each call.
   length = std::max(length, std::min(2 * rope_length_, config_.max_position_embeddings));
-  const int64_t d = config_.resolved_head_dim();
-  // Float32 as transformers computes it: inv_freq_i = 1 / theta^(2i/d).
-  const at::Tensor exponents = at::arange(0, d, 2, at::kLong).to(at::kFloat) / static_cast<double>(d);
-  const at::Tensor inv_freq = at::pow(config_.rope_theta, exponents).reciprocal();  // [d/2]
-  const at::Tensor positions = at::arange(length, at::kFloat);                      // [L]
-  const at::Tensor freqs = at::outer(positions, inv_freq);                          // [L, d/2]
-  const at::Tensor angles = at::cat({freqs, freqs}, -1);                            // [L, d]
+  // Float32 as transformers computes it, rope scaling included.
+  const at::Tensor inv_freq = rope_inv_freq(config_.rope_theta, config_.resolved_head_dim(), config_.rope_scaling);
+  const at::Tensor positions = at::arange(length, at::kFloat);  // [L]
+  const at::Tensor freqs = at::outer(positions, inv_freq);      // [L, d/2]
+  const at::Tensor angles = at::cat({freqs, freqs}, -1);        // [L, d]
   // Computed on the host, as transformers' float32 tables, then moved once.
   rope_cos_ = angles.cos().to(device());
   rope_sin_ = angles.sin().to(device());
@@ -337,6 +343,11 @@ void CausalLm::ensure_rope_cache(int64_t length) {
 
 at::Tensor CausalLm::rms_norm(const at::Tensor& x, const at::Tensor& weight) const {
   return fused::rms_norm(x, weight, config_.rms_norm_eps);
+}
+
+at::Tensor CausalLm::normed_rotary(const at::Tensor& heads, const at::Tensor& norm, const at::Tensor& cos,
+                                   const at::Tensor& sin, double scale) const {
+  return fused::rotary(norm.defined() ? rms_norm(heads, norm) : heads, cos, sin, scale);
 }
 
 // x: [B, T, H] → [B, T, H].
@@ -351,9 +362,10 @@ at::Tensor CausalLm::attention(const Layer& layer, const at::Tensor& x, const At
     return dense(x, w, bias).view({b, t, n, d});  // [B, T, n, d]
   };
   // Rotary embeddings write the [B, n, T, d] layout attention reads.
-  const at::Tensor q = fused::rotary(project(layer.q_weight, layer.q_bias, heads), layout.cos, layout.sin,
+  const at::Tensor q = normed_rotary(project(layer.q_weight, layer.q_bias, heads), layer.q_norm, layout.cos, layout.sin,
                                      attention_compat::query_scale(d));
-  const at::Tensor k = fused::rotary(project(layer.k_weight, layer.k_bias, kv_heads), layout.cos, layout.sin, 1.0);
+  const at::Tensor k =
+      normed_rotary(project(layer.k_weight, layer.k_bias, kv_heads), layer.k_norm, layout.cos, layout.sin, 1.0);
   const at::Tensor v = project(layer.v_weight, layer.v_bias, kv_heads).transpose(1, 2);  // [B, kv_heads, T, d]
   const at::Tensor out =
       attention_compat::attend(q, k, v, layout.allowed, layout.blocked, compute_dtype_);  // [B, heads, T, d]
@@ -385,14 +397,24 @@ CausalLm::AttentionLayout CausalLm::attention_layout(int64_t t, const at::Tensor
     layout.sin = rope_sin_.narrow(0, 0, t);
   }
   // The fused kernel takes plain causality as a flag: the [T, T] mask is built
-  // only for packed rows or the unfused path.
-  const bool needs_mask = document_ids.defined() || !attention_compat::kFusedAttention;
-  const at::Tensor causal =
-      needs_mask ? at::ones({t, t}, embed_tokens_.options().dtype(at::kBool)).tril() : at::Tensor();
+  // only for packed rows, a window shorter than the row, or the unfused path.
+  const int64_t window = config_.sliding_window;
+  const bool windowed = window > 0 && t > window;
+  const bool needs_mask = document_ids.defined() || windowed || !attention_compat::kFusedAttention;
+  at::Tensor causal;  // [T, T] bool: query i may read key j
+  if (needs_mask) {
+    const at::Tensor slots = at::arange(t, embed_tokens_.options().dtype(at::kLong));
+    const at::Tensor distance = slots.unsqueeze(1) - slots.unsqueeze(0);  // i - j
+    // Mistral: key j is within the window when i - W < j ≤ i. Positions
+    // advance with slots inside a document, so the window counts within it.
+    causal = windowed ? (distance >= 0).logical_and(distance < window) : distance >= 0;
+  }
   if (document_ids.defined()) {
     // Block-diagonal causal: a query reads earlier keys of its own document.
     const at::Tensor same_document = document_ids.unsqueeze(2) == document_ids.unsqueeze(1);  // [B, T, T]
     layout.allowed = same_document.logical_and(causal).unsqueeze(1);                          // [B, 1, T, T]
+  } else if (windowed) {
+    layout.allowed = causal.view({1, 1, t, t});
   }
   if (!attention_compat::kFusedAttention) {
     layout.blocked = layout.allowed.defined() ? layout.allowed.logical_not() : causal.logical_not();

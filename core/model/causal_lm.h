@@ -1,18 +1,22 @@
-// A Llama / Qwen2 decoder-only causal LM in plain ATen ops, with parameters
-// named and laid out as transformers does, so model directories round-trip
-// with Hugging Face tools.
+// A Llama / Qwen2 / Qwen3 / Mistral decoder-only causal LM in plain ATen ops,
+// with parameters named and laid out as transformers does, so model
+// directories round-trip with Hugging Face tools.
 //
 //   x = embed_tokens[input_ids]
 //   per layer:  x += o_proj(attention(rope(q_proj(n)), rope(k_proj(n)), v_proj(n)))  with n = rms_norm(x)
+//               (Qwen3: rope(rms_norm_head(q_proj(n), q_norm)), likewise for k, per head over head_dim)
 //               x += down_proj(silu(gate_proj(n)) * up_proj(n))                       with n = rms_norm(x)
 //   logits = lm_head(rms_norm(x))          (lm_head = embed_tokens when tied)
 //
 // rms_norm(x) = x * rsqrt(mean(x²) + eps) * w (Zhang & Sennrich 2019); rotary
 // embeddings (Su et al. 2021) in the rotate-half convention; grouped-query
 // attention (Ainslie et al. 2023) repeats each kv head num_heads/num_kv_heads
-// times; SwiGLU MLP (Shazeer 2020). Positions are 0..T-1 in every row, and
-// attention is only causal: inputs must be right-padded, so real tokens never
-// attend to padding.
+// times; SwiGLU MLP (Shazeer 2020). Rotary frequencies follow config.json's
+// rope_scaling (rope_scaling.h). Positions are 0..T-1 in every row (or
+// position_ids for packed rows), and attention is causal — within a
+// document for packed rows, and within the last sliding_window positions for
+// Mistral (Jiang et al. 2023): inputs must be right-padded, so real tokens
+// never attend to padding.
 #pragma once
 
 #include "core/model/model_config.h"
@@ -117,6 +121,7 @@ class CausalLm : public sdk::LanguageModel {
     std::vector<at::Tensor> keys;    // per layer [B, num_kv_heads, capacity, head_dim]
     std::vector<at::Tensor> values;  // per layer, as keys
     at::Tensor valid;                // [B, capacity] bool: the slot holds a real token
+    at::Tensor positions;            // [B, capacity] int64: each slot's rotary position (sliding window)
     int64_t length = 0;              // slots filled
   };
   KvCache new_kv_cache(int64_t batch, int64_t capacity) const;
@@ -139,6 +144,8 @@ class CausalLm : public sdk::LanguageModel {
     at::Tensor v_bias;       // [num_kv_heads * head_dim] or undefined
     at::Tensor o_weight;     // [H, num_heads * head_dim]
     at::Tensor o_bias;       // [H] or undefined
+    at::Tensor q_norm;       // [head_dim] (Qwen3) or undefined
+    at::Tensor k_norm;       // [head_dim] (Qwen3) or undefined
     at::Tensor post_norm;    // [H]
     at::Tensor gate_weight;  // [I, H]
     at::Tensor up_weight;    // [I, H]
@@ -159,7 +166,8 @@ class CausalLm : public sdk::LanguageModel {
   // What every layer of one forward shares: rotary tables ([T, d], or
   // [B, T, d] with position_ids) and which keys each query may read
   // (attention_compat::attend: `allowed` [B, 1, T, T] for packed rows,
-  // undefined for plain causal; `blocked` for the unfused kernel).
+  // [1, 1, T, T] for a sliding window shorter than T, undefined for plain
+  // causal; `blocked` for the unfused kernel).
   struct AttentionLayout {
     at::Tensor cos;
     at::Tensor sin;
@@ -169,6 +177,11 @@ class CausalLm : public sdk::LanguageModel {
   AttentionLayout attention_layout(int64_t t, const at::Tensor& position_ids, const at::Tensor& document_ids);
 
   at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight) const;
+  // A projection's output viewed per head, [B, T, n, d]: RMSNorm over d with
+  // `norm` (Qwen3's q_norm / k_norm), then rotary embeddings times `scale`
+  // → [B, n, T, d]. Without `norm`, the rotary embedding alone.
+  at::Tensor normed_rotary(const at::Tensor& heads, const at::Tensor& norm, const at::Tensor& cos,
+                           const at::Tensor& sin, double scale) const;
   at::Tensor attention(const Layer& layer, const at::Tensor& x, const AttentionLayout& layout) const;
   at::Tensor mlp(const Layer& layer, const at::Tensor& x) const;
   // Decoder layer `index`: x + attention, then + MLP. [B, T, H] → [B, T, H].
@@ -185,6 +198,8 @@ class CausalLm : public sdk::LanguageModel {
   at::Tensor cached_attention(const Layer& layer, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
                               const at::Tensor& blocked, at::Tensor& key_cache, at::Tensor& value_cache,
                               int64_t start) const;
+  // decode_step's mask over the cache: [B, t, start + t] bool (causal_lm_kv_cache.cpp).
+  at::Tensor blocked_cache_slots(const KvCache& cache, const at::Tensor& positions, int64_t start, int64_t t) const;
   const at::Tensor& lm_head_weight() const { return config_.tie_word_embeddings ? embed_tokens_ : lm_head_; }
   void ensure_rope_cache(int64_t length);
 
@@ -195,7 +210,8 @@ class CausalLm : public sdk::LanguageModel {
   at::Tensor final_norm_;  // [H]
   at::Tensor lm_head_;     // [V, H]; undefined when tied
 
-  // cos/sin of position × inv_freq for positions 0..rope_length_-1, recomputed
+  // cos/sin of position × inv_freq (rope_inv_freq: with config.json's
+  // rope scaling) for positions 0..rope_length_-1, recomputed
   // only when a longer sequence arrives. [L, head_dim] float32 each.
   at::Tensor rope_cos_;
   at::Tensor rope_sin_;

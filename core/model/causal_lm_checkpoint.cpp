@@ -63,9 +63,10 @@ struct CausalLm::CheckpointFunction : public torch::autograd::Function<CausalLm:
 std::vector<at::Tensor> CausalLm::layer_parameters(size_t index) const {
   const Layer& layer = layers_.at(index);
   std::vector<at::Tensor> parameters;
-  for (const at::Tensor* t : {&layer.input_norm, &layer.q_weight, &layer.q_bias, &layer.k_weight, &layer.k_bias,
-                              &layer.v_weight, &layer.v_bias, &layer.o_weight, &layer.o_bias, &layer.post_norm,
-                              &layer.gate_weight, &layer.up_weight, &layer.down_weight}) {
+  for (const at::Tensor* t :
+       {&layer.input_norm, &layer.q_weight, &layer.q_bias, &layer.k_weight, &layer.k_bias, &layer.v_weight,
+        &layer.v_bias, &layer.o_weight, &layer.o_bias, &layer.q_norm, &layer.k_norm, &layer.post_norm,
+        &layer.gate_weight, &layer.up_weight, &layer.down_weight}) {
     if (t->defined()) parameters.push_back(*t);
   }
   return parameters;

@@ -24,6 +24,7 @@ CausalLm::KvCache CausalLm::new_kv_cache(int64_t batch, int64_t capacity) const 
     cache.values.push_back(at::zeros({batch, config_.num_kv_heads, capacity, d}, options));
   }
   cache.valid = at::zeros({batch, capacity}, options.dtype(at::kBool));
+  cache.positions = at::zeros({batch, capacity}, options.dtype(at::kLong));
   return cache;
 }
 
@@ -32,6 +33,7 @@ void CausalLm::keep_cache_rows(KvCache& cache, const at::Tensor& host_rows) {
   for (at::Tensor& keys : cache.keys) keys = keys.index_select(0, rows);
   for (at::Tensor& values : cache.values) values = values.index_select(0, rows);
   cache.valid = cache.valid.index_select(0, rows);
+  cache.positions = cache.positions.index_select(0, rows);
 }
 
 // x: [B, t, H]; cos/sin: [B, t, d]; blocked: [B, 1, 1, t, L] bool, true
@@ -51,9 +53,9 @@ at::Tensor CausalLm::cached_attention(const Layer& layer, const at::Tensor& x, c
   };
   // As in the training forward (attention_compat.h), the 1/√d scale goes on
   // the queries, folded into the rotary kernel, so both paths round alike.
-  const at::Tensor q = fused::rotary(project(layer.q_weight, layer.q_bias, heads), cos, sin,
+  const at::Tensor q = normed_rotary(project(layer.q_weight, layer.q_bias, heads), layer.q_norm, cos, sin,
                                      1.0 / std::sqrt(static_cast<double>(d)));  // [B, heads, t, d]
-  const at::Tensor k = fused::rotary(project(layer.k_weight, layer.k_bias, kv_heads), cos, sin, 1.0);
+  const at::Tensor k = normed_rotary(project(layer.k_weight, layer.k_bias, kv_heads), layer.k_norm, cos, sin, 1.0);
   const at::Tensor v = project(layer.v_weight, layer.v_bias, kv_heads).transpose(1, 2);  // [B, kv_heads, t, d]
   key_cache.narrow(2, start, t).copy_(k);
   value_cache.narrow(2, start, t).copy_(v);
@@ -72,6 +74,26 @@ at::Tensor CausalLm::cached_attention(const Layer& layer, const at::Tensor& x, c
                              .transpose(1, 2)
                              .reshape({b, t, heads * d});
   return dense(out, layer.o_weight, layer.o_bias);
+}
+
+// Query slot s reads key slot j ≤ s when j holds a real token and, with a
+// sliding window W, its position is within the last W of the query's
+// (counted in positions, so padding slots between never shorten it); a
+// padding query reads only itself, so no row of the softmax is empty.
+// positions: [B, t] int64 → [B, t, start + t] bool, true where blocked.
+at::Tensor CausalLm::blocked_cache_slots(const KvCache& cache, const at::Tensor& positions, int64_t start,
+                                         int64_t t) const {
+  const int64_t length = start + t;
+  const at::TensorOptions slot_options = positions.options();
+  const at::Tensor query_slots = at::arange(start, length, slot_options).view({t, 1});
+  const at::Tensor key_slots = at::arange(0, length, slot_options).view({1, length});
+  at::Tensor allowed = (key_slots <= query_slots).unsqueeze(0) & cache.valid.narrow(1, 0, length).unsqueeze(1);
+  if (config_.sliding_window > 0) {
+    const at::Tensor distance =
+        positions.unsqueeze(2) - cache.positions.narrow(1, 0, length).unsqueeze(1);  // [B, t, L]
+    allowed = allowed & (distance < config_.sliding_window);
+  }
+  return (allowed | (key_slots == query_slots).unsqueeze(0)).logical_not();
 }
 
 at::Tensor CausalLm::decode_step(const at::Tensor& host_ids, const at::Tensor& host_positions,
@@ -105,15 +127,8 @@ at::Tensor CausalLm::decode_step(const at::Tensor& host_ids, const at::Tensor& h
   const at::Tensor sin = rope_sin_.index_select(0, flat_positions).view({b, t, d});
 
   cache.valid.narrow(1, start, t).copy_(valid);
-  // Query slot s reads key slot j ≤ s when j holds a real token; a padding
-  // query reads only itself, so no row of the softmax is empty.
-  const at::TensorOptions slot_options = input_ids.options().dtype(at::kLong);
-  const at::Tensor query_slots = at::arange(start, length, slot_options).view({t, 1});
-  const at::Tensor key_slots = at::arange(0, length, slot_options).view({1, length});
-  const at::Tensor causal = key_slots <= query_slots;                                  // [t, L]
-  const at::Tensor key_valid = cache.valid.narrow(1, 0, length).view({b, 1, length});  // [B, 1, L]
-  const at::Tensor allowed = (causal.unsqueeze(0) & key_valid) | (key_slots == query_slots).unsqueeze(0);
-  const at::Tensor blocked = allowed.logical_not().view({b, 1, 1, t, length});
+  cache.positions.narrow(1, start, t).copy_(positions);
+  const at::Tensor blocked = blocked_cache_slots(cache, positions, start, t).view({b, 1, 1, t, length});
 
   at::Tensor x = at::embedding(embed_tokens_, input_ids);  // [B, t, H]
   for (size_t i = 0; i < layers_.size(); ++i) {

@@ -1,6 +1,8 @@
-// Architecture hyper-parameters of a Llama / Qwen2 causal LM, and their
-// mapping to and from a Hugging Face config.json.
+// Architecture hyper-parameters of a Llama / Qwen2 / Qwen3 / Mistral causal
+// LM, and their mapping to and from a Hugging Face config.json.
 #pragma once
+
+#include "core/model/rope_scaling.h"
 
 #include <nlohmann/json.hpp>
 
@@ -23,9 +25,16 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   bool qkv_bias = false;             // q/k/v projections have bias (Qwen2; Llama with attention_bias)
   bool o_bias = false;               // o_proj has bias (Llama with attention_bias = true only)
-  std::string model_type = "llama";  // "llama" or "qwen2"
+  std::string model_type = "llama";  // "llama", "qwen2", "qwen3" or "mistral"
+  RopeScaling rope_scaling;
+  // Mistral: a position attends to the last sliding_window positions of its
+  // own sequence (itself included); 0: full causal attention.
+  int64_t sliding_window = 0;
 
   int64_t resolved_head_dim() const;
+  // Qwen3 normalises each head's queries and keys (RMSNorm over head_dim,
+  // weights self_attn.q_norm / k_norm) before the rotary embedding.
+  bool has_qk_norm() const { return model_type == "qwen3"; }
 
   // Throws sdk::ModelError naming the first inconsistent field.
   void validate() const;
@@ -37,9 +46,11 @@ struct ModelConfig {
   // Reads a transformers config.json. `source` (the file path) prefixes every
   // error. Size keys (vocab_size, hidden_size, intermediate_size,
   // num_hidden_layers, num_attention_heads) are required; the other keys take
-  // transformers' defaults when missing. Features this model does not
-  // implement (rope_scaling, sliding windows, mlp_bias, non-SiLU activations,
-  // attention dropout) are rejected with a ModelError naming the key.
+  // transformers' defaults when missing, except mistral's sliding_window
+  // (null or a length), which is required. Features this model does not
+  // implement (rope_scaling types other than linear and llama3, Qwen's
+  // use_sliding_window, mlp_bias, non-SiLU activations, attention dropout)
+  // are rejected with a ModelError naming the key and what is supported.
   static ModelConfig from_hf_json(const nlohmann::json& j, const std::string& source);
 
   bool operator==(const ModelConfig& other) const;

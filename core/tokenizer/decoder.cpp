@@ -1,5 +1,6 @@
 #include "core/tokenizer/decoder.h"
 
+#include "core/tokenizer/json_pattern.h"
 #include "core/tokenizer/utf8.h"
 
 #include <utility>
@@ -128,20 +129,11 @@ void Decoder::add(const json& node, const std::string& where, const JsonSource& 
 }
 
 Decoder::Step Decoder::replace_step(const json& node, const std::string& where, const JsonSource& file) {
-  const json& pattern = node.contains("pattern") ? node.at("pattern") : json();
-  std::string regex;
-  if (pattern.is_object() && pattern.contains("Regex") && pattern.at("Regex").is_string()) {
-    regex = pattern.at("Regex").get<std::string>();
-  } else if (pattern.is_object() && pattern.contains("String") && pattern.at("String").is_string()) {
-    regex = escape_regex_literal(pattern.at("String").get<std::string>());
-  } else {
-    file.fail("key '" + where + ".pattern': expected {\"Regex\": ...} or {\"String\": ...}");
-  }
   if (!node.contains("content") || !node.at("content").is_string())
     file.fail("key '" + where + ".content': expected a string");
   Step step;
   step.kind = Step::Kind::kReplace;
-  step.pattern = std::make_shared<UnicodeRegex>(regex, file.name + ": " + where);
+  step.pattern = step_pattern(node, where, file);
   step.content = node.at("content").get<std::string>();
   return step;
 }

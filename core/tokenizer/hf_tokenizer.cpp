@@ -6,6 +6,7 @@
 #include "core/tokenizer/hf_tokenizer.h"
 
 #include "core/tokenizer/hf_tokenizer_impl.h"
+#include "core/tokenizer/jinja_chat_template.h"
 
 #include <algorithm>
 
@@ -155,7 +156,14 @@ const sdk::ChatTemplate* HfTokenizer::chat_template() const {
   return impl_->chat_template ? &*impl_->chat_template : nullptr;
 }
 
-const std::string& HfTokenizer::detected_chat_template() const { return impl_->config.chat_template_family; }
+const std::string& HfTokenizer::bos_text() const { return impl_->config.bos_text; }
+const std::string& HfTokenizer::eos_text() const { return impl_->config.eos_text; }
+
+std::optional<sdk::ChatTemplate> HfTokenizer::own_chat_template() const {
+  if (impl_->config.chat_template.empty()) return std::nullopt;
+  return make_jinja_chat_template(
+      {impl_->config.chat_template, impl_->config.bos_text, impl_->config.eos_text, impl_->config_path});
+}
 
 void HfTokenizer::set_chat_template(std::optional<sdk::ChatTemplate> chat_template) {
   impl_->chat_template = std::move(chat_template);

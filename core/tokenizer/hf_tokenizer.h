@@ -17,8 +17,8 @@
 // replaced by U+FFFD. Post-processors are not applied: callers add bos/eos
 // themselves.
 //
-// tokenizer_config.json beside the file gives bos/eos/pad and the chat
-// template family; without a pad token the eos token pads (as TRL does).
+// tokenizer_config.json beside the file gives bos/eos/pad and the model's
+// Jinja chat template; without a pad token the eos token pads (as TRL does).
 // Anything else — Unigram, WordPiece, WordLevel, unknown normalizers,
 // pre-tokenizers or decoders — is refused with an error naming the file and
 // the key of the unsupported component.
@@ -58,9 +58,13 @@ class HfTokenizer final : public sdk::Tokenizer {
   std::string fingerprint() const override;
   const sdk::ChatTemplate* chat_template() const override;
 
-  // "chatml" or "llama3" when tokenizer_config.json's chat_template is of that
-  // family, else empty.
-  const std::string& detected_chat_template() const;
+  // The model's own chat template (tokenizer_config.json's Jinja
+  // chat_template, jinja_chat_template.h), parsed now; nullopt when the file
+  // has none. Throws sdk::ConfigError naming a construct the engine lacks.
+  std::optional<sdk::ChatTemplate> own_chat_template() const;
+  // tokenizer_config.json's bos_token and eos_token text; empty when not given.
+  const std::string& bos_text() const;
+  const std::string& eos_text() const;
   void set_chat_template(std::optional<sdk::ChatTemplate> chat_template);
 
   struct Impl;

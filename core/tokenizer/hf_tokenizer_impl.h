@@ -37,6 +37,7 @@ struct HfTokenizer::Impl {
   detail::DecodeTable decode_table;
   detail::Decoder decoder;
   detail::TokenizerConfig config;
+  std::string config_path;  // tokenizer_config.json beside the file, for errors
   std::optional<sdk::ChatTemplate> chat_template;
 
   // Appends the ids of `text` to `ids`. With `piece_starts` (the offset of

@@ -98,6 +98,7 @@ std::unique_ptr<HfTokenizer> HfTokenizer::build(const json& tokenizer, const jso
     const auto added = parts.added_tokens.id_of(text);
     return added ? added : parts.model->token_id(text);
   });
+  impl->config_path = (std::filesystem::path(source).parent_path() / "tokenizer_config.json").string();
   if (impl->config.pad < 0)
     impl->config.pad = impl->config.eos;  // what TRL does for models without a pad token; padding is never trained on
   impl->fingerprint = std::move(fingerprint);

@@ -1,5 +1,6 @@
 #include "core/tokenizer/normalizer.h"
 
+#include "core/tokenizer/json_pattern.h"
 #include "core/tokenizer/utf8.h"
 
 #include <utf8proc.h>
@@ -91,18 +92,9 @@ void Normalizer::add(const json& node, const std::string& where, const JsonSourc
 }
 
 Normalizer::Step Normalizer::replace_step(const json& node, const std::string& where, const JsonSource& file) {
-  const json& pattern = node.contains("pattern") ? node.at("pattern") : json();
-  std::string regex;
-  if (pattern.is_object() && pattern.contains("Regex")) {
-    regex = pattern.at("Regex").get<std::string>();
-  } else if (pattern.is_object() && pattern.contains("String")) {
-    regex = escape_regex_literal(pattern.at("String").get<std::string>());
-  } else {
-    file.fail("key '" + where + ".pattern': expected {\"Regex\": ...} or {\"String\": ...}");
-  }
   Step step;
   step.kind = Step::Kind::kReplace;
-  step.pattern = std::make_shared<UnicodeRegex>(regex, file.name + ": " + where);
+  step.pattern = step_pattern(node, where, file);
   step.content = node.value("content", "");
   return step;
 }

@@ -1,5 +1,6 @@
 #include "core/tokenizer/pre_tokenizer.h"
 
+#include "core/tokenizer/json_pattern.h"
 #include "core/tokenizer/utf8.h"
 
 #include <algorithm>
@@ -175,18 +176,9 @@ void PreTokenizer::add(const json& node, const std::string& where, const JsonSou
 }
 
 PreTokenizer::Step PreTokenizer::split_step(const json& node, const std::string& where, const JsonSource& file) {
-  const json& pattern = node.contains("pattern") ? node.at("pattern") : json();
-  std::string regex;
-  if (pattern.is_object() && pattern.contains("Regex") && pattern.at("Regex").is_string()) {
-    regex = pattern.at("Regex").get<std::string>();
-  } else if (pattern.is_object() && pattern.contains("String") && pattern.at("String").is_string()) {
-    regex = escape_regex_literal(pattern.at("String").get<std::string>());
-  } else {
-    file.fail("key '" + where + ".pattern': expected {\"Regex\": ...} or {\"String\": ...}");
-  }
   Step step;
   step.kind = Step::Kind::kSplit;
-  step.pattern = std::make_shared<UnicodeRegex>(regex, file.name + ": " + where);
+  step.pattern = step_pattern(node, where, file);
   step.behavior = parse_behavior(node.value("behavior", "Isolated"), where, file);
   step.invert = node.value("invert", false);
   return step;

@@ -35,25 +35,21 @@ TokenizerConfig read_tokenizer_config(const json& config, const JsonSource& file
                                       const std::function<std::optional<int64_t>(const std::string&)>& token_id) {
   TokenizerConfig result;
   if (!config.is_object()) return result;
-  const auto resolve = [&](const char* key) -> int64_t {
+  const auto resolve = [&](const char* key, std::string* text_out = nullptr) -> int64_t {
     if (!config.contains(key) || config.at(key).is_null()) return -1;
     const auto text = token_text(config.at(key));
     if (!text) {
       file.fail(std::string("tokenizer_config.json key '") + key + "': expected a token string, got " +
                 config.at(key).dump());
     }
+    if (text_out) *text_out = *text;
     if (const auto id = token_id(*text)) return *id;
     file.fail(std::string("tokenizer_config.json key '") + key + "': token \"" + *text + "\" is not in the vocabulary");
   };
-  result.bos = resolve("bos_token");
-  result.eos = resolve("eos_token");
+  result.bos = resolve("bos_token", &result.bos_text);
+  result.eos = resolve("eos_token", &result.eos_text);
   result.pad = resolve("pad_token");
-  const std::string chat_template = chat_template_text(config);
-  if (chat_template.find("<|im_start|>") != std::string::npos) {
-    result.chat_template_family = "chatml";
-  } else if (chat_template.find("<|start_header_id|>") != std::string::npos) {
-    result.chat_template_family = "llama3";
-  }
+  result.chat_template = chat_template_text(config);
   return result;
 }
 

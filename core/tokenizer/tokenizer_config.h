@@ -1,5 +1,5 @@
 // tokenizer_config.json, read beside tokenizer.json: the bos, eos and pad
-// tokens, and which chat template family its chat_template is.
+// tokens, and the model's Jinja chat_template.
 #pragma once
 
 #include "core/tokenizer/json_source.h"
@@ -15,7 +15,8 @@ namespace ptrain::tokenizer::detail {
 
 struct TokenizerConfig {
   int64_t bos = -1, eos = -1, pad = -1;  // -1: not given
-  std::string chat_template_family;      // "chatml", "llama3" or empty
+  std::string bos_text, eos_text;        // the tokens' text; empty when not given
+  std::string chat_template;             // the Jinja source; empty when not given
 };
 
 // `config` may be null (no file). `token_id` maps a token's text to its id;

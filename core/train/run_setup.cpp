@@ -14,8 +14,8 @@ namespace ptrain::train {
 
 namespace {
 
-// The sdk::ChatTemplate::named() name of a configured template; `auto_name` for auto.
-std::string template_name(config::ChatTemplateChoice choice, const std::string& auto_name) {
+// The sdk::ChatTemplate::named() name of a configured template; empty for auto.
+std::string template_name(config::ChatTemplateChoice choice) {
   switch (choice) {
     case config::ChatTemplateChoice::kChatml:
       return "chatml";
@@ -28,13 +28,13 @@ std::string template_name(config::ChatTemplateChoice choice, const std::string& 
     case config::ChatTemplateChoice::kAuto:
       break;
   }
-  return auto_name;
+  return "";
 }
 
 }  // namespace
 
 std::optional<sdk::ChatTemplate> make_chat_template(const config::TokenizerSection& section,
-                                                    const std::string& auto_name) {
+                                                    std::optional<sdk::ChatTemplate> own) {
   if (section.chat_template == config::ChatTemplateChoice::kCustom) {
     sdk::ChatTemplate custom;
     custom.name = "custom";
@@ -46,15 +46,16 @@ std::optional<sdk::ChatTemplate> make_chat_template(const config::TokenizerSecti
     custom.trim_content = section.chat_trim_content;
     return custom;
   }
-  const std::string name = template_name(section.chat_template, auto_name);
-  if (name.empty()) return std::nullopt;  // chat data will fail naming tokenizer.chat_template
-  return sdk::ChatTemplate::named(name);
+  if (section.chat_template == config::ChatTemplateChoice::kAuto) {
+    return own;  // none: chat data will fail naming tokenizer.chat_template
+  }
+  return sdk::ChatTemplate::named(template_name(section.chat_template));
 }
 
 std::unique_ptr<sdk::Tokenizer> make_tokenizer(const config::TokenizerSection& section) {
   if (section.kind == config::TokenizerKind::kBytes) {
     auto bytes = std::make_unique<tokenizer::ByteTokenizer>();
-    bytes->set_chat_template(make_chat_template(section, "plain"));
+    bytes->set_chat_template(make_chat_template(section, sdk::ChatTemplate::named("plain")));
     return bytes;
   }
   auto hf = tokenizer::HfTokenizer::load(section.path);
@@ -62,7 +63,10 @@ std::unique_ptr<sdk::Tokenizer> make_tokenizer(const config::TokenizerSection& s
   if (hf->eos_id() < 0) {
     throw sdk::ConfigError(section.path + ": no eos token: put a tokenizer_config.json with \"eos_token\" beside it");
   }
-  hf->set_chat_template(make_chat_template(section, hf->detected_chat_template()));
+  // The model's own template is parsed only when it is used, and then now:
+  // one the Jinja engine cannot render stops the run before it starts.
+  const bool own = section.chat_template == config::ChatTemplateChoice::kAuto;
+  hf->set_chat_template(make_chat_template(section, own ? hf->own_chat_template() : std::nullopt));
   return hf;
 }
 
@@ -74,6 +78,7 @@ model::ModelConfig model_config_from(const config::ModelSection& section) {
   config.num_layers = section.num_layers;
   config.num_heads = section.num_heads;
   config.num_kv_heads = section.num_kv_heads;
+  config.head_dim = section.head_dim;
   config.max_position_embeddings = section.max_position_embeddings;
   config.rope_theta = section.rope_theta;
   config.rms_norm_eps = section.rms_norm_eps;

@@ -23,10 +23,11 @@ namespace ptrain::train {
 // attached. Throws sdk::ConfigError naming the file and what is wrong or unsupported.
 std::unique_ptr<sdk::Tokenizer> make_tokenizer(const config::TokenizerSection& section);
 
-// tokenizer.chat_template resolved: "auto" becomes `auto_name` (the family
-// tokenizer_config.json names; nullopt when empty), "custom" the chat_* keys.
+// tokenizer.chat_template resolved: "auto" becomes `own` (the model's own
+// Jinja template, "plain" for the byte tokenizer; nullopt when it has none),
+// "custom" the chat_* keys, a name the built-in template.
 std::optional<sdk::ChatTemplate> make_chat_template(const config::TokenizerSection& section,
-                                                    const std::string& auto_name);
+                                                    std::optional<sdk::ChatTemplate> own);
 
 model::ModelConfig model_config_from(const config::ModelSection& section);
 

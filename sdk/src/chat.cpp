@@ -127,6 +127,7 @@ ChatTemplate ChatTemplate::named(const std::string& name) {
 
 std::vector<ChatSegment> ChatTemplate::render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                                               const std::string& location) const {
+  if (renderer) return renderer->render(messages, add_generation_prompt, location);
   std::vector<ChatSegment> segments;
   append_template_text(segments, begin, false);
   for (size_t i = 0; i < messages.size(); ++i) {
@@ -151,6 +152,7 @@ std::vector<ChatSegment> ChatTemplate::render(const std::vector<ChatMessage>& me
 }
 
 std::string ChatTemplate::fingerprint() const {
+  if (renderer) return name + "\n" + renderer->fingerprint();
   // JSON escapes every string, so no two templates print the same.
   const nlohmann::json value = {name,           begin,       system.prefix,    system.suffix,
                                 user.prefix,    user.suffix, assistant.prefix, assistant.suffix,

@@ -85,15 +85,86 @@ TEST_CASE("bad model directories are rejected naming the tensor or key", "[bad_i
        "/config.json: key 'num_attention_heads'"},
       {"config.json unsupported model type",
        [&](const fs::path&, NamedTensors&, nlohmann::json& c) { c["model_type"] = "gpt2"; },
-       "/config.json: key 'model_type'"},
+       "/config.json: key 'model_type': unsupported model type \"gpt2\" (supported: llama, qwen2, qwen3, mistral)"},
       {"config.json heads that do not divide",
        [&](const fs::path&, NamedTensors&, nlohmann::json& c) { c["num_key_value_heads"] = 3; },
        "/config.json: model config: num_heads (4) must be divisible by num_kv_heads (3)"},
-      {"config.json rope scaling",
+      {"config.json rope scaling of another type",
        [&](const fs::path&, NamedTensors&, nlohmann::json& c) {
-         c["rope_scaling"] = {{"type", "dynamic"}};
+         c["rope_scaling"] = {{"type", "dynamic"}, {"factor", 2.0}};
        },
-       "/config.json: key 'rope_scaling'"},
+       "/config.json: key 'rope_scaling.type': unsupported rope scaling type \"dynamic\" (supported: default, linear, "
+       "llama3)"},
+      {"config.json rope scaling yarn under rope_parameters",
+       [&](const fs::path&, NamedTensors&, nlohmann::json& c) {
+         c["rope_parameters"] = {{"rope_type", "yarn"}, {"factor", 4.0}, {"rope_theta", 10000.0}};
+       },
+       "/config.json: key 'rope_parameters.rope_type': unsupported rope scaling type \"yarn\""},
+      {"config.json rope scaling without a type",
+       [&](const fs::path&, NamedTensors&, nlohmann::json& c) {
+         c["rope_scaling"] = {{"factor", 2.0}};
+       },
+       "/config.json: key 'rope_scaling.rope_type': required but missing (supported: default, linear, llama3)"},
+      {"config.json rope scaling not an object",
+       [&](const fs::path&, NamedTensors&, nlohmann::json& c) { c["rope_scaling"] = "llama3"; },
+       "/config.json: key 'rope_scaling': expected an object or null"},
+      {"config.json llama3 rope scaling missing a key",
+       [&](const fs::path&, NamedTensors&, nlohmann::json& c) {
+         c["rope_scaling"] = {
+             {"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0}};
+       },
+       "/config.json: key 'rope_scaling.original_max_position_embeddings': required but missing"},
+      {"config.json llama3 rope scaling with equal frequency factors",
+       [&](const fs::path&, NamedTensors&, nlohmann::json& c) {
+         c["rope_scaling"] = {{"rope_type", "llama3"},
+                              {"factor", 8.0},
+                              {"low_freq_factor", 2.0},
+                              {"high_freq_factor", 2.0},
+                              {"original_max_position_embeddings", 8192}};
+       },
+       "/config.json: key 'rope_scaling': rope scaling: high_freq_factor (2) must be finite and greater than "
+       "low_freq_factor (2)"},
+      {"config.json linear rope scaling with a non-positive factor",
+       [&](const fs::path&, NamedTensors&, nlohmann::json& c) {
+         c["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 0.0}};
+       },
+       "/config.json: key 'rope_scaling': rope scaling: factor must be a finite number > 0, got 0"},
+      {"config.json linear rope scaling with a key of another type",
+       [&](const fs::path&, NamedTensors&, nlohmann::json& c) {
+         c["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}, {"attention_factor", 1.5}};
+       },
+       "/config.json: key 'rope_scaling.attention_factor': not supported with rope type \"linear\" (its keys: factor)"},
+      {"config.json rope_parameters disagreeing with rope_scaling",
+       [&](const fs::path&, NamedTensors&, nlohmann::json& c) {
+         c["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}};
+         c["rope_parameters"] = {{"rope_type", "linear"}, {"factor", 4.0}};
+       },
+       "/config.json: key 'rope_parameters': disagrees with key 'rope_scaling'"},
+      {"config.json mistral without sliding_window",
+       [&](const fs::path&, NamedTensors&, nlohmann::json& c) { c["model_type"] = "mistral"; },
+       "/config.json: key 'sliding_window': required for mistral (null for full causal attention, or the window "
+       "length)"},
+      {"config.json mistral with a zero sliding_window",
+       [&](const fs::path&, NamedTensors&, nlohmann::json& c) {
+         c["model_type"] = "mistral";
+         c["sliding_window"] = 0;
+       },
+       "/config.json: key 'sliding_window': must be null or > 0, got 0"},
+      {"config.json qwen2 with use_sliding_window",
+       [&](const fs::path&, NamedTensors&, nlohmann::json& c) {
+         c["model_type"] = "qwen2";
+         c["use_sliding_window"] = true;
+       },
+       "/config.json: key 'use_sliding_window': sliding-window attention is supported for mistral only (qwen2 must "
+       "have use_sliding_window false)"},
+      {"qwen3 config.json without q_norm weights",
+       [&](const fs::path&, NamedTensors&, nlohmann::json& c) { c["model_type"] = "qwen3"; },
+       ": tensor 'model.layers.0.self_attn.q_norm.weight' is missing (expected shape [8])"},
+      {"q_norm weights in a qwen2 model",
+       [&](const fs::path&, NamedTensors& t, nlohmann::json&) {
+         t.emplace_back("model.layers.0.self_attn.q_norm.weight", at::ones({8}));
+       },
+       ": unexpected tensors for a qwen2 model with this config: 'model.layers.0.self_attn.q_norm.weight'"},
       {"no config.json", [&](const fs::path& dir, NamedTensors&, nlohmann::json&) { fs::remove(dir / "config.json"); },
        "/config.json: cannot open"},
       {"no weights",

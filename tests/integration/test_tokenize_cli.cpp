@@ -93,14 +93,46 @@ TEST_CASE("ptrain tokenize: a tokenizer.json matches the reference ids, with --j
   const json reference = json::parse(reference_file);
   check_cli_matches_reference("qwen3", dir);
 
-  // Conversations: --template auto finds ChatML in tokenizer_config.json.
+  // Conversations: --template auto renders with Qwen3's own Jinja template
+  // from tokenizer_config.json, as Hugging Face does (chat_reference.json).
+  std::ifstream own_cases_file(kFixtures / "chat_template_cases.json");
+  const json own_cases = json::parse(own_cases_file);
+  std::ifstream chat_reference_file(kFixtures / "chat_reference.json");
+  std::vector<json> qwen_renders;
+  const json renders = json::parse(chat_reference_file).at("renders");
+  for (const json& r : renders) {
+    if (r.at("template") == "qwen3") qwen_renders.push_back(r);
+  }
+  REQUIRE(qwen_renders.size() == own_cases.size());
+  std::string own_chats;
+  for (const auto& c : own_cases) own_chats += json{{"messages", c.at("messages")}}.dump() + "\n";
+  const fs::path own_input = write_file(dir, "own_chats.jsonl", own_chats);
+  const std::string auto_command = "tokenize --tokenizer " + tokenizer + " --template auto";
+  const CommandResult own_ids = run_ptrain(auto_command + " < " + own_input.string());
+  const CommandResult rendered = run_ptrain(auto_command + " --render < " + own_input.string());
+  const CommandResult prompted = run_ptrain(auto_command + " --render --generation-prompt < " + own_input.string());
+  REQUIRE(own_ids.exit_code == 0);
+  REQUIRE(rendered.exit_code == 0);
+  REQUIRE(prompted.exit_code == 0);
+  const std::vector<std::string> id_lines = lines_of(own_ids.output), text_lines = lines_of(rendered.output),
+                                 prompt_lines = lines_of(prompted.output);
+  REQUIRE(id_lines.size() == own_cases.size());
+  REQUIRE(text_lines.size() == own_cases.size());
+  REQUIRE(prompt_lines.size() == own_cases.size());
+  for (size_t i = 0; i < own_cases.size(); ++i) {
+    INFO(own_cases[i].at("name"));
+    CHECK(json::parse(id_lines[i]) == qwen_renders[i].at("qwen3_ids"));
+    CHECK(json::parse(text_lines[i]) == qwen_renders[i].at("text").at("text"));
+    CHECK(json::parse(prompt_lines[i]) == qwen_renders[i].at("generation").at("text"));
+  }
+
   std::ifstream cases_file(kFixtures / "chat_cases.json");
   const json cases = json::parse(cases_file);
   std::string chats;
   for (const auto& c : cases) chats += json{{"messages", c.at("messages")}}.dump() + "\n";
   const fs::path chat_input = write_file(dir, "chats.jsonl", chats);
   const CommandResult chat =
-      run_ptrain("tokenize --tokenizer " + tokenizer + " --template auto < " + chat_input.string());
+      run_ptrain("tokenize --tokenizer " + tokenizer + " --template chatml < " + chat_input.string());
   REQUIRE(chat.exit_code == 0);
   const std::vector<std::string> chat_lines = lines_of(chat.output);
   REQUIRE(chat_lines.size() == cases.size());
@@ -134,6 +166,9 @@ TEST_CASE("ptrain tokenize: unknown template, bad role and bad files fail with o
   const CommandResult bad = run_ptrain("tokenize --tokenizer " + broken.string() + " < " + chat.string() + " 2>&1");
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.output, Catch::Contains(broken.string()) && Catch::Contains("not valid JSON"));
+  const CommandResult no_template = run_ptrain("tokenize --tokenizer bytes --render < " + chat.string() + " 2>&1");
+  CHECK(no_template.exit_code == 2);
+  CHECK_THAT(no_template.output, Catch::Contains("--render apply to conversations: add --template NAME"));
   const CommandResult not_ids = run_ptrain("tokenize --tokenizer bytes --decode < " + chat.string() + " 2>&1");
   CHECK(not_ids.exit_code == 1);
   CHECK_THAT(not_ids.output, Catch::Contains("stdin:1: expected a JSON array of token ids"));

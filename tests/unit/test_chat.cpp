@@ -232,7 +232,7 @@ TEST_CASE("chat templates from TOML: tokenizer.chat_template = \"custom\" with c
       "chat_assistant_suffix = \"{eos}\"\n"
       "chat_turn_separator = \"\\n\"\n"
       "chat_trim_content = true\n");
-  const auto chat_template = train::make_chat_template(run.tokenizer, "plain");
+  const auto chat_template = train::make_chat_template(run.tokenizer, std::nullopt);
   REQUIRE(chat_template);
   CHECK(chat_template->name == "custom");
   CHECK(sdk::segments_to_text(chat_template->render({{"user", " hi "}, {"assistant", "yo"}}, true, "x"), "<s>",
@@ -245,12 +245,13 @@ TEST_CASE("chat templates from TOML: tokenizer.chat_template = \"custom\" with c
       "chat_assistant_prefix = \"<|im_start|>assistant\\n\"\nchat_assistant_suffix = \"<|im_end|>\"\n"
       "chat_turn_separator = \"\\n\"\n");
   const std::vector<sdk::ChatMessage> messages = {{"system", "s"}, {"user", "u"}, {"assistant", "a"}};
-  CHECK(sdk::segments_to_text(train::make_chat_template(chatml_like.tokenizer, "")->render(messages, true, "x")) ==
+  CHECK(sdk::segments_to_text(
+            train::make_chat_template(chatml_like.tokenizer, std::nullopt)->render(messages, true, "x")) ==
         sdk::segments_to_text(sdk::ChatTemplate::named("chatml").render(messages, true, "x")));
 
-  // "auto" takes the family the tokenizer names; the byte tokenizer's is plain.
-  CHECK(train::make_chat_template(load("").tokenizer, "llama3")->name == "llama3");
-  CHECK_FALSE(train::make_chat_template(load("").tokenizer, "").has_value());
+  // "auto" takes the tokenizer's own template; the byte tokenizer's is plain.
+  CHECK(train::make_chat_template(load("").tokenizer, sdk::ChatTemplate::named("llama3"))->name == "llama3");
+  CHECK_FALSE(train::make_chat_template(load("").tokenizer, std::nullopt).has_value());
   CHECK(train::make_tokenizer(load("").tokenizer)->chat_template()->name == "plain");
 
   CHECK_THAT(error_of([&] { load("chat_template = \"chatml\"\nchat_user_prefix = \"U: \"\n"); }),

@@ -435,6 +435,11 @@ TEST_CASE("config: incompatible key combinations name both keys", "[config]") {
   CHECK_THAT(resolve_error(dir, std::string(kMinimal) + "[model]\nnum_heads = 3\n"),
              Catch::Contains("\n  " + file +
                              ":12: 'model.hidden_size' = 256 (default) is not divisible by 'model.num_heads' = 3"));
+  // An explicit head_dim replaces hidden_size / num_heads, which need not
+  // divide (256 / 3).
+  const auto explicit_head = resolve(
+      dir.write("head.toml", std::string(kMinimal) + "[model]\nnum_heads = 3\nnum_kv_heads = 1\nhead_dim = 8\n"));
+  CHECK(explicit_head.model.head_dim == 8);
   CHECK_THAT(
       resolve_error(dir, std::string(kMinimal) + "[model]\nnum_kv_heads = 3\n"),
       Catch::StartsWith(file + ":12: 'model.num_heads' = 4 (default) is not divisible by 'model.num_kv_heads' = 3"));

@@ -186,21 +186,24 @@ TEST_CASE("tokenizer.json: decode(encode(text)) gives the text back", "[tokenize
   CHECK(tokenizer->decode({emoji[0]}) == "\xEF\xBF\xBD");
 }
 
-TEST_CASE("tokenizer_config.json gives bos, eos, pad and the chat template family", "[tokenizer]") {
+TEST_CASE("tokenizer_config.json gives bos, eos, pad and the chat template", "[tokenizer]") {
   const auto qwen = tokenizer::HfTokenizer::load(kExtracted / "qwen3" / "tokenizer.json");
   CHECK(qwen->bos_id() == -1);      // Qwen has no bos token
   CHECK(qwen->eos_id() == 151645);  // <|im_end|>
   CHECK(qwen->pad_id() == 151643);  // <|endoftext|>
   CHECK(qwen->vocab_size() == 151669);
-  CHECK(qwen->detected_chat_template() == "chatml");
+  REQUIRE(qwen->own_chat_template().has_value());  // Qwen3's Jinja template (test_jinja_chat.cpp renders it)
+  CHECK(qwen->own_chat_template()->name == "auto");
+  CHECK(qwen->eos_text() == "<|im_end|>");
+  CHECK(qwen->bos_text().empty());
   CHECK(qwen->token_id("<|im_start|>") == 151644);
   CHECK_FALSE(qwen->token_id("<|no_such_token|>").has_value());
 
   const auto cl100k = tokenizer::HfTokenizer::load(kExtracted / "cl100k" / "tokenizer.json");
   CHECK(cl100k->bos_id() == 100257);
   CHECK(cl100k->eos_id() == 100257);
-  CHECK(cl100k->pad_id() == 100257);  // no pad_token: eos pads
-  CHECK(cl100k->detected_chat_template().empty());
+  CHECK(cl100k->pad_id() == 100257);                     // no pad_token: eos pads
+  CHECK_FALSE(cl100k->own_chat_template().has_value());  // its tokenizer_config.json has no chat_template
   CHECK(cl100k->fingerprint() != qwen->fingerprint());
 
   const auto mistral = tokenizer::HfTokenizer::load(kExtracted / "llama2" / "tokenizer.json");

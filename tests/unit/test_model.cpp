@@ -296,8 +296,8 @@ TEST_CASE("ModelConfig defaults, round trip and rejections", "[model][config]") 
     const char* expected;
   };
   const std::vector<Case> cases = {
-      {"rope_scaling", nlohmann::json{{"type", "linear"}, {"factor", 2.0}}, "key 'rope_scaling'"},
-      {"model_type", "mistral", "unsupported model type \"mistral\""},
+      {"rope_scaling", nlohmann::json{{"type", "yarn"}, {"factor", 2.0}}, "key 'rope_scaling.type'"},
+      {"model_type", "gpt_neox", "unsupported model type \"gpt_neox\""},
       {"hidden_act", "gelu", "key 'hidden_act'"},
       {"mlp_bias", true, "key 'mlp_bias'"},
       {"num_key_value_heads", 3, "num_kv_heads (3)"},

@@ -1,19 +1,24 @@
 // Chat data: messages, the templates that turn them into one token sequence,
 // and which tokens an assistant-only loss trains on.
 //
-// A template is data, not Jinja: text before the conversation (`begin`), a
+// A built-in template is data: text before the conversation (`begin`), a
 // prefix and suffix around each role's content, and a separator after each
 // turn. In the rendered conversation the trainable segments are each
 // assistant turn's content and its suffix — the end-of-turn marker the model
 // must learn to emit ("<|im_end|>", "<|eot_id|>", or <eos>). Template text may
 // say {bos} and {eos} for the tokenizer's ids (the byte tokenizer has no text
 // for them); message content is never interpreted.
+//
+// The model's own template (tokenizer.chat_template = "auto": the Jinja
+// chat_template of tokenizer_config.json) is rendered by the core: the
+// ChatTemplate then holds a ChatRenderer, and render() returns its segments.
 #pragma once
 
 #include "ptrain/sdk/batch.h"
 #include "ptrain/sdk/tokenizer.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,6 +41,18 @@ struct ChatSegment {
   bool trainable = false;  // part of an assistant turn: its content or its suffix
 };
 
+// A template the core renders (a Jinja chat template). Thread-safe: the data
+// pipeline renders examples in parallel.
+class ChatRenderer {
+ public:
+  virtual ~ChatRenderer() = default;
+  // As ChatTemplate::render; a message the template refuses (its
+  // raise_exception) throws DataError naming `location`.
+  virtual std::vector<ChatSegment> render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                                          const std::string& location) const = 0;
+  virtual std::string fingerprint() const = 0;
+};
+
 class ChatTemplate {
  public:
   struct Role {
@@ -48,6 +65,10 @@ class ChatTemplate {
   Role system, user, assistant;
   std::string turn_separator;  // after every turn's suffix; never trained
   bool trim_content = false;   // strip whitespace around each content (Llama 3's `| trim`)
+  // Set for the model's own template ("auto"): render() and fingerprint() are
+  // the renderer's and the fields above are unused. Made by the core, which
+  // outlives every plugin, so a plugin may keep a copy.
+  std::shared_ptr<const ChatRenderer> renderer;
 
   // The built-in templates:
   //   chatml  "<|im_start|>{role}\n" content "<|im_end|>" "\n"   (Qwen 2/2.5/3, SmolLM2)
