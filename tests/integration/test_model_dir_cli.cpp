@@ -23,6 +23,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -112,7 +113,8 @@ fs::path write_config(const fs::path& dir, const std::string& name, const Inputs
 }
 
 // What both final/ and checkpoints/step_2/ must hold besides the weights.
-void check_served_files(const fs::path& model_dir, const Inputs& inputs, const json& expected_tokenizer_config) {
+void check_served_files(const fs::path& model_dir, const Inputs& inputs, const json& expected_tokenizer_config,
+                        const ptrain::sdk::ChatTemplate& used) {
   INFO(model_dir.string());
   const json config = read_json(model_dir / "config.json");
   CHECK(config.at("bos_token_id").is_null());  // Qwen3's tokenizer has no bos token
@@ -135,7 +137,15 @@ void check_served_files(const fs::path& model_dir, const Inputs& inputs, const j
   CHECK(written->eos_id() == original->eos_id());
   CHECK(written->bos_id() == original->bos_id());
   CHECK(written->pad_id() == original->pad_id());
-  CHECK(written->detected_chat_template() == "chatml");
+  // Its chat template (rendered by ptrain's Jinja engine) gives the text the run trained on.
+  const std::optional<ptrain::sdk::ChatTemplate> written_template = written->own_chat_template();
+  REQUIRE(written_template.has_value());
+  const std::vector<ptrain::sdk::ChatMessage> conversation = {
+      {"system", "Be brief."}, {"user", "2+2?"}, {"assistant", "4"}, {"user", "And 3+3?"}, {"assistant", ""}};
+  for (const bool generation_prompt : {false, true}) {
+    CHECK(ptrain::sdk::segments_to_text(written_template->render(conversation, generation_prompt, "test"), "", "") ==
+          ptrain::sdk::segments_to_text(used.render(conversation, generation_prompt, "test"), "", ""));
+  }
   for (const json& text : read_json(kFixtures / "corpus.json")) {
     CHECK(written->encode(text.get<std::string>()) == original->encode(text.get<std::string>()));
   }
@@ -148,6 +158,10 @@ TEST_CASE("final/ and checkpoints are complete model directories: tokenizer, tem
   const fs::path dir = ptrain::testing::fresh_test_dir("model_dir_files");
   const Inputs inputs = write_inputs(dir);
   const json input_tokenizer_config = read_json(inputs.tokenizer_dir / "tokenizer_config.json");
+  // "auto" renders with Qwen3's own template.
+  const std::optional<ptrain::sdk::ChatTemplate> own_template =
+      ptrain::tokenizer::HfTokenizer::load(inputs.tokenizer_dir / "tokenizer.json")->own_chat_template();
+  REQUIRE(own_template.has_value());
 
   SECTION("chat_template = \"auto\": the input's own template, weights sharded") {
     // embed_tokens and lm_head are 151669 x 32 float32 (19.4 MB) each: each gets a shard.
@@ -155,7 +169,7 @@ TEST_CASE("final/ and checkpoints are complete model directories: tokenizer, tem
     INFO(result.output);
     REQUIRE(result.exit_code == 0);
     for (const fs::path model_dir : {dir / "auto" / "final", dir / "auto" / "checkpoints" / "step_2"}) {
-      check_served_files(model_dir, inputs, input_tokenizer_config);
+      check_served_files(model_dir, inputs, input_tokenizer_config, *own_template);
 
       const json index = read_json(model_dir / "model.safetensors.index.json");
       std::set<std::string> shards;
@@ -212,7 +226,7 @@ TEST_CASE("final/ and checkpoints are complete model directories: tokenizer, tem
     const fs::path final_dir = dir / "chatml" / "final";
     json expected = input_tokenizer_config;
     expected["chat_template"] = read_json(final_dir / "tokenizer_config.json").at("chat_template");
-    check_served_files(final_dir, inputs, expected);
+    check_served_files(final_dir, inputs, expected, ptrain::sdk::ChatTemplate::named("chatml"));
     const std::string jinja = expected.at("chat_template").get<std::string>();
     CHECK(jinja.rfind("{#- ptrain's \"chatml\" chat template written as Jinja", 0) == 0);
     CHECK(jinja != input_tokenizer_config.at("chat_template").get<std::string>());
