@@ -101,7 +101,8 @@ fs::path write_checkpoint(const fs::path& checkpoints_dir, const CheckpointData&
   require_finite(data.optimizer_state, target, "optimizer state");
   require_finite(data.plugin_state.tensors, target, "plugin state");
   write_directory_atomically(target, [&](const fs::path& staging) {
-    data.model->save_hf_dir(staging);
+    // Checkpoints keep the float32 master weights, so a resumed run continues exactly.
+    write_model_dir(*data.model, staging, at::kFloat, data.model_files ? *data.model_files : ModelDirFiles{});
     failpoint::kill_point("after_model");
     model::write_safetensors(staging / "optimizer.safetensors", data.optimizer_state);
     model::write_safetensors(staging / "plugin_state.safetensors", data.plugin_state.tensors);
@@ -182,9 +183,10 @@ std::optional<fs::path> find_resume_checkpoint(const std::string& resume, const 
                    "or a directory holding a `latest` pointer)");
 }
 
-void save_model_atomically(const model::CausalLm& model, const fs::path& target, at::ScalarType dtype) {
+void save_model_atomically(const model::CausalLm& model, const fs::path& target, at::ScalarType dtype,
+                           const ModelDirFiles& files) {
   require_finite(model.named_parameters(), target, "weight");
-  write_directory_atomically(target, [&](const fs::path& staging) { model.save_hf_dir(staging, dtype); });
+  write_directory_atomically(target, [&](const fs::path& staging) { write_model_dir(model, staging, dtype, files); });
 }
 
 void prune_checkpoints(const fs::path& checkpoints_dir, int64_t keep_last) {

@@ -1,6 +1,7 @@
 // Checkpoints: everything a run needs to continue as if it had not stopped.
 //
-//   checkpoints/step_N/   config.json, model.safetensors   the policy (a Hugging Face model dir)
+//   checkpoints/step_N/   config.json, model.safetensors   the policy: a complete Hugging Face model dir
+//                         (or its shards), generation_config.json, tokenizer files (model_dir.h)
 //                         optimizer.safetensors            per-parameter optimizer state
 //                         plugin_state.json/.safetensors   the plugin's own state
 //                         trainer_state.json               step, counters, run id, world size
@@ -13,6 +14,7 @@
 // world size or microbatch setting. The core draws no other random numbers.
 #pragma once
 
+#include "core/checkpoint/model_dir.h"
 #include "core/model/causal_lm.h"
 #include "ptrain/sdk/train_module.h"
 
@@ -47,6 +49,7 @@ struct CheckpointData {
   sdk::PluginState plugin_state;
   TrainerState trainer;
   std::string config_toml;
+  const ModelDirFiles* model_files = nullptr;  // what the model directory holds besides weights; null: nothing
 };
 
 struct LoadedCheckpoint {
@@ -74,9 +77,10 @@ LoadedCheckpoint read_checkpoint(const std::filesystem::path& dir);
 std::optional<std::filesystem::path> find_resume_checkpoint(const std::string& resume,
                                                             const std::filesystem::path& output_dir);
 
-// A model directory (e.g. final/) written atomically, its weights in `dtype`.
+// A model directory (e.g. final/) written atomically, its weights in `dtype`,
+// with `files` (model_dir.h).
 void save_model_atomically(const model::CausalLm& model, const std::filesystem::path& target,
-                           at::ScalarType dtype = at::kFloat);
+                           at::ScalarType dtype = at::kFloat, const ModelDirFiles& files = {});
 
 // Removes the oldest step_N directories beyond the newest `keep_last`.
 void prune_checkpoints(const std::filesystem::path& checkpoints_dir, int64_t keep_last);

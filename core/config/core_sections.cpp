@@ -228,6 +228,10 @@ CoreSection checkpoint_section() {
                     .choice("save_dtype", &CheckpointSection::save_dtype, dtypes, SaveDtype::kAuto,
                             "dtype of the weights in final/; auto: the dtype model.init was stored in (float32 for "
                             "a model built from [model] sizes). Checkpoints always keep the float32 weights")
+                    .key("max_shard_size", &CheckpointSection::max_shard_size, std::string("5GB"),
+                         "weights larger than this are written as model-00001-of-0000N.safetensors shards with "
+                         "model.safetensors.index.json, as transformers does (in final/ and checkpoints); an integer "
+                         "and a unit: B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024)")
                     .key("best_metric", &CheckpointSection::best_metric, sdk::unset,
                          "an evaluation metric, e.g. \"eval/loss\": best/ keeps the model of the evaluation where "
                          "it was best (needs eval.data)")

@@ -1,5 +1,6 @@
 #include "core/config/cross_checks.h"
 
+#include "core/config/byte_size.h"
 #include "core/config/core_sections.h"
 #include "core/config/key_suggestions.h"
 
@@ -26,6 +27,7 @@ class CrossChecks {
     check_batch();
     check_optim();
     check_schedule_and_train();
+    check_checkpoint();
     check_eval();
   }
 
@@ -212,6 +214,15 @@ class CrossChecks {
                  "; the learning rate would never reach optim.lr");
     }
     // log_every > max_steps is fine: the last step is always logged.
+  }
+
+  void check_checkpoint() {
+    if (has("checkpoint", "max_shard_size") && !parse_byte_size(str("checkpoint", "max_shard_size"))) {
+      problems_.add(location("checkpoint", "max_shard_size"),
+                    "key 'checkpoint.max_shard_size' = \"" + str("checkpoint", "max_shard_size") +
+                        "\": expected a positive integer and a unit, like \"5GB\", \"500MB\" or \"2GiB\" (units: B, "
+                        "KB, MB, GB, TB, KiB, MiB, GiB, TiB)");
+    }
   }
 
   // Evaluation keys need a held-out set; best/ and early stopping need an

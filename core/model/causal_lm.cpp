@@ -4,6 +4,7 @@
 #include "core/model/fused_kernels.h"
 #include "core/model/gemm.h"
 #include "core/model/safetensors.h"
+#include "core/model/sharded_weights.h"
 #include "core/model/target_scores.h"
 #include "ptrain/sdk/errors.h"
 
@@ -258,20 +259,26 @@ std::unique_ptr<CausalLm> CausalLm::load_hf_dir(const std::filesystem::path& dir
 }
 
 void CausalLm::save_hf_dir(const std::filesystem::path& dir, at::ScalarType dtype) const {
+  save_hf_dir(dir, dtype, SaveOptions{});
+}
+
+void CausalLm::save_hf_dir(const std::filesystem::path& dir, at::ScalarType dtype, const SaveOptions& options) const {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw sdk::ModelError(dir.string() + ": cannot create model directory: " + ec.message());
 
   const fs::path config_path = dir / "config.json";
   std::ofstream out(config_path);
-  out << config_.to_hf_json(torch_dtype_name(dtype)).dump(2) << "\n";
+  nlohmann::json config_json = config_.to_hf_json(torch_dtype_name(dtype));
+  config_json.update(options.config_fields);
+  out << config_json.dump(2) << "\n";
   out.flush();
   if (!out) throw sdk::ModelError(config_path.string() + ": write failed");
 
   NamedTensors tensors;
   tensors.reserve(params_.size());
   for (const auto& [name, t] : params_) tensors.emplace_back(name, t.detach().to(at::kCPU, dtype).contiguous());
-  write_safetensors(dir / "model.safetensors", tensors);
+  write_model_weights(dir, tensors, options.max_shard_bytes);
 }
 
 void CausalLm::set_compute_dtype(at::ScalarType dtype) {

@@ -51,10 +51,21 @@ class CausalLm : public sdk::LanguageModel {
   // sdk::ModelError naming the directory and the tensor.
   static std::unique_ptr<CausalLm> load_hf_dir(const std::filesystem::path& dir);
 
-  // Writes config.json and model.safetensors (contiguous, in `dtype`, which
-  // config.json's torch_dtype names) into `dir`, creating it if needed.
-  // Writing to a temporary directory and renaming is the caller's concern.
+  // What a saved directory carries besides the architecture and the weights.
+  struct SaveOptions {
+    // Merged over config.json's architecture keys (e.g. bos_token_id,
+    // eos_token_id, which the tokenizer knows and the model does not).
+    nlohmann::json config_fields = nlohmann::json::object();
+    // Weights larger than this are sharded (sharded_weights.h); 0: one file.
+    int64_t max_shard_bytes = 0;
+  };
+
+  // Writes config.json and model.safetensors, or its shards and index
+  // (contiguous, in `dtype`, which config.json's torch_dtype names) into
+  // `dir`, creating it if needed. Writing to a temporary directory and
+  // renaming is the caller's concern.
   void save_hf_dir(const std::filesystem::path& dir, at::ScalarType dtype = at::kFloat) const;
+  void save_hf_dir(const std::filesystem::path& dir, at::ScalarType dtype, const SaveOptions& options) const;
 
   // The dtype load_hf_dir found the weights stored in (that of
   // embed_tokens); float32 for init_random. The weights themselves are

@@ -20,8 +20,9 @@ at::ScalarType export_dtype(config::SaveDtype choice, const model::CausalLm& pol
 
 }  // namespace
 
-void export_model(const config::RunConfig& config, const model::CausalLm& policy, const std::filesystem::path& target) {
-  checkpoint::save_model_atomically(policy, target, export_dtype(config.checkpoint.save_dtype, policy));
+void export_model(const config::RunConfig& config, const model::CausalLm& policy,
+                  const checkpoint::ModelDirFiles& files, const std::filesystem::path& target) {
+  checkpoint::save_model_atomically(policy, target, export_dtype(config.checkpoint.save_dtype, policy), files);
 }
 
 }  // namespace ptrain::train

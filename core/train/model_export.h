@@ -4,6 +4,7 @@
 // config.json, ...).
 #pragma once
 
+#include "core/checkpoint/model_dir.h"
 #include "core/config/run_config.h"
 #include "core/model/causal_lm.h"
 
@@ -11,8 +12,10 @@
 
 namespace ptrain::train {
 
-// Writes `policy` to `target` as a complete model directory, atomically
-// (an existing `target` is replaced only once the new one is complete).
-void export_model(const config::RunConfig& config, const model::CausalLm& policy, const std::filesystem::path& target);
+// Writes `policy` to `target` as a complete model directory with `files`
+// (output_model_files.h), atomically (an existing `target` is replaced only
+// once the new one is complete).
+void export_model(const config::RunConfig& config, const model::CausalLm& policy,
+                  const checkpoint::ModelDirFiles& files, const std::filesystem::path& target);
 
 }  // namespace ptrain::train

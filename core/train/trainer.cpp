@@ -29,7 +29,7 @@ TrainSummary finish(TrainingRun& run, Checkpointer& checkpointer, StepRecorder& 
   TrainSummary summary{run.state.completed_steps - run.first_step, run.state.skipped_steps,
                        fs::path(run.config.output_dir) / "final", false, stop_reason};
   if (run.communicator.rank() == 0) {
-    export_model(run.config, *run.parts.policy, summary.final_model_dir);
+    export_model(run.config, *run.parts.policy, run.model_files, summary.final_model_dir);
     const std::string why = stop_reason.empty() ? "" : " (" + stop_reason + ")";
     log::info("train", "done: " + std::to_string(summary.steps) + " steps (" + std::to_string(summary.skipped_steps) +
                            " skipped in all) in " + log::format_duration(recorder.run_seconds()) + why +
@@ -57,7 +57,8 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
       run->first_step);
   Evaluator evaluator(run->eval_parts(), config.eval.every_steps);
   BestModel best(
-      config, communicator, [&run](const fs::path& dir) { export_model(run->config, *run->parts.policy, dir); },
+      config, communicator,
+      [&run](const fs::path& dir) { export_model(run->config, *run->parts.policy, run->model_files, dir); },
       run->first_step > 0);
   StepRecorder recorder(*run);
   const StopSignals stop_signals;

@@ -4,6 +4,7 @@
 #include "core/metrics/tensorboard_writer.h"
 #include "core/model/gemm.h"
 #include "core/train/compute_device.h"
+#include "core/train/output_model_files.h"
 #include "core/train/resume.h"
 #include "core/train/run_directory.h"
 
@@ -84,7 +85,8 @@ std::vector<const sdk::Example*> TrainingRun::rank_examples(int64_t step) const 
 }
 
 checkpoint::CheckpointData TrainingRun::snapshot() const {
-  return {parts.policy.get(), optimizer->state_tensors(), parts.module->save_state(), state, resolved_config_toml};
+  return {parts.policy.get(), optimizer->state_tensors(), parts.module->save_state(), state, resolved_config_toml,
+          &model_files};
 }
 
 std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,
@@ -98,6 +100,8 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
   at::set_num_threads(threads);
 
   RunParts parts = load_run_parts(config, plugin, communicator);
+  // Read now, so that an unreadable input file fails before the run directory exists.
+  checkpoint::ModelDirFiles model_files = output_model_files(config, *parts.tokenizer);
   run_dir.create(communicator, options.resolved_config_toml);
   parts.module->prepare_dataset(*parts.context, parts.examples);
 
@@ -106,6 +110,7 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
   auto run = std::unique_ptr<TrainingRun>(new TrainingRun{config, communicator, plugin.info().name,
                                                           options.resolved_config_toml, std::move(parts), sampler,
                                                           microbatch_plan(config)});
+  run->model_files = std::move(model_files);
   const auto named_parameters = run->parts.policy->named_parameters();
   for (const auto& [name, parameter] : named_parameters) run->parameters.push_back(parameter);
   run->optimizer = std::make_unique<ParameterOptimizer>(config.optim, named_parameters);

@@ -39,8 +39,9 @@ struct TrainingRun {
   std::vector<at::Tensor> parameters;  // the policy's, in named_parameters() order
   std::unique_ptr<ParameterOptimizer> optimizer;
   std::unique_ptr<dist::GradientSynchronizer> grad_sync;
-  checkpoint::TrainerState state;  // steps completed and skipped so far, run id
-  int64_t first_step = 0;          // steps completed when this invocation started
+  checkpoint::TrainerState state;         // steps completed and skipped so far, run id
+  int64_t first_step = 0;                 // steps completed when this invocation started
+  checkpoint::ModelDirFiles model_files;  // what final/ and checkpoints hold besides weights (output_model_files.h)
 
   sdk::TrainModule& module() { return *parts.module; }
   plugin::HostContext& context() { return *parts.context; }

@@ -67,10 +67,10 @@ void SftModule::check_example(const sdk::Example& example) const {
     check_turn_order(messages, example.location);
     return;
   }
+  // An empty completion is a valid example: its <eos> is the one trained
+  // target (DESIGN.md §6, as TRL does), teaching the model to answer nothing.
   sdk::require_string(example, "prompt");
-  if (sdk::require_string(example, "completion").empty()) {
-    throw sdk::DataError(example.location + ": field 'completion': empty (nothing to train on)");
-  }
+  sdk::require_string(example, "completion");
 }
 
 TokenizedExample SftModule::tokenize(const sdk::Tokenizer& tokenizer, const sdk::Example& example,

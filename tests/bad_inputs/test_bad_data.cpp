@@ -81,7 +81,8 @@ TEST_CASE("bad JSONL examples are rejected naming file:line", "[bad_inputs][data
       {"mistyped prompt", "{\"prompt\": 3, \"completion\": \"a\"}\n", ":1: field 'prompt': expected a string"},
       {"mistyped completion", "{\"prompt\": \"a\", \"completion\": null}\n",
        ":1: field 'completion': expected a string"},
-      {"empty completion", kGood + "\n\n{\"prompt\": \"a\", \"completion\": \"\"}\n", ":3: field 'completion': empty"},
+      {"completion a list", kGood + "\n\n{\"prompt\": \"a\", \"completion\": [\"b\"]}\n",
+       ":3: field 'completion': expected a string"},
       {"messages and prompt together",
        R"({"prompt": "a", "messages": []})"
        "\n",
@@ -144,12 +145,12 @@ TEST_CASE("a missing dataset file names the file", "[bad_inputs][data]") {
 TEST_CASE("data.on_error = skip leaves bad lines out, renumbers the rest and reports each", "[bad_inputs][data]") {
   const fs::path dir = testing::fresh_test_dir("bad_data_skip");
   const fs::path file = testing::write_text_file(dir, "data.jsonl",
-                                                 kGood + "\n"                                         // 1 kept
-                                                     + "{\"prompt\": \n"                              // 2 invalid JSON
-                                                     + kGoodChat + "\n"                               // 3 kept
-                                                     + "{\"prompt\": \"a\", \"completion\": \"\"}\n"  // 4 empty
-                                                     + "\n"                                           // 5 blank
-                                                     + kGood + "\n");                                 // 6 kept
+                                                 kGood + "\n"                                      // 1 kept
+                                                     + "{\"prompt\": \n"                           // 2 invalid JSON
+                                                     + kGoodChat + "\n"                            // 3 kept
+                                                     + "{\"prompt\": \"a\", \"completion\": 7}\n"  // 4 a number
+                                                     + "\n"                                        // 5 blank
+                                                     + kGood + "\n");                              // 6 kept
   SftSetup setup("skip");
   std::vector<std::string> skipped;
   const std::vector<sdk::Example> examples = setup.load(file, &skipped);
@@ -160,7 +161,7 @@ TEST_CASE("data.on_error = skip leaves bad lines out, renumbers the rest and rep
   for (size_t i = 0; i < examples.size(); ++i) CHECK(examples[i].index == static_cast<int64_t>(i));
   REQUIRE(skipped.size() == 2);
   CHECK_THAT(skipped[0], Catch::StartsWith(file.string() + ":2: invalid JSON"));
-  CHECK_THAT(skipped[1], Catch::StartsWith(file.string() + ":4: field 'completion': empty"));
+  CHECK_THAT(skipped[1], Catch::StartsWith(file.string() + ":4: field 'completion': expected a string"));
 
   // The same file fails at its first bad line under "fail".
   SftSetup failing("fail");

@@ -1,5 +1,7 @@
 // Bad Hugging Face model directories: each a ModelError naming the directory
-// or file and the tensor or config.json key.
+// or file and the tensor or config.json key; and bad JSON files that final/
+// copies from model.init or beside tokenizer.path, each a ConfigError naming
+// the file before the run starts.
 #include "catch.h"
 
 #include "bad_inputs/rejection.h"
@@ -8,6 +10,8 @@
 
 #include "core/model/causal_lm.h"
 #include "core/model/safetensors.h"
+#include "core/tokenizer/byte_tokenizer.h"
+#include "core/train/output_model_files.h"
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
@@ -220,4 +224,35 @@ TEST_CASE("bad model directories are rejected naming the tensor or key", "[bad_i
   const fs::path missing = testing::fresh_test_dir("bad_model_dir") / "nope";
   testing::check_rejected([&] { model::CausalLm::load_hf_dir(missing); }, "ModelError",
                           missing.string() + ": model directory does not exist");
+}
+
+TEST_CASE("bad files the output directory copies from model.init and tokenizer.path name the file",
+          "[bad_inputs][model]") {
+  struct FileCase {
+    const char* name;
+    const char* file;  // in the model directory or beside tokenizer.json
+    std::string text;
+    std::string location;  // appended to the file's path
+  };
+  const std::vector<FileCase> cases = {
+      {"generation_config.json not JSON", "generation_config.json", "{\"do_sample\": tru", ": not valid JSON"},
+      {"generation_config.json an array", "generation_config.json", "[1, 2]", ": expected a JSON object"},
+      {"tokenizer_config.json an array", "tokenizer_config.json", "[]", ": expected a JSON object"},
+  };
+  const tokenizer::ByteTokenizer bytes;
+  for (const FileCase& c : cases) {
+    DYNAMIC_SECTION(c.name) {
+      const fs::path dir = testing::fresh_test_dir("bad_output_inputs");
+      config::RunConfig config;
+      config.model.init = (dir / "model").string();
+      config.tokenizer.kind = config::TokenizerKind::kHf;
+      config.tokenizer.path = (dir / "tokenizer.json").string();
+      fs::create_directories(dir / "model");
+      testing::write_text_file(dir, "tokenizer.json", "{}");
+      const fs::path file = std::string(c.file) == "generation_config.json" ? dir / "model" / c.file : dir / c.file;
+      testing::write_text_file(file.parent_path(), c.file, c.text);
+      testing::check_rejected([&] { train::output_model_files(config, bytes); }, "ConfigError",
+                              file.string() + c.location);
+    }
+  }
 }

@@ -310,14 +310,14 @@ TEST_CASE("DPO: one step gives the full-batch gradient on world sizes 1 and 2", 
 
 namespace {
 
-// 16 good examples with two bad lines (5: invalid JSON, 12: empty completion)
+// 16 good examples with two bad lines (5: invalid JSON, 12: a completion that is not a string)
 // skipped by data.on_error = "skip"; checkpoints every step.
 fs::path write_fault_config(const fs::path& dir, int max_steps) {
   std::ofstream data(dir / "train.jsonl");
   for (int i = 0; i < 16; ++i) {
     data << nlohmann::json{{"prompt", std::to_string(i) + "*2="}, {"completion", std::to_string(2 * i)}}.dump() << "\n";
     if (i == 3) data << "{\"prompt\": \"truncated\n";
-    if (i == 9) data << "{\"prompt\": \"x\", \"completion\": \"\"}\n";
+    if (i == 9) data << "{\"prompt\": \"x\", \"completion\": null}\n";
   }
   const fs::path config = dir / "faults.toml";
   std::ofstream(config) << "plugin = \"sft\"\nseed = 2\noutput_dir = \"" << (dir / "run").string() << "\"\n"
@@ -353,7 +353,7 @@ TEST_CASE("a NaN on rank 1 only skips the update on both ranks; both skip the sa
     for (std::string line; std::getline(lines, line);) {
       if (line.rfind(rank, 0) != 0) continue;
       for (const char* part : {"skipped 2 bad examples of 18", "train.jsonl:5: invalid JSON",
-                               "train.jsonl:12: field 'completion': empty"}) {
+                               "train.jsonl:12: field 'completion': expected a string"}) {
         if (line.find(part) != std::string::npos) reported.insert(part);
       }
     }
