@@ -155,7 +155,8 @@ TEST_CASE("a reward function that scores NaN stops training with its name", "[e2
 
 // The core deals refill rounds the next global batches of its sampler
 // (Context::upcoming_examples); the counts reach metrics.jsonl. A random
-// model rarely answers right, so closeness gives the groups their spread.
+// model's answers are all wrong, so the digits it happens to emit
+// (digit_count of the test reward library) give some groups a spread.
 TEST_CASE("ptrain trains GRPO with CISPO, SAPO and dynamic sampling that refills", "[e2e][grpo]") {
   for (const std::string policy_loss : {"cispo", "sapo"}) {
     DYNAMIC_SECTION("policy_loss " << policy_loss) {
@@ -169,7 +170,8 @@ TEST_CASE("ptrain trains GRPO with CISPO, SAPO and dynamic sampling that refills
           write_config(dir, dir / "prompts.jsonl",
                        "policy_loss = \"" + policy_loss +
                            "\"\nnum_iterations = 2\nfilter_zero_std_groups = true\nmax_generation_rounds = 3\n",
-                       "reward_funcs = [\"accuracy\", \"closeness\"]\n");
+                       "reward_plugins = [\"" + std::string(PTRAIN_TEST_PLUGIN_DIR) +
+                           "/libptrain_reward_test_rewards.so\"]\nreward_funcs = [\"accuracy\", \"digit_count\"]\n");
       const CommandResult result = run_ptrain("train -c " + config.string());
       INFO(result.output);
       REQUIRE(result.exit_code == 0);
@@ -178,6 +180,7 @@ TEST_CASE("ptrain trains GRPO with CISPO, SAPO and dynamic sampling that refills
       REQUIRE(lines.size() == 4);
       for (const nlohmann::json& metrics : lines) {
         INFO(metrics.dump());
+        REQUIRE(metrics.contains("groups/generation_rounds"));
         const double rounds = metrics["groups/generation_rounds"].get<double>();
         CHECK(rounds >= 1.0);
         CHECK(rounds <= 3.0);
