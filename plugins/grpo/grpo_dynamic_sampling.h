@@ -1,4 +1,4 @@
-// DAPO's dynamic sampling with refill (Yu et al. 2025, §3.3): a group whose
+// DAPO's dynamic sampling with refill (Yu et al. 2025): a group whose
 // G rewards are all equal (is_zero_std) has zero advantages and teaches
 // nothing, so filter_zero_std_groups drops it; with max_generation_rounds
 // = M > 1 the step then samples further groups until it holds as many

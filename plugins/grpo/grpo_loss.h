@@ -6,7 +6,7 @@
 //   clip  (PPO, Schulman et al. 2017; clip-higher: DAPO, Yu et al. 2025):
 //         ℓ = −min(w·A_i, clip(w, 1 − ε_low, 1 + ε_high)·A_i)
 //         dual clip (Ye et al. 2020), A_i < 0: ℓ = min(ℓ, −A_i·δ)
-//   cispo (MiniMax-M1, arXiv 2506.13585, eq. 4):
+//   cispo (MiniMax-M1, arXiv 2506.13585):
 //         ℓ = −sg(clip(w, 1 − ε_low^IS, 1 + ε_high^IS))·A_i·log π(y_t|…)
 //         the clipped weight is detached, so every token keeps the gradient
 //         −ŵ·A_i·∇log π: none drops out as under PPO's clip.
