@@ -9,6 +9,9 @@
 #include "core/plugin/reward_library.h"
 #include "ptrain/sdk/context.h"
 
+#include <functional>
+#include <vector>
+
 namespace ptrain::plugin {
 
 class HostContext final : public sdk::Context {
@@ -49,6 +52,17 @@ class HostContext final : public sdk::Context {
   std::unique_ptr<sdk::RewardLibrary> open_reward_library(const std::string& name_or_path) override {
     return load_reward_library(name_or_path, plugin_search_dirs(extra_plugin_dirs_));
   }
+  // The examples this rank takes in a later step, from the run's sampler.
+  std::vector<const sdk::Example*> upcoming_examples(int64_t steps_ahead) override {
+    if (steps_ahead < 1) {
+      throw sdk::PluginError("upcoming_examples: steps_ahead must be >= 1, got " + std::to_string(steps_ahead));
+    }
+    if (!example_source_) return sdk::Context::upcoming_examples(steps_ahead);
+    return example_source_(run_info_.step + steps_ahead);
+  }
+  // What upcoming_examples reads: this rank's examples of an update step.
+  using ExampleSource = std::function<std::vector<const sdk::Example*>(int64_t step)>;
+  void set_example_source(ExampleSource source) { example_source_ = std::move(source); }
   void set_extra_plugin_dirs(std::vector<std::filesystem::path> dirs) { extra_plugin_dirs_ = std::move(dirs); }
 
   // The trainer moves the context to the step it is about to run.
@@ -65,6 +79,7 @@ class HostContext final : public sdk::Context {
   sdk::RunInfo run_info_;
   HostLogger logger_;
   std::vector<std::filesystem::path> extra_plugin_dirs_;
+  ExampleSource example_source_;
   generation::CausalLmRolloutEngine rollout_engine_{policy_, tokenizer_};
 };
 

@@ -111,6 +111,7 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
                                                           options.resolved_config_toml, std::move(parts), sampler,
                                                           microbatch_plan(config)});
   run->model_files = std::move(model_files);
+  run->context().set_example_source([&run = *run](int64_t step) { return run.rank_examples(step); });
   const auto named_parameters = run->parts.policy->named_parameters();
   for (const auto& [name, parameter] : named_parameters) run->parameters.push_back(parameter);
   run->optimizer = std::make_unique<ParameterOptimizer>(config.optim, named_parameters);

@@ -22,6 +22,12 @@ const sdk::Choices<GrpoLossType>& loss_type_choices() {
   return choices;
 }
 
+const sdk::Choices<PolicyLoss>& policy_loss_choices() {
+  static const sdk::Choices<PolicyLoss> choices{
+      {"clip", PolicyLoss::kClip}, {"cispo", PolicyLoss::kCispo}, {"sapo", PolicyLoss::kSapo}};
+  return choices;
+}
+
 // Rollouts: how many, how long, and how they are sampled.
 void bind_generation(sdk::ConfigBinder<C>& binder) {
   binder
@@ -91,8 +97,21 @@ void bind_loss(sdk::ConfigBinder<C>& binder) {
            sdk::between(0.0, 1.0))
       .key("epsilon_high", &C::epsilon_high, sdk::unset,
            "ε_high: clipped above at 1 + ε_high (DAPO's clip-higher); unset: ε_low", sdk::at_least(0.0))
-      .key("delta", &C::delta, sdk::unset, "dual-clip: for negative advantages the loss is at most −A·δ (δ > 1); unset: off",
-           sdk::at_least(1.0))
+      .key("delta", &C::delta, sdk::unset,
+           "dual-clip: for negative advantages the loss is at most −A·δ (δ > 1); unset: off", sdk::at_least(1.0))
+      .choice("policy_loss", &C::policy_loss, policy_loss_choices(), PolicyLoss::kClip,
+              "clip: PPO's clipped surrogate (epsilon_low/high, delta); cispo: MiniMax-M1's clipped, detached "
+              "importance weight times −A·log π (cispo_epsilon_low/high); sapo: Qwen's soft sigmoid gate on the "
+              "ratio (sapo_tau_pos/neg)")
+      .key("cispo_epsilon_low", &C::cispo_epsilon_low, 1.0,
+           "ε_low^IS: CISPO's weight is clipped below at 1 − ε_low^IS (1: no lower bound, as MiniMax-M1)",
+           sdk::between(0.0, 1.0))
+      .key("cispo_epsilon_high", &C::cispo_epsilon_high, 0.28,
+           "ε_high^IS: CISPO's weight is clipped above at 1 + ε_high^IS", sdk::at_least(0.0))
+      .key("sapo_tau_pos", &C::sapo_tau_pos, 1.0, "τ_pos: SAPO's gate temperature for positive advantages",
+           sdk::above(0.0))
+      .key("sapo_tau_neg", &C::sapo_tau_neg, 1.05,
+           "τ_neg: SAPO's gate temperature for negative advantages (the paper: τ_neg > τ_pos)", sdk::above(0.0))
       .choice("importance_sampling_level", &C::importance_sampling,
               sdk::Choices<ImportanceSampling>{{"token", ImportanceSampling::kToken},
                                                {"sequence", ImportanceSampling::kSequence}},
@@ -112,6 +131,10 @@ void bind_loss(sdk::ConfigBinder<C>& binder) {
            sdk::between(0.0, 1.0))
       .key("filter_zero_std_groups", &C::filter_zero_std_groups, false,
            "DAPO's dynamic sampling: groups whose rewards are all equal add no loss units")
+      .key("max_generation_rounds", &C::max_generation_rounds, 1,
+           "with filter_zero_std_groups: generation rounds a step may take to fill its batch with informative "
+           "groups, each on the prompts of the next global batch of the epoch order (DAPO); 1: no refill",
+           sdk::at_least(1))
       .choice("loss_type", &C::loss_type, loss_type_choices(), GrpoLossType::kDapo,
               "grpo: mean over completions of their token mean; bnpo / dapo: mean over all completion tokens of the "
               "update; dr_grpo: token sums / max_completion_length, mean over completions");
@@ -181,8 +204,46 @@ void resolve_reward_options(const sdk::ConfigValues& values, C& config) {
   }
 }
 
+// A float key the user moved off its default (or set, when it has none).
+// A resolved config.toml writes every default out and must load again.
+bool set_off_default(const sdk::ConfigValues& values, const sdk::ConfigValues& defaults, const char* key) {
+  if (!values.set_by_user(key)) return false;
+  return !defaults.has(key) || values.get_float(key) != defaults.get_float(key);
+}
+
+// Keys of one policy loss set while another is chosen: refused, since they would do nothing.
+void check_policy_loss_keys(const sdk::ConfigValues& values, const C& config) {
+  const std::vector<std::pair<PolicyLoss, std::vector<const char*>>> owners{
+      {PolicyLoss::kClip, {"epsilon_low", "epsilon_high", "delta"}},
+      {PolicyLoss::kCispo, {"cispo_epsilon_low", "cispo_epsilon_high"}},
+      {PolicyLoss::kSapo, {"sapo_tau_pos", "sapo_tau_neg"}}};
+  const sdk::ConfigValues defaults = sdk::ConfigValues::defaults_of(binder().schema(), values.section());
+  for (const auto& [owner, keys] : owners) {
+    if (owner == config.policy_loss) continue;
+    for (const char* key : keys) {
+      if (set_off_default(values, defaults, key)) {
+        throw sdk::ConfigError(values.where(key) + ": applies to policy_loss = \"" +
+                               sdk::choice_name(policy_loss_choices(), owner) + "\", but policy_loss is \"" +
+                               sdk::choice_name(policy_loss_choices(), config.policy_loss) + "\"; remove it");
+      }
+    }
+  }
+}
+
+// Refill needs the filter that makes groups uninformative.
+void check_dynamic_sampling(const sdk::ConfigValues& values, const C& config) {
+  if (config.max_generation_rounds > 1 && !config.filter_zero_std_groups) {
+    throw sdk::ConfigError(values.where("max_generation_rounds") + ": refilling the batch (" +
+                           std::to_string(config.max_generation_rounds) +
+                           " rounds) replaces the groups filter_zero_std_groups drops, but "
+                           "module.filter_zero_std_groups is false; set it to true, or max_generation_rounds = 1");
+  }
+}
+
 // ε_high, the dual-clip bound, the reference model and loss_type's aggregation.
 void resolve_loss_options(const sdk::ConfigValues& values, C& config) {
+  check_policy_loss_keys(values, config);
+  check_dynamic_sampling(values, config);
   if (!values.has("epsilon_high")) config.epsilon_high = config.epsilon_low;
   if (config.delta && *config.delta <= 1.0) {
     throw sdk::ConfigError(values.where("delta") + ": the dual-clip bound must be > 1, got " +
@@ -193,19 +254,25 @@ void resolve_loss_options(const sdk::ConfigValues& values, C& config) {
                            ": a reference model is set but module.beta = 0, so no KL term uses it; set beta > 0");
   }
   switch (config.loss_type) {
-    case GrpoLossType::kGrpo: config.aggregation.mode = sdk::LossAggregation::kSeqMeanTokenMean; break;
+    case GrpoLossType::kGrpo:
+      config.aggregation.mode = sdk::LossAggregation::kSeqMeanTokenMean;
+      break;
     case GrpoLossType::kDrGrpo:
       config.aggregation.mode = sdk::LossAggregation::kSeqMeanTokenSumNorm;
       config.aggregation.norm_constant = static_cast<double>(config.max_completion_length);
       break;
     case GrpoLossType::kBnpo:
-    case GrpoLossType::kDapo: config.aggregation.mode = sdk::LossAggregation::kTokenMean; break;
+    case GrpoLossType::kDapo:
+      config.aggregation.mode = sdk::LossAggregation::kTokenMean;
+      break;
   }
 }
 
 }  // namespace
 
 const char* loss_type_name(GrpoLossType type) { return sdk::choice_name(loss_type_choices(), type).c_str(); }
+
+const char* policy_loss_name(PolicyLoss loss) { return sdk::choice_name(policy_loss_choices(), loss).c_str(); }
 
 void declare_grpo_config(sdk::ConfigSchema& schema) { binder().declare(schema); }
 

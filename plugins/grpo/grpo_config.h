@@ -17,10 +17,13 @@ enum class ScaleRewards { kGroup, kBatch, kNone };
 enum class RewardAggregation { kSumThenNormalize, kNormalizeThenSum };
 enum class ImportanceSampling { kToken, kSequence };
 enum class KlEstimator { kK1, kK2, kK3 };
+// The per-token surrogate (grpo_loss.h): PPO's clip, CISPO or SAPO.
+enum class PolicyLoss { kClip, kCispo, kSapo };
 // How token losses become the step loss, mapped onto the SDK's aggregation modes.
 enum class GrpoLossType { kGrpo, kBnpo, kDapo, kDrGrpo };
 
 const char* loss_type_name(GrpoLossType type);
+const char* policy_loss_name(PolicyLoss loss);
 
 // The defaults live with the keys (grpo_config.cpp); the zeros below are only
 // the state of a config nothing was read into.
@@ -44,6 +47,11 @@ struct GrpoConfig {
   double epsilon_low = 0.0;
   double epsilon_high = 0.0;    // resolved: epsilon_low when unset
   std::optional<double> delta;  // dual-clip bound for negative advantages
+  PolicyLoss policy_loss = PolicyLoss::kClip;
+  double cispo_epsilon_low = 0.0;  // CISPO's weight is clipped to [1 − ε_low^IS, 1 + ε_high^IS]
+  double cispo_epsilon_high = 0.0;
+  double sapo_tau_pos = 0.0;  // SAPO's gate temperature for A > 0
+  double sapo_tau_neg = 0.0;  // and for A ≤ 0
   ImportanceSampling importance_sampling = ImportanceSampling::kToken;
   double beta = 0.0;
   KlEstimator kl_estimator = KlEstimator::kK3;
@@ -51,6 +59,7 @@ struct GrpoConfig {
   bool mask_truncated_completions = false;
   double top_entropy_quantile = 0.0;
   bool filter_zero_std_groups = false;
+  int64_t max_generation_rounds = 0;  // > 1: refill the step with informative groups (DAPO)
   GrpoLossType loss_type = GrpoLossType::kDapo;
   sdk::AggregationSpec aggregation;  // loss_type mapped onto the SDK's modes
 };

@@ -1,6 +1,7 @@
 #include "grpo_module.h"
 
 #include "grpo_advantages.h"
+#include "grpo_dynamic_sampling.h"
 #include "grpo_loss.h"
 #include "grpo_rewards.h"
 #include "grpo_rollouts.h"
@@ -16,6 +17,7 @@
 #include <ATen/core/grad_mode.h>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <sstream>
 
@@ -23,6 +25,10 @@ namespace ptrain::grpo {
 namespace {
 
 constexpr const char* kComponent = "grpo";
+
+// With filter_zero_std_groups: groups sampled over every rank and round, the
+// informative ones trained on, and the rounds run (grpo_dynamic_sampling.h).
+constexpr std::array<const char*, 3> kSamplingMetrics{"groups/generated", "groups/kept", "groups/generation_rounds"};
 
 // Per-token values of each row's completion, laid at its target positions. [B, T].
 at::Tensor scatter_completion_values(const std::vector<const ScoredCompletion*>& rows,
@@ -74,6 +80,8 @@ std::vector<ScoredCompletion> scored_completions(const RolloutGroups& groups, co
   std::vector<ScoredCompletion> completions;
   for (size_t i = 0; i < groups.rollouts.size(); ++i) {
     ScoredCompletion completion;
+    completion.prompt_index = groups.requests[i].prompt_index;
+    completion.generation_index = groups.requests[i].generation_index;
     completion.prompt_ids = groups.requests[i].prompt_ids;
     completion.completion_ids = groups.rollouts[i].completion_ids;
     completion.truncated = groups.rollouts[i].truncated();
@@ -97,7 +105,8 @@ void GrpoModule::setup(sdk::Context& ctx) {
   reward_functions_.clear();
   reward_functions_ = make_reward_functions(ctx, config_);
   std::ostringstream summary;
-  summary << "G = " << config_.num_generations << ", loss_type " << loss_type_name(config_.loss_type) << ", rewards";
+  summary << "G = " << config_.num_generations << ", policy_loss " << policy_loss_name(config_.policy_loss)
+          << ", loss_type " << loss_type_name(config_.loss_type) << ", rewards";
   for (size_t f = 0; f < config_.reward_funcs.size(); ++f) {
     summary << (f == 0 ? " " : " + ") << config_.reward_weights[f] << "·" << config_.reward_funcs[f];
   }
@@ -129,6 +138,9 @@ std::vector<sdk::MetricSpec> GrpoModule::metric_specs() const {
     specs.push_back({"rewards/" + name + "/std", Reduction::kMax});  // the same global value on every rank
   }
   if (config_.beta > 0.0) specs.push_back({"kl", Reduction::kWeightedMean});
+  if (config_.filter_zero_std_groups) {
+    for (const char* name : kSamplingMetrics) specs.push_back({name, Reduction::kMax});  // global values
+  }
   return specs;
 }
 
@@ -144,9 +156,11 @@ void GrpoModule::check_example(const sdk::Example& example) const {
 }
 
 void GrpoModule::generate_and_score(sdk::Context& ctx, const std::vector<const sdk::Example*>& examples) {
-  const RolloutGroups groups = generate_rollouts(ctx, config_, examples);
-  const at::Tensor rewards =
-      score_rollouts(ctx.tokenizer(), reward_functions_, config_.reward_funcs, examples, groups);  // [P, G, F]
+  const SampledGroups sampled = sample_groups(ctx, config_, reward_functions_, examples);
+  const RolloutGroups& groups = sampled.groups;
+  const at::Tensor& rewards = sampled.rewards;  // [P, G, F]
+  sampling_counts_ = {static_cast<double>(sampled.groups_generated), static_cast<double>(sampled.groups_kept),
+                      static_cast<double>(sampled.rounds)};
   const AdvantageSettings settings{config_.reward_weights, config_.reward_aggregation, config_.scale_rewards};
   // The batch-level statistics, from one collective on every rank.
   at::Tensor sums = pack_reward_sums(local_reward_sums(rewards, settings));
@@ -421,6 +435,9 @@ sdk::LossOut GrpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatc
   add_token_mean(metrics, "clip_ratio/high_mean", token_loss.high_clipped, mask);
   add_token_mean(metrics, "clip_ratio/region_mean", token_loss.low_clipped | token_loss.high_clipped, mask);
   if (token_loss.kl.defined()) add_token_mean(metrics, "kl", token_loss.kl, mask);
+  if (config_.filter_zero_std_groups) {
+    for (size_t i = 0; i < sampling_counts_.size(); ++i) metrics.add(kSamplingMetrics[i], sampling_counts_[i]);
+  }
   return out;
 }
 

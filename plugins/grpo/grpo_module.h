@@ -11,6 +11,10 @@
 // The next num_iterations − 1 steps reuse those rollouts and their stored
 // old log-probs instead of the prompts the sampler gives them.
 //
+// With filter_zero_std_groups and max_generation_rounds > 1 the generation
+// step refills the batch with informative groups from the prompts of later
+// global batches (grpo_dynamic_sampling.h), the same groups on any world size.
+//
 // A microbatch holds completions (batch.micro_size counts sequences, not
 // prompts). Its units follow loss_type through the SDK's aggregation modes:
 //   grpo → seq_mean_token_mean, bnpo / dapo → token_mean,
@@ -26,6 +30,7 @@
 #include "ptrain/sdk/rewards.h"
 #include "ptrain/sdk/train_module.h"
 
+#include <array>
 #include <memory>
 #include <vector>
 
@@ -50,6 +55,8 @@ struct GrpoMicrobatch final : sdk::Microbatch {
 
 // One sampled completion and what the loss and metrics need of it.
 struct ScoredCompletion {
+  int64_t prompt_index = 0;      // the example's index in the dataset
+  int64_t generation_index = 0;  // r·G + k: completion k of generation round r
   std::vector<int64_t> prompt_ids;
   std::vector<int64_t> completion_ids;
   bool truncated = false;
@@ -114,6 +121,7 @@ class GrpoModule final : public sdk::TrainModule {
   std::unique_ptr<sdk::LanguageModel> reference_;  // only when beta > 0
   std::vector<ScoredCompletion> completions_;
   std::vector<double> function_batch_stds_;  // rewards/<fn>/std over the global batch
+  std::array<double, 3> sampling_counts_{};  // groups generated and kept, generation rounds (global)
   int64_t generated_step_ = -1;
 };
 

@@ -73,7 +73,7 @@ std::vector<int64_t> prompt_token_ids(const sdk::Context& ctx, const sdk::Exampl
 }
 
 RolloutGroups generate_rollouts(sdk::Context& ctx, const GrpoConfig& config,
-                                const std::vector<const sdk::Example*>& examples) {
+                                const std::vector<const sdk::Example*>& examples, int64_t first_generation_index) {
   const int64_t max_length = ctx.run_info().max_length;
   sdk::SamplingParams sampling = config.sampling;
   sampling.seed = ctx.run_info().seed;
@@ -85,7 +85,8 @@ RolloutGroups generate_rollouts(sdk::Context& ctx, const GrpoConfig& config,
     std::string text;
     std::vector<int64_t> ids = prompt_token_ids(ctx, *example, text);
     const int64_t room = std::min(config.max_completion_length, max_length - static_cast<int64_t>(ids.size()));
-    for (int64_t k = 0; k < config.num_generations; ++k) groups.requests.push_back({ids, example->index, k, room});
+    for (int64_t k = 0; k < config.num_generations; ++k)
+      groups.requests.push_back({ids, example->index, first_generation_index + k, room});
     groups.prompt_texts.push_back(std::move(text));
   }
   if (!groups.requests.empty()) {

@@ -33,9 +33,11 @@ struct RolloutGroups {
 };
 
 // Samples G completions of every prompt at once, each within the prompt's
-// room under data.max_length and max_completion_length.
+// room under data.max_length and max_completion_length. Their generation
+// indices (which seed each sequence) start at first_generation_index: a
+// refill round (grpo_dynamic_sampling.h) draws anew for a prompt met again.
 RolloutGroups generate_rollouts(sdk::Context& ctx, const GrpoConfig& config,
-                                const std::vector<const sdk::Example*>& examples);
+                                const std::vector<const sdk::Example*>& examples, int64_t first_generation_index = 0);
 
 // [P, G, F] float64: function f's reward of completion k of prompt p
 // (`names`: the functions' configured names, for errors). Throws

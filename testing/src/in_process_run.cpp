@@ -27,6 +27,12 @@ InProcessRun::InProcessRun(const plugin::LoadedPlugin& plugin, config::RunConfig
       sdk::RunInfo{config_.seed, config_.data.max_length, 0, 0, config_.output_dir});
   module_->setup(*context_);
   examples_ = train::load_examples(config_, *module_);
+  // Later global batches, whole (one process), as the trainer's sampler deals them.
+  context_->set_example_source([this](int64_t step) {
+    const data::GlobalBatchSampler sampler(static_cast<int64_t>(examples_.size()), config_.batch.global_size,
+                                           config_.seed);
+    return pointers(sampler.global_batch(step));
+  });
   module_->prepare_dataset(*context_, examples_);
 }
 

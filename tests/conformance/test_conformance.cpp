@@ -156,6 +156,32 @@ TEST_CASE("the GRPO plugin, rollouts and a KL term included, passes the conforma
   }
 }
 
+TEST_CASE("the GRPO plugin passes the conformance harness with CISPO, SAPO and dynamic sampling that refills",
+          "[conformance]") {
+  // Refill borrows the next global batches from the core's sampler; on two
+  // ranks (a real `ptrain train` run) the ranks must agree on which groups come first.
+  struct Variant {
+    std::string name, module;
+    bool two_ranks;
+  };
+  const std::vector<Variant> variants{
+      {"cispo, refill", "policy_loss = \"cispo\"\nfilter_zero_std_groups = true\nmax_generation_rounds = 3\n", true},
+      {"sapo", "policy_loss = \"sapo\"\nsapo_tau_neg = 2.0\n", false}};
+  for (size_t i = 0; i < variants.size(); ++i) {
+    DYNAMIC_SECTION(variants[i].name) {
+      const fs::path dir = scratch_dir("grpo_variant_" + std::to_string(i));
+      ptrain::testing::ConformanceSpec spec;
+      spec.plugin = PTRAIN_GRPO_PLUGIN;
+      spec.config = write_config(dir, grpo_data(), std::string(kGrpoModule) + variants[i].module);
+      spec.work_dir = dir / "work";
+      spec.check_world_size_2 = variants[i].two_ranks;
+      const ptrain::testing::ConformanceReport report = ptrain::testing::check_plugin_conformance(spec);
+      INFO(report.text());
+      CHECK(report.passed());
+    }
+  }
+}
+
 TEST_CASE("every bundled plugin passes the conformance harness under bf16-mixed", "[conformance][precision]") {
   struct Plugin {
     std::string name;

@@ -6,7 +6,7 @@
 //   dist_worker metrics
 //   dist_worker data DATASET_SIZE GLOBAL_SIZE SEED STEPS
 //   dist_worker die|hang|mismatch|loop TIMEOUT_S PID_DIR
-//   dist_worker grpo LOSS_TYPE MICRO_SIZE GRADIENT_FILE [KEY=VALUE ...]   ([module] overrides)
+//   dist_worker grpo LOSS_TYPE MICRO_SIZE GRADIENT_FILE [KEY=VALUE ...]   ([module] overrides, worker options)
 //   dist_worker rollouts SEED TEMPERATURE
 #include "grpo_test_support.h"
 
@@ -33,6 +33,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -120,11 +121,24 @@ std::vector<std::string> split_list(const std::string& text) {
   return items;
 }
 
-// [module] overrides KEY=VALUE: beta and top_entropy_quantile are numbers,
-// reward_funcs and reward_weights comma-separated lists, the rest strings;
-// lm_head_scale=F sharpens the policy instead (grpo_test::sharpen_lm_head).
-std::map<std::string, sdk::ConfigValue> grpo_overrides(int argc, char** argv, double& lm_head_scale) {
-  std::map<std::string, sdk::ConfigValue> overrides{{"loss_type", std::string(argv[2])}};
+// What `dist_worker grpo` runs besides its [module] overrides.
+struct GrpoWorkerOptions {
+  std::map<std::string, sdk::ConfigValue> overrides;
+  double lm_head_scale = 1.0;  // lm_head_scale=F: sharpen the policy (grpo_test::sharpen_lm_head)
+  double perturb = 0.0;        // perturb=F: after step 0, grpo_test::perturb_parameters(F), then step 1
+  int refill_table = -1;       // refill_table=0|1: grpo_test::refill_epoch_prompts(1), batches of 4 in order
+};
+
+// KEY=VALUE arguments: worker options above, or [module] overrides: the
+// numbers and flags of kFloatKeys, kIntKeys and kBoolKeys, reward_funcs and
+// reward_weights comma-separated lists, the rest strings.
+GrpoWorkerOptions grpo_options(int argc, char** argv) {
+  static const std::set<std::string> kFloatKeys{
+      "beta", "top_entropy_quantile", "cispo_epsilon_low", "cispo_epsilon_high", "sapo_tau_pos", "sapo_tau_neg"};
+  static const std::set<std::string> kIntKeys{"num_iterations", "max_generation_rounds"};
+  static const std::set<std::string> kBoolKeys{"filter_zero_std_groups"};
+  GrpoWorkerOptions options;
+  options.overrides["loss_type"] = std::string(argv[2]);
   for (int i = 5; i < argc; ++i) {
     const std::string argument = argv[i];
     const size_t equals = argument.find('=');
@@ -132,60 +146,99 @@ std::map<std::string, sdk::ConfigValue> grpo_overrides(int argc, char** argv, do
     const std::string key = argument.substr(0, equals);
     const std::string value = argument.substr(equals + 1);
     if (key == "lm_head_scale") {
-      lm_head_scale = std::stod(value);
-    } else if (key == "beta" || key == "top_entropy_quantile") {
-      overrides[key] = std::stod(value);
+      options.lm_head_scale = std::stod(value);
+    } else if (key == "perturb") {
+      options.perturb = std::stod(value);
+    } else if (key == "refill_table") {
+      options.refill_table = std::stoi(value);
+    } else if (kFloatKeys.count(key) != 0) {
+      options.overrides[key] = std::stod(value);
+    } else if (kIntKeys.count(key) != 0) {
+      options.overrides[key] = static_cast<int64_t>(std::stoll(value));
+    } else if (kBoolKeys.count(key) != 0) {
+      options.overrides[key] = value == "true";
     } else if (key == "reward_funcs") {
-      overrides[key] = split_list(value);
+      options.overrides[key] = split_list(value);
     } else if (key == "reward_weights") {
       std::vector<double> weights;
       for (const std::string& item : split_list(value)) weights.push_back(std::stod(item));
-      overrides[key] = weights;
+      options.overrides[key] = weights;
     } else {
-      overrides[key] = value;
+      options.overrides[key] = value;
     }
   }
-  return overrides;
+  return options;
 }
 
-// One GRPO step on the injected rollouts of grpo_test_support.h; rank 0
-// writes the summed gradient (the model of seed 31) to GRADIENT_FILE.
+// This rank's part of global batch `step` when batch s is the table's prompts 4s … 4s + 3.
+std::vector<const sdk::Example*> ordered_batch_slice(const std::vector<sdk::Example>& examples, int64_t step,
+                                                     const dist::LaunchEnv& launch) {
+  const data::RankSlice slice = data::rank_slice(4, launch.rank, launch.world_size);
+  std::vector<const sdk::Example*> batch;
+  for (int64_t i = slice.begin; i < slice.end; ++i) batch.push_back(&examples.at(4 * step + i));
+  return batch;
+}
+
+// One GRPO step on the injected rollouts of grpo_test_support.h (with
+// perturb=F: the second update of num_iterations = 2, after moving the
+// weights); rank 0 writes the summed gradient (the model of seed 31) to
+// GRADIENT_FILE. Every rank reports its rollouts: prompt, generation, trained.
 int run_grpo(const dist::LaunchEnv& launch, int argc, char** argv) {
   auto communicator = dist::make_communicator(launch, std::chrono::seconds(60));
   const auto policy = model::CausalLm::init_random(testing::tiny_model_config(), 31);
   const tokenizer::ByteTokenizer tokenizer;
-  double lm_head_scale = 1.0;
-  const sdk::ConfigValues values = grpo_test::grpo_values(grpo_overrides(argc, argv, lm_head_scale));
-  if (lm_head_scale != 1.0) grpo_test::sharpen_lm_head(*policy, lm_head_scale);
+  const GrpoWorkerOptions options = grpo_options(argc, argv);
+  const sdk::ConfigValues values = grpo_test::grpo_values(options.overrides);
+  if (options.lm_head_scale != 1.0) grpo_test::sharpen_lm_head(*policy, options.lm_head_scale);
   plugin::HostContext host(*policy, tokenizer, values, *communicator, sdk::RunInfo{0, grpo_test::kMaxLength, 0, 0, ""});
-  const std::vector<grpo_test::Prompt> prompts = grpo_test::global_batch_prompts();
+  const std::vector<grpo_test::Prompt> prompts = options.refill_table >= 0
+                                                     ? grpo_test::refill_epoch_prompts(options.refill_table == 1)
+                                                     : grpo_test::global_batch_prompts();
   grpo_test::FixedRolloutEngine engine(prompts);
   grpo_test::InjectedContext context(host, engine);
   grpo::GrpoModule module;
   module.setup(context);
 
   const std::vector<sdk::Example> examples = grpo_test::to_examples(prompts);
-  const auto size = static_cast<int64_t>(examples.size());
-  const data::GlobalBatchSampler sampler(size, size, 0);
   std::vector<const sdk::Example*> rank_examples;
-  for (const int64_t index : data::rank_example_indices(sampler, 0, launch.rank, launch.world_size)) {
-    rank_examples.push_back(&examples[index]);
+  if (options.refill_table >= 0) {
+    rank_examples = ordered_batch_slice(examples, 0, launch);
+    host.set_example_source([&](int64_t step) { return ordered_batch_slice(examples, step, launch); });
+  } else {
+    const data::GlobalBatchSampler sampler(4, 4, 0);
+    for (const int64_t index : data::rank_example_indices(sampler, 0, launch.rank, launch.world_size)) {
+      rank_examples.push_back(&examples[index]);
+    }
   }
   std::vector<at::Tensor> parameters;
   for (const auto& [name, parameter] : policy->named_parameters()) parameters.push_back(parameter);
-  metrics::MetricReducer reducer(train::step_metric_specs(module));
+  metrics::MetricReducer first(train::step_metric_specs(module));
+  metrics::MetricReducer second(train::step_metric_specs(module));
   dist::GradientSynchronizer grad_sync(parameters, *communicator, 1 << 20);
   const sdk::MicrobatchPlan plan{std::atoll(argv[3]), 0};
-  train::accumulate_gradients({module, "grpo", context, parameters, *communicator, grad_sync}, rank_examples, plan,
-                              reducer);
-  const auto reduced = reducer.reduce(*communicator);
+  const train::StepParts parts{module, "grpo", context, parameters, *communicator, grad_sync};
+  train::accumulate_gradients(parts, rank_examples, plan, first);
+  if (options.perturb != 0.0) {
+    grpo_test::perturb_parameters(*policy, options.perturb);
+    host.set_step(1, 0);
+    train::accumulate_gradients(parts, rank_examples, plan, second);
+  }
+  const auto reduced = (options.perturb != 0.0 ? second : first).reduce(*communicator);
   if (launch.rank == 0) {
     std::vector<std::pair<std::string, at::Tensor>> grads;
     for (const auto& [name, parameter] : policy->named_parameters()) grads.emplace_back(name, parameter.grad().clone());
     model::write_safetensors(argv[4], grads);
   }
-  std::cout << "RESULT " << nlohmann::json{{"rank", launch.rank}, {"loss", reduced.at("core/loss")}}.dump()
-            << std::endl;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const grpo::ScoredCompletion& completion : module.completions()) {
+    rows.push_back({completion.prompt_index, completion.generation_index, completion.trained});
+  }
+  nlohmann::json result{{"rank", launch.rank}, {"loss", reduced.at("core/loss")}, {"rows", rows}};
+  if (reduced.count("groups/kept") != 0) {
+    result["groups_generated"] = reduced.at("groups/generated");
+    result["groups_kept"] = reduced.at("groups/kept");
+  }
+  std::cout << "RESULT " << result.dump() << std::endl;
   return 0;
 }
 

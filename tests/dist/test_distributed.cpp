@@ -398,6 +398,7 @@ TEST_CASE("GRPO: one step on fixed rollouts gives the full-batch gradient on wor
     std::vector<std::string> options;  // the worker's [module] overrides, KEY=VALUE
     grpo_test::ReferenceSpec spec;
     double lm_head_scale = 1.0;
+    double perturb = 0.0;  // > 0: the second update of num_iterations = 2, after perturb_parameters
   };
   std::vector<Case> cases;
   for (const std::string loss_type : {"dapo", "bnpo", "grpo", "dr_grpo"}) {
@@ -436,12 +437,37 @@ TEST_CASE("GRPO: one step on fixed rollouts gives the full-batch gradient on wor
     spec.top_entropy_quantile = 0.55;
     cases.push_back({"dapo", {"top_entropy_quantile=0.55", "lm_head_scale=40"}, spec, 40.0});
   }
+  // CISPO and SAPO for each aggregation, on the first update (w = 1) and on
+  // the second of num_iterations = 2 (weights moved, w ≠ 1).
+  for (const std::string policy_loss : {"cispo", "sapo"}) {
+    for (const std::string loss_type : {"dapo", "grpo", "dr_grpo"}) {
+      for (const double perturb : {0.0, 0.02}) {
+        grpo_test::ReferenceSpec spec;
+        spec.policy_loss = policy_loss;
+        spec.loss_type = loss_type;
+        spec.cispo_epsilon_low = 0.1;
+        spec.cispo_epsilon_high = 0.1;
+        spec.sapo_tau_neg = 3.0;
+        std::vector<std::string> options{"policy_loss=" + policy_loss,
+                                         policy_loss == "cispo" ? "cispo_epsilon_low=0.1" : "sapo_tau_neg=3"};
+        if (policy_loss == "cispo") options.push_back("cispo_epsilon_high=0.1");
+        if (perturb > 0) {
+          options.push_back("num_iterations=2");
+          options.push_back("perturb=0.02");
+        }
+        cases.push_back({loss_type, options, spec, 1.0, perturb});
+      }
+    }
+  }
 
   for (size_t c = 0; c < cases.size(); ++c) {
     const Case& test = cases[c];
     const auto initial = model::CausalLm::init_random(testing::tiny_model_config(), 31);
     if (test.lm_head_scale != 1.0) grpo_test::sharpen_lm_head(*initial, test.lm_head_scale);
-    grpo_test::reference_step_loss(*initial, nullptr, reference.get(), grpo_test::global_batch_prompts(), test.spec)
+    const auto generating = initial->frozen_copy();  // π_old of the second update
+    if (test.perturb > 0) grpo_test::perturb_parameters(*initial, test.perturb);
+    grpo_test::reference_step_loss(*initial, test.perturb > 0 ? generating.get() : nullptr, reference.get(),
+                                   grpo_test::global_batch_prompts(), test.spec)
         .backward();
     std::vector<at::Tensor> expected;
     for (const auto& [name, parameter] : initial->named_parameters()) expected.push_back(parameter.grad().clone());
@@ -457,6 +483,62 @@ TEST_CASE("GRPO: one step on fixed rollouts gives the full-batch gradient on wor
       INFO("loss_type " << test.loss_type << options << ", world " << world << ", micro_size " << micro_size << "\n"
                         << result.output);
       REQUIRE(result.exit_code == 0);
+      std::map<std::string, at::Tensor> by_name;
+      for (const auto& [name, tensor] : model::read_safetensors(gradient_file)) by_name[name] = tensor;
+      std::vector<at::Tensor> gradient;
+      for (const auto& [name, parameter] : initial->named_parameters()) gradient.push_back(by_name.at(name));
+      const double error = testing::relative_error(gradient, expected);
+      INFO("relative gradient error " << error);
+      CHECK(error <= 1e-5);
+    }
+  }
+}
+
+TEST_CASE("GRPO refill keeps the same groups and gives the same gradient on 1 and 2 ranks", "[dist][grpo]") {
+  // Step 0 is prompts 0-3 (1 is flat), step 1 prompts 4-7 (5 and 6 mixed):
+  // the refill keeps 5, the first informative group in the global order,
+  // although on 2 ranks rank 0 holds 4-5 and rank 1 holds 6-7, each with an
+  // informative group of its own. With only flat groups later, it stops at
+  // max_generation_rounds.
+  const fs::path dir = testing::fresh_test_dir("grpo_refill");
+  for (const bool informative : {true, false}) {
+    const std::vector<grpo_test::Prompt> table = grpo_test::refill_epoch_prompts(informative);
+    const std::vector<size_t> kept = informative ? std::vector<size_t>{0, 1, 2, 3, 5} : std::vector<size_t>{0, 1, 2, 3};
+    std::vector<grpo_test::Prompt> kept_prompts;
+    for (const size_t index : kept) kept_prompts.push_back(table[index]);
+    const auto initial = model::CausalLm::init_random(testing::tiny_model_config(), 31);
+    grpo_test::ReferenceSpec spec;
+    spec.filter_zero_std = true;
+    spec.scale_rewards = "batch";  // the batch std is over the kept groups of every rank
+    grpo_test::reference_step_loss(*initial, nullptr, nullptr, kept_prompts, spec).backward();
+    std::vector<at::Tensor> expected;
+    for (const auto& [name, parameter] : initial->named_parameters()) expected.push_back(parameter.grad().clone());
+
+    for (const auto& [world, micro_size] : std::vector<std::pair<int, int>>{{1, 15}, {2, 4}, {2, 1}}) {
+      const fs::path gradient_file = dir / ("refill" + std::to_string(informative) + "_w" + std::to_string(world) +
+                                            "_m" + std::to_string(micro_size) + ".safetensors");
+      const CommandResult result = run_ptrain(
+          launch_worker(world, "grpo dapo " + std::to_string(micro_size) + " " + gradient_file.string() +
+                                   " refill_table=" + std::to_string(informative ? 1 : 0) +
+                                   " filter_zero_std_groups=true max_generation_rounds=3 scale_rewards=batch"));
+      INFO("informative " << informative << ", world " << world << ", micro_size " << micro_size << "\n"
+                          << result.output);
+      REQUIRE(result.exit_code == 0);
+      std::set<std::pair<int64_t, int64_t>> rows;
+      for (const auto& [rank, values] : results_by_rank(result.output)) {
+        CHECK(values["groups_generated"].get<double>() == (informative ? 8.0 : 12.0));
+        CHECK(values["groups_kept"].get<double>() == (informative ? 4.0 : 3.0));
+        for (const auto& row : values["rows"]) {
+          CHECK(rows.insert({row[0].get<int64_t>(), row[1].get<int64_t>()}).second);
+          CHECK(row[2].get<bool>() == (row[0].get<int64_t>() != 1));  // only the flat group of step 0 is untrained
+        }
+      }
+      std::set<std::pair<int64_t, int64_t>> expected_rows;
+      for (const size_t index : kept) {
+        const int64_t round = index < 4 ? 0 : 1;
+        for (int64_t k = 0; k < 3; ++k) expected_rows.insert({static_cast<int64_t>(index), round * 3 + k});
+      }
+      CHECK(rows == expected_rows);
       std::map<std::string, at::Tensor> by_name;
       for (const auto& [name, tensor] : model::read_safetensors(gradient_file)) by_name[name] = tensor;
       std::vector<at::Tensor> gradient;

@@ -112,7 +112,7 @@ TEST_CASE("ptrain trains GRPO with a reward function from a reward library", "[e
     CHECK(metrics["rewards/digit_count/mean"].get<double>() >= 0.0);
     CHECK(metrics["rewards/digit_count/mean"].get<double>() <= 6.0);
     CHECK(metrics["reward"].get<double>() == Approx(metrics["rewards/accuracy/mean"].get<double>() +
-                                                     0.1 * metrics["rewards/digit_count/mean"].get<double>()));
+                                                    0.1 * metrics["rewards/digit_count/mean"].get<double>()));
   }
 }
 
@@ -137,9 +137,12 @@ TEST_CASE("ptrain refuses a reward library built for another SDK ABI before trai
 // The plugin's error reaches `main` after the plugin is unloaded: its message must still be readable.
 TEST_CASE("a reward function that scores NaN stops training with its name", "[e2e][grpo][reward_plugin]") {
   const fs::path dir = ptrain::testing::fresh_test_dir("grpo_e2e_nan_reward");
-  std::ofstream(dir / "prompts.jsonl") << R"({"prompt": "1+1=", "answer": "2"})" << "\n"
-                                       << R"({"prompt": "2+2=", "answer": "4"})" << "\n"
-                                       << R"({"prompt": "3+3=", "answer": "6"})" << "\n";
+  std::ofstream(dir / "prompts.jsonl") << R"({"prompt": "1+1=", "answer": "2"})"
+                                       << "\n"
+                                       << R"({"prompt": "2+2=", "answer": "4"})"
+                                       << "\n"
+                                       << R"({"prompt": "3+3=", "answer": "6"})"
+                                       << "\n";
   const std::string library = std::string(PTRAIN_TEST_PLUGIN_DIR) + "/libptrain_reward_test_rewards.so";
   const fs::path config = write_config(dir, dir / "prompts.jsonl", "",
                                        "reward_plugins = [\"" + library + "\"]\nreward_funcs = [\"not_finite\"]\n");
@@ -148,4 +151,46 @@ TEST_CASE("a reward function that scores NaN stops training with its name", "[e2
   CHECK(result.exit_code == 1);
   CHECK_THAT(result.output, Catch::Contains("reward function 'not_finite' scored a completion of") &&
                                 Catch::Contains("prompts.jsonl:") && Catch::Contains("rewards must be finite"));
+}
+
+// The core deals refill rounds the next global batches of its sampler
+// (Context::upcoming_examples); the counts reach metrics.jsonl. A random
+// model's answers are all wrong, so the digits it happens to emit
+// (digit_count of the test reward library) give some groups a spread.
+TEST_CASE("ptrain trains GRPO with CISPO, SAPO and dynamic sampling that refills", "[e2e][grpo]") {
+  for (const std::string policy_loss : {"cispo", "sapo"}) {
+    DYNAMIC_SECTION("policy_loss " << policy_loss) {
+      const fs::path dir = ptrain::testing::fresh_test_dir("grpo_e2e_refill_" + policy_loss);
+      std::ifstream bundled(std::string(PTRAIN_SOURCE_DIR) + "/data/arith_grpo/one_digit.jsonl");
+      std::ofstream data(dir / "prompts.jsonl");
+      std::string line;
+      for (int count = 0; count < 12 && std::getline(bundled, line); ++count) data << line << "\n";
+      data.close();
+      const fs::path config =
+          write_config(dir, dir / "prompts.jsonl",
+                       "policy_loss = \"" + policy_loss +
+                           "\"\nnum_iterations = 2\nfilter_zero_std_groups = true\nmax_generation_rounds = 3\n",
+                       "reward_plugins = [\"" + std::string(PTRAIN_TEST_PLUGIN_DIR) +
+                           "/libptrain_reward_test_rewards.so\"]\nreward_funcs = [\"accuracy\", \"digit_count\"]\n");
+      const CommandResult result = run_ptrain("train -c " + config.string());
+      INFO(result.output);
+      REQUIRE(result.exit_code == 0);
+      CHECK_THAT(result.output, Catch::Contains("policy_loss " + policy_loss));
+      const auto lines = ptrain::testing::read_metrics_jsonl(dir / "run" / "metrics.jsonl");
+      REQUIRE(lines.size() == 4);
+      for (const nlohmann::json& metrics : lines) {
+        INFO(metrics.dump());
+        REQUIRE(metrics.contains("groups/generation_rounds"));
+        const double rounds = metrics["groups/generation_rounds"].get<double>();
+        CHECK(rounds >= 1.0);
+        CHECK(rounds <= 3.0);
+        CHECK(metrics["groups/generated"].get<double>() == 3.0 * rounds);  // global_size 3 a round
+        CHECK(metrics["groups/kept"].get<double>() <= 3.0);
+        // A round is added only while the batch is short of informative groups.
+        if (rounds < 3.0) CHECK(metrics["groups/kept"].get<double>() == 3.0);
+        CHECK(std::isfinite(metrics["loss"].get<double>()));
+        if (policy_loss == "sapo") CHECK(metrics["clip_ratio/region_mean"].get<double>() == 0.0);
+      }
+    }
+  }
 }

@@ -48,6 +48,23 @@ inline std::vector<Prompt> global_batch_prompts() {
           {"q", "x", {"y", "x", "zz"}}};
 }
 
+// For dynamic sampling with refill: the four prompts above as the global
+// batch of step 0, then steps 1 and 2 of the epoch order (4 prompts each).
+// `informative`: 5 and 6 of step 1 and all of step 2 have mixed groups, so
+// refilling step 0 (prompt 1 is flat) keeps 5, the first of them; otherwise
+// every later group is flat and refill runs out of rounds.
+inline std::vector<Prompt> refill_epoch_prompts(bool informative) {
+  std::vector<Prompt> prompts = global_batch_prompts();
+  const std::vector<std::string> mixed{"7", "8", "7"};
+  const std::vector<std::string> flat{"1", "1", "1"};
+  prompts.push_back({"2*1=", "2", flat});                        // 4: all wrong
+  prompts.push_back({"3+4=", "7", informative ? mixed : flat});  // 5
+  prompts.push_back({"5+2=", "7", informative ? mixed : flat});  // 6
+  prompts.push_back({"0*5=", "1", flat});                        // 7: all right
+  for (int i = 0; i < 4; ++i) prompts.push_back({"9-" + std::to_string(i) + "=", "7", informative ? mixed : flat});
+  return prompts;
+}
+
 inline bool is_truncated(const std::string& text) { return text.size() >= 3 && text.substr(text.size() - 3) == "…"; }
 
 // The completion's tokens: its bytes, then <eos> unless truncated (cut at kMaxCompletion).
@@ -77,7 +94,9 @@ class FixedRolloutEngine final : public sdk::RolloutEngine {
                                      int64_t) override {
     std::vector<sdk::Rollout> rollouts;
     for (const sdk::RolloutRequest& request : requests) {
-      const std::string& text = prompts_.at(request.prompt_index).completions.at(request.generation_index);
+      // A refill round asks for generation indices r·G + k: completion k again.
+      const std::vector<std::string>& group = prompts_.at(request.prompt_index).completions;
+      const std::string& text = group.at(static_cast<size_t>(request.generation_index) % group.size());
       sdk::Rollout rollout;
       rollout.completion_ids = completion_ids(text);
       rollout.stop_reason = is_truncated(text) ? sdk::StopReason::kLength : sdk::StopReason::kEos;
@@ -110,6 +129,9 @@ class InjectedContext final : public sdk::Context {
   sdk::RolloutEngine& rollout_engine() override { return engine_; }
   std::unique_ptr<sdk::RewardLibrary> open_reward_library(const std::string& name_or_path) override {
     return base_.open_reward_library(name_or_path);
+  }
+  std::vector<const sdk::Example*> upcoming_examples(int64_t steps_ahead) override {
+    return base_.upcoming_examples(steps_ahead);
   }
 
  private:
@@ -164,6 +186,13 @@ struct ReferenceSpec {
   double epsilon = 0.2;                // ε_low: the ratio is clipped below at 1 − ε
   std::optional<double> epsilon_high;  // clipped above at 1 + ε_high; unset: ε
   std::optional<double> delta;         // dual-clip: a token of A < 0 loses at most −A·δ; unset: off
+  // "clip" (the two lines above), "cispo": −sg(clip(w, 1 − ε_low^IS, 1 + ε_high^IS))·A·log π,
+  // "sapo": −(4/τ)·σ(τ(w − 1))·A with τ = τ_pos for A > 0, τ_neg otherwise.
+  std::string policy_loss = "clip";
+  double cispo_epsilon_low = 1.0;
+  double cispo_epsilon_high = 0.28;
+  double sapo_tau_pos = 1.0;
+  double sapo_tau_neg = 1.05;
   bool mask_truncated = false;
   bool sequence_level = false;  // GSPO
   // Each reward function's scores [F][P][G] and weights; empty: one function,
@@ -187,6 +216,19 @@ inline void sharpen_lm_head(model::CausalLm& model, double factor) {
     }
   }
   throw sdk::ModelError("the test model has no lm_head.weight");
+}
+
+// Moves every weight of `model` by scale·sin(0.7·i + j) (element i of
+// parameter j): a deterministic "update" that the tests and the dist worker
+// apply alike, so that π differs from the π_old of stored rollouts.
+inline void perturb_parameters(model::CausalLm& model, double scale) {
+  const at::NoGradGuard no_grad;
+  double j = 0.0;
+  for (auto& [name, parameter] : model.named_parameters()) {
+    const at::Tensor step = at::sin(at::arange(parameter.numel(), at::kDouble) * 0.7 + j) * scale;
+    parameter.add_(step.to(parameter.scalar_type()).view_as(parameter));
+    j += 1.0;
+  }
 }
 
 // Per-token entropy −Σ_v p log p of one completion's targets after its prompt. [n] float64, no gradient.
@@ -375,9 +417,18 @@ inline at::Tensor reference_step_loss(model::CausalLm& policy, model::CausalLm* 
       if (spec.sequence_level) log_ratio = log_ratio.mean().expand_as(log_ratio);
       const at::Tensor ratio = at::exp(log_ratio);
       const double a = advantages[p][k];
-      const double high = spec.epsilon_high.value_or(spec.epsilon);
-      at::Tensor loss = -at::min(ratio * a, ratio.clamp(1 - spec.epsilon, 1 + high) * a);
-      if (spec.delta && a < 0) loss = at::min(loss, at::full_like(loss, -a * *spec.delta));
+      at::Tensor loss;
+      if (spec.policy_loss == "cispo") {
+        const at::Tensor weight = ratio.detach().clamp(1 - spec.cispo_epsilon_low, 1 + spec.cispo_epsilon_high);
+        loss = -weight * a * log_probs;
+      } else if (spec.policy_loss == "sapo") {
+        const double tau = a > 0 ? spec.sapo_tau_pos : spec.sapo_tau_neg;
+        loss = -(4.0 / tau) * at::sigmoid(tau * (ratio - 1.0)) * a;
+      } else {
+        const double high = spec.epsilon_high.value_or(spec.epsilon);
+        loss = -at::min(ratio * a, ratio.clamp(1 - spec.epsilon, 1 + high) * a);
+        if (spec.delta && a < 0) loss = at::min(loss, at::full_like(loss, -a * *spec.delta));
+      }
       if (spec.beta > 0) {
         at::Tensor ref_log_probs;
         {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ptrain::sdk {
 
@@ -82,6 +83,18 @@ class Context {
   // Samples completions from the current policy (sdk/generation.h). The
   // default is for contexts without a model to sample from.
   virtual RolloutEngine& rollout_engine() { throw PluginError("this context offers no rollout engine"); }
+  // This rank's part of the global batch of update step run_info().step +
+  // steps_ahead (≥ 1), as the sampler will deal it to this rank then: the
+  // prompts that follow the step's own in the epoch order (continuing into
+  // the next epoch), for a plugin that needs more examples than its step's
+  // (GRPO's dynamic sampling refills its batch from them). Nothing is
+  // consumed: that later step still gets the same examples. Deterministic in
+  // (seed, step, steps_ahead) and rank; the union over ranks does not depend
+  // on the world size. The default is for contexts without a dataset.
+  virtual std::vector<const Example*> upcoming_examples(int64_t steps_ahead) {
+    throw PluginError("this context offers no further examples (asked for the batch " + std::to_string(steps_ahead) +
+                      " steps ahead)");
+  }
   // Loads a reward library (sdk/reward_plugin.h): a path to its .so (with a
   // '/' or ending in ".so"), or a name found as libptrain_reward_<name>.so in
   // the plugin search path. The core checks it as it checks plugins and throws
