@@ -29,18 +29,24 @@ void bind_generation(sdk::ConfigBinder<C>& binder) {
            "G: completions sampled per prompt; a prompt's G completions form its group", sdk::at_least(2))
       .key("max_completion_length", &C::max_completion_length, 256,
            "most tokens a completion may have (<eos> included)", sdk::at_least(1))
-      .key("temperature", [](auto& c) -> auto& { return c.sampling.temperature; }, 1.0,
-           "sampling temperature; 0: greedy", sdk::at_least(0.0))
-      .key("top_k", [](auto& c) -> auto& { return c.sampling.top_k; }, 0,
-           "sample among the k most likely tokens; 0: off", sdk::at_least(0))
-      .key("top_p", [](auto& c) -> auto& { return c.sampling.top_p; }, 1.0,
-           "nucleus sampling: the smallest set of tokens with probability ≥ top_p", sdk::between(1e-9, 1.0))
-      .key("min_p", [](auto& c) -> auto& { return c.sampling.min_p; }, 0.0,
-           "drop tokens less likely than min_p × the most likely one", sdk::between(0.0, 1.0))
-      .key("repetition_penalty", [](auto& c) -> auto& { return c.sampling.repetition_penalty; }, 1.0,
-           "CTRL's penalty on tokens already in prompt or completion; 1: off", sdk::at_least(1e-9))
-      .key("stop_strings", [](auto& c) -> auto& { return c.sampling.stop_strings; }, std::vector<std::string>{},
-           "texts that end a completion (kept in it); empty: none")
+      .key(
+          "temperature", [](auto& c) -> auto& { return c.sampling.temperature; }, 1.0,
+          "sampling temperature; 0: greedy", sdk::at_least(0.0))
+      .key(
+          "top_k", [](auto& c) -> auto& { return c.sampling.top_k; }, 0,
+          "sample among the k most likely tokens; 0: off", sdk::at_least(0))
+      .key(
+          "top_p", [](auto& c) -> auto& { return c.sampling.top_p; }, 1.0,
+          "nucleus sampling: the smallest set of tokens with probability ≥ top_p", sdk::between(1e-9, 1.0))
+      .key(
+          "min_p", [](auto& c) -> auto& { return c.sampling.min_p; }, 0.0,
+          "drop tokens less likely than min_p × the most likely one", sdk::between(0.0, 1.0))
+      .key(
+          "repetition_penalty", [](auto& c) -> auto& { return c.sampling.repetition_penalty; }, 1.0,
+          "CTRL's penalty on tokens already in prompt or completion; 1: off", sdk::at_least(1e-9))
+      .key(
+          "stop_strings", [](auto& c) -> auto& { return c.sampling.stop_strings; }, std::vector<std::string>{},
+          "texts that end a completion (kept in it); empty: none")
       .key("generation_batch_size", &C::generation_batch_size, 0,
            "sequences decoded together; 0: all of a rank's step at once", sdk::at_least(0))
       .key("num_iterations", &C::num_iterations, 1,
@@ -52,8 +58,9 @@ void bind_rewards(sdk::ConfigBinder<C>& binder) {
   binder
       .key("reward_funcs", &C::reward_funcs, std::vector<std::string>{"accuracy", "format"},
            "reward functions: the built-in accuracy (answer exact match), format (format_pattern), length (DAPO's "
-           "soft overlong penalty), closeness (numeric partial credit), or a function of a library in "
-           "reward_plugins")
+           "soft overlong penalty), closeness (numeric partial credit), a function of a library in "
+           "reward_plugins, python:FILE.py:FUNCTION (a Python function) or http://HOST:PORT/PATH (a reward "
+           "server; #timeout_s=S&retries=N after it) (docs/grpo.md)")
       .key("reward_plugins", &C::reward_plugins, std::vector<std::string>{},
            "reward libraries whose functions reward_funcs may name: paths to their .so, or names found as "
            "libptrain_reward_<name>.so on the plugin path (docs/grpo.md)")
@@ -88,8 +95,8 @@ void bind_loss(sdk::ConfigBinder<C>& binder) {
            sdk::between(0.0, 1.0))
       .key("epsilon_high", &C::epsilon_high, sdk::unset,
            "ε_high: clipped above at 1 + ε_high (DAPO's clip-higher); unset: ε_low", sdk::at_least(0.0))
-      .key("delta", &C::delta, sdk::unset, "dual-clip: for negative advantages the loss is at most −A·δ (δ > 1); unset: off",
-           sdk::at_least(1.0))
+      .key("delta", &C::delta, sdk::unset,
+           "dual-clip: for negative advantages the loss is at most −A·δ (δ > 1); unset: off", sdk::at_least(1.0))
       .choice("importance_sampling_level", &C::importance_sampling,
               sdk::Choices<ImportanceSampling>{{"token", ImportanceSampling::kToken},
                                                {"sequence", ImportanceSampling::kSequence}},
@@ -143,7 +150,9 @@ void check_reward_names(const sdk::ConfigValues& values, const C& config) {
     if (std::count(config.reward_funcs.begin(), config.reward_funcs.end(), name) > 1) {
       throw sdk::ConfigError(values.where("reward_funcs") + ": '" + name + "' is listed twice");
     }
-    if (config.reward_plugins.empty() && std::find(builtins.begin(), builtins.end(), name) == builtins.end()) {
+    if (const std::optional<RewardSource> source = reward_source_of(name)) {
+      check_reward_source(values, name, *source);
+    } else if (config.reward_plugins.empty() && std::find(builtins.begin(), builtins.end(), name) == builtins.end()) {
       throw sdk::ConfigError(values.where("reward_funcs") + ": unknown reward function '" + name +
                              "'; expected a built-in one (" + join(builtins) +
                              ") or a function of a library listed in module.reward_plugins (none is)");
@@ -154,6 +163,22 @@ void check_reward_names(const sdk::ConfigValues& values, const C& config) {
     if (std::count(config.reward_plugins.begin(), config.reward_plugins.end(), library) > 1) {
       throw sdk::ConfigError(values.where("reward_plugins") + ": '" + library + "' is listed twice");
     }
+  }
+}
+
+// Metric names (rewards/<name>/mean): a python: spec's function name, a
+// reward server's URL without http:// and settings, else the entry itself;
+// no two alike.
+void resolve_reward_names(const sdk::ConfigValues& values, C& config) {
+  config.reward_names.clear();
+  for (const std::string& entry : config.reward_funcs) {
+    const std::optional<RewardSource> source = reward_source_of(entry);
+    const std::string name = source ? source->metric_name : entry;
+    if (std::find(config.reward_names.begin(), config.reward_names.end(), name) != config.reward_names.end()) {
+      throw sdk::ConfigError(values.where("reward_funcs") + ": two reward functions are named '" + name +
+                             "' (their metrics rewards/" + name + "/...); rename one");
+    }
+    config.reward_names.push_back(name);
   }
 }
 
@@ -190,13 +215,17 @@ void resolve_loss_options(const sdk::ConfigValues& values, C& config) {
                            ": a reference model is set but module.beta = 0, so no KL term uses it; set beta > 0");
   }
   switch (config.loss_type) {
-    case GrpoLossType::kGrpo: config.aggregation.mode = sdk::LossAggregation::kSeqMeanTokenMean; break;
+    case GrpoLossType::kGrpo:
+      config.aggregation.mode = sdk::LossAggregation::kSeqMeanTokenMean;
+      break;
     case GrpoLossType::kDrGrpo:
       config.aggregation.mode = sdk::LossAggregation::kSeqMeanTokenSumNorm;
       config.aggregation.norm_constant = static_cast<double>(config.max_completion_length);
       break;
     case GrpoLossType::kBnpo:
-    case GrpoLossType::kDapo: config.aggregation.mode = sdk::LossAggregation::kTokenMean; break;
+    case GrpoLossType::kDapo:
+      config.aggregation.mode = sdk::LossAggregation::kTokenMean;
+      break;
   }
 }
 
@@ -210,6 +239,7 @@ GrpoConfig read_grpo_config(const sdk::ConfigValues& values) {
   GrpoConfig config = binder().read(values);
   config.sampling.max_new_tokens = config.max_completion_length;
   check_reward_names(values, config);
+  resolve_reward_names(values, config);
   resolve_reward_options(values, config);
   resolve_loss_options(values, config);
   return config;
