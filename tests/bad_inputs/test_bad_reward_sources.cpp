@@ -17,7 +17,7 @@ namespace {
 
 const fs::path kRewardFile = fs::path(PTRAIN_TEST_FIXTURE_DIR) / "rewards" / "python_rewards.py";
 
-// A GRPO config whose reward_funcs (line 16) is `reward_funcs`.
+// A GRPO config whose reward_funcs (line 18) is `reward_funcs`.
 fs::path write_config(const fs::path& dir, const std::string& reward_funcs) {
   std::ofstream(dir / "prompts.jsonl") << R"({"prompt": "1+1=", "answer": "2"})"
                                        << "\n";
@@ -28,16 +28,16 @@ fs::path write_config(const fs::path& dir, const std::string& reward_funcs) {
                       << "intermediate_size = 32\nnum_layers = 1\nnum_heads = 2\n"           // 6-8
                       << "num_kv_heads = 1\n"                                                // 9
                       << "[data]\ntrain = \"" << (dir / "prompts.jsonl").string() << "\"\n"  // 10-11
-                      << "[batch]\nglobal_size = 1\n"                                        // 12-13
-                      << "[module]\nnum_generations = 2\n"                                   // 14-15
-                      << "reward_funcs = [" << reward_funcs << "]\n";                        // 16
+                      << "[batch]\nglobal_size = 1\n[train]\nmax_steps = 1\n"                // 12-15
+                      << "[module]\nnum_generations = 2\n"                                   // 16-17
+                      << "reward_funcs = [" << reward_funcs << "]\n";                        // 18
   return path;
 }
 
 struct SourceCase {
   const char* name;
   std::string reward_funcs;
-  std::string expected;  // after "grpo.toml:16: key 'module.reward_funcs': "
+  std::string expected;  // after "grpo.toml:18: key 'module.reward_funcs': "
 };
 
 }  // namespace
@@ -74,9 +74,9 @@ TEST_CASE("unusable Python rewards and reward servers are refused naming the key
       const fs::path config = write_config(dir, source.reward_funcs);
       const ptrain::testing::CommandResult result = ptrain::testing::run_ptrain("validate -c " + config.string());
       INFO(result.output);
-      CHECK(result.exit_code == 1);
+      CHECK(result.exit_code == 2);  // a config error
       CHECK_THAT(result.output,
-                 Catch::Contains(config.string() + ":16: key 'module.reward_funcs': " + source.expected));
+                 Catch::Contains(config.string() + ":18: key 'module.reward_funcs': " + source.expected));
     }
   }
 }
