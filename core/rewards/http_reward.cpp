@@ -44,7 +44,7 @@ class HttpRewardFunction final : public sdk::RewardFunction {
   std::string name() const override { return endpoint_.url; }
 
   std::vector<double> score(const std::vector<sdk::RewardInput>& inputs) override {
-    const std::string body = reward_batch_json(inputs).dump();
+    const std::string body = reward_batch_text(inputs);
     std::string failure;
     for (int64_t attempt = 0; attempt <= endpoint_.retries; ++attempt) {
       if (attempt > 0) {

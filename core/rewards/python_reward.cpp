@@ -73,7 +73,7 @@ class PythonRewardFunction final : public sdk::RewardFunction {
   std::string name() const override { return name_; }
 
   std::vector<double> score(const std::vector<sdk::RewardInput>& inputs) override {
-    const std::string batch = reward_batch_json(inputs).dump();  // built before taking the GIL
+    const std::string batch = reward_batch_text(inputs);  // built before taking the GIL
     std::vector<double> scores;
     {
       py::gil_scoped_acquire gil;

@@ -34,6 +34,10 @@ nlohmann::json reward_batch_json(const std::vector<sdk::RewardInput>& inputs) {
   return batch;
 }
 
+std::string reward_batch_text(const std::vector<sdk::RewardInput>& inputs) {
+  return reward_batch_json(inputs).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 void check_reward_scores(const std::string& function, const std::vector<double>& scores,
                          const std::vector<sdk::RewardInput>& inputs) {
   if (scores.size() != inputs.size()) {

@@ -23,6 +23,11 @@ namespace ptrain::rewards {
 // completion's own value wins).
 nlohmann::json reward_batch_json(const std::vector<sdk::RewardInput>& inputs);
 
+// reward_batch_json as JSON text. Bytes that are not UTF-8 (a byte-level
+// model may sample any byte) become U+FFFD, as a Hugging Face tokenizer's
+// decode writes them, instead of failing the step.
+std::string reward_batch_text(const std::vector<sdk::RewardInput>& inputs);
+
 // Throws sdk::PluginError naming `function` unless there is one finite
 // score per input; a non-finite score names the example it was given for.
 void check_reward_scores(const std::string& function, const std::vector<double>& scores,

@@ -47,7 +47,8 @@ TEST_CASE("a Python reward file offers the public functions it defines", "[rewar
   CHECK(file->name() == "python_rewards");
   // Not _score_or_fail (private), THRESHOLD (not callable) or math (imported).
   CHECK(file->function_names() == std::vector<std::string>{"digit_count", "uses_every_argument", "raises",
-                                                           "wrong_length", "not_finite", "not_a_number", "not_a_list"});
+                                                           "wrong_length", "not_finite", "not_a_number", "not_a_list",
+                                                           "characters"});
 }
 
 TEST_CASE("Python reward functions score the batch from its lists", "[rewards][python]") {
@@ -56,6 +57,13 @@ TEST_CASE("Python reward functions score the batch from its lists", "[rewards][p
   // exact answer + 10·len(prompt) + 100·tokens + 1000·truncated + 10000·rubric.bonus (None: absent)
   const std::vector<double> expected{1.0 + 10.0 * 4 + 100.0 * 4, 0.0 + 10.0 * 4 + 100.0 * 5 + 1000.0 + 10000.0 * 2};
   CHECK(python_function("uses_every_argument")->score(batch.inputs) == expected);
+}
+
+TEST_CASE("bytes that are not UTF-8 reach a Python reward as U+FFFD", "[rewards][python]") {
+  Batch batch;
+  batch.inputs[0].completion = "a\xA7z";  // a byte-level model may sample any byte
+  // 3 characters, one of them U+FFFD (+100); "a1b22": 5
+  CHECK(python_function("characters")->score(batch.inputs) == std::vector<double>{103.0, 5.0});
 }
 
 TEST_CASE("the GIL is free between calls: another thread may score", "[rewards][python]") {
@@ -121,7 +129,7 @@ TEST_CASE("Python reward files and names that cannot be used are config errors n
   CHECK(config_error([&] { python_function("nope"); }) ==
         file +
             ": defines no function 'nope'; it defines digit_count, uses_every_argument, raises, wrong_length, "
-            "not_finite, not_a_number, not_a_list");
+            "not_finite, not_a_number, not_a_list, characters");
   CHECK(config_error([&] { python_function("THRESHOLD"); }) == file + ": 'THRESHOLD' is a float, not a function");
   const fs::path missing = fs::path(PTRAIN_TEST_FIXTURE_DIR) / "rewards" / "missing.py";
   CHECK(config_error([&] { rewards::open_python_reward_file(missing.string()); }) ==
@@ -133,7 +141,7 @@ TEST_CASE("Python reward files and names that cannot be used are config errors n
   CHECK_THAT(error, Catch::Contains("import_fails.py\", line 4, in <module>") &&
                         Catch::Contains("json.decoder.JSONDecodeError"));
   // The core's reward loader opens python: specs (Context::open_reward_library).
-  CHECK(plugin::load_reward_library("python:" + kRewardFile.string(), {})->function_names().size() == 7);
+  CHECK(plugin::load_reward_library("python:" + kRewardFile.string(), {})->function_names().size() == 8);
 }
 
 TEST_CASE("GRPO trains on a Python reward function", "[grpo][rewards][python]") {
