@@ -153,7 +153,11 @@ py::module_ import_file(const fs::path& path) {
   const std::string directory = path.parent_path().string();
   if (!sys.attr("path").contains(directory)) sys.attr("path").attr("insert")(0, directory);
   const py::module_ util = py::module_::import("importlib.util");
-  const std::string module_name = "ptrain_reward_" + path.stem().string();
+  // Two files of one stem (a/rewards.py, b/rewards.py) get two names.
+  std::string module_name = "ptrain_reward_" + path.stem().string();
+  for (int suffix = 2; sys.attr("modules").contains(module_name); ++suffix) {
+    module_name = "ptrain_reward_" + path.stem().string() + "_" + std::to_string(suffix);
+  }
   const py::object spec = util.attr("spec_from_file_location")(module_name, path.string());
   py::module_ module = util.attr("module_from_spec")(spec);
   sys.attr("modules")[module_name.c_str()] = module;
@@ -181,6 +185,8 @@ std::unique_ptr<sdk::RewardLibrary> open_python_reward_file(const std::string& f
   ensure_interpreter();
   // One import per file and process: two reward functions of one file share
   // its module (and its globals), as they would in a Python trainer.
+  // The modules are never destroyed: a static's destructor would drop them
+  // at exit without the GIL.
   static std::map<fs::path, py::module_*> imported;
   py::gil_scoped_acquire gil;
   auto found = imported.find(path);

@@ -48,7 +48,7 @@ TEST_CASE("a Python reward file offers the public functions it defines", "[rewar
   // Not _score_or_fail (private), THRESHOLD (not callable) or math (imported).
   CHECK(file->function_names() == std::vector<std::string>{"digit_count", "uses_every_argument", "raises",
                                                            "wrong_length", "not_finite", "not_a_number", "not_a_list",
-                                                           "characters"});
+                                                           "characters", "registered"});
 }
 
 TEST_CASE("Python reward functions score the batch from its lists", "[rewards][python]") {
@@ -64,6 +64,17 @@ TEST_CASE("bytes that are not UTF-8 reach a Python reward as U+FFFD", "[rewards]
   batch.inputs[0].completion = "a\xA7z";  // a byte-level model may sample any byte
   // 3 characters, one of them U+FFFD (+100); "a1b22": 5
   CHECK(python_function("characters")->score(batch.inputs) == std::vector<double>{103.0, 5.0});
+}
+
+TEST_CASE("two Python files of one name load as two modules", "[rewards][python]") {
+  Batch batch;
+  const fs::path second = kRewardFile.parent_path() / "second" / "python_rewards.py";
+  std::unique_ptr<sdk::RewardFunction> first_digits = python_function("digit_count");
+  std::unique_ptr<sdk::RewardFunction> second_digits =
+      rewards::open_python_reward_file(second.string())->create("digit_count");
+  CHECK(first_digits->score(batch.inputs) == std::vector<double>{1.0, 3.0});
+  CHECK(second_digits->score(batch.inputs) == std::vector<double>{2.0, 6.0});
+  CHECK(python_function("registered")->score(batch.inputs) == std::vector<double>{1.0, 1.0});
 }
 
 TEST_CASE("the GIL is free between calls: another thread may score", "[rewards][python]") {
@@ -129,7 +140,7 @@ TEST_CASE("Python reward files and names that cannot be used are config errors n
   CHECK(config_error([&] { python_function("nope"); }) ==
         file +
             ": defines no function 'nope'; it defines digit_count, uses_every_argument, raises, wrong_length, "
-            "not_finite, not_a_number, not_a_list, characters");
+            "not_finite, not_a_number, not_a_list, characters, registered");
   CHECK(config_error([&] { python_function("THRESHOLD"); }) == file + ": 'THRESHOLD' is a float, not a function");
   const fs::path missing = fs::path(PTRAIN_TEST_FIXTURE_DIR) / "rewards" / "missing.py";
   CHECK(config_error([&] { rewards::open_python_reward_file(missing.string()); }) ==
@@ -141,7 +152,7 @@ TEST_CASE("Python reward files and names that cannot be used are config errors n
   CHECK_THAT(error, Catch::Contains("import_fails.py\", line 4, in <module>") &&
                         Catch::Contains("json.decoder.JSONDecodeError"));
   // The core's reward loader opens python: specs (Context::open_reward_library).
-  CHECK(plugin::load_reward_library("python:" + kRewardFile.string(), {})->function_names().size() == 8);
+  CHECK(plugin::load_reward_library("python:" + kRewardFile.string(), {})->function_names().size() == 9);
 }
 
 TEST_CASE("GRPO trains on a Python reward function", "[grpo][rewards][python]") {
