@@ -6,13 +6,15 @@ arguments of parallel lists (prompts, completions, completion_tokens,
 truncated, and every dataset field, here `answer`), and it returns one
 number per completion, as TRL's reward_funcs do.
 """
+import re
+
+# A plain decimal, as the built-in closeness reads one (not "+5", "5.", "1e3" or "inf").
+_NUMBER = re.compile(r"-?[0-9]{1,15}(\.[0-9]+)?")
 
 
 def _number(text):
-    try:
-        return float(text.strip())
-    except ValueError:
-        return None
+    text = text.strip(" \t\r\n")
+    return float(text) if _NUMBER.fullmatch(text) else None
 
 
 def closeness(prompts, completions, answer, **kwargs):
