@@ -20,11 +20,9 @@ namespace {
 // gone (Boost.DLL's documented hazard).
 class LibraryRewardFunction final : public sdk::RewardFunction {
  public:
-  LibraryRewardFunction(std::shared_ptr<void> library, std::unique_ptr<sdk::RewardFunction> function, std::string name,
-                        std::string library_path)
-      : library_(std::move(library)),
-        function_(std::move(function)),
-        name_(std::move(name)),
+  LibraryRewardFunction(std::shared_ptr<void> library, std::unique_ptr<sdk::RewardFunction> function,
+                        std::string name, std::string library_path)
+      : library_(std::move(library)), function_(std::move(function)), name_(std::move(name)),
         library_path_(std::move(library_path)) {}
   ~LibraryRewardFunction() override { function_.reset(); }
 
@@ -119,7 +117,8 @@ std::unique_ptr<LoadedRewardLibrary> load_reward_library_file(const fs::path& pa
                              " of the library's entry lacks a name or a factory");
     }
     if (!names.insert(function.name).second) {
-      throw sdk::PluginError(path.string() + ": the library offers two reward functions named '" + function.name + "'");
+      throw sdk::PluginError(path.string() + ": the library offers two reward functions named '" + function.name +
+                             "'");
     }
   }
   log::info("plugin", "loaded reward library " + std::string(info->name) + " from " + resolved.string() + " (sha256 " +
@@ -135,9 +134,9 @@ std::unique_ptr<sdk::RewardLibrary> load_reward_library(const std::string& name_
                                                         const std::vector<fs::path>& search_dirs) {
   if (rewards::is_reward_source_spec(name_or_path)) return rewards::open_reward_source(name_or_path);
   if (detail::is_library_path(name_or_path)) return load_reward_library_file(name_or_path);
-  const fs::path candidate =
-      detail::find_library_file(name_or_path, reward_library_file_name(name_or_path), search_dirs, "reward library",
-                                "set PTRAIN_PLUGIN_PATH or give a path to the .so");
+  const fs::path candidate = detail::find_library_file(name_or_path, reward_library_file_name(name_or_path),
+                                                       search_dirs, "reward library",
+                                                       "set PTRAIN_PLUGIN_PATH or give a path to the .so");
   std::unique_ptr<LoadedRewardLibrary> library = load_reward_library_file(candidate);
   if (library->name() != name_or_path) {
     throw sdk::PluginError(candidate.string() + ": file is named for reward library '" + name_or_path +

@@ -29,24 +29,18 @@ void bind_generation(sdk::ConfigBinder<C>& binder) {
            "G: completions sampled per prompt; a prompt's G completions form its group", sdk::at_least(2))
       .key("max_completion_length", &C::max_completion_length, 256,
            "most tokens a completion may have (<eos> included)", sdk::at_least(1))
-      .key(
-          "temperature", [](auto& c) -> auto& { return c.sampling.temperature; }, 1.0,
-          "sampling temperature; 0: greedy", sdk::at_least(0.0))
-      .key(
-          "top_k", [](auto& c) -> auto& { return c.sampling.top_k; }, 0,
-          "sample among the k most likely tokens; 0: off", sdk::at_least(0))
-      .key(
-          "top_p", [](auto& c) -> auto& { return c.sampling.top_p; }, 1.0,
-          "nucleus sampling: the smallest set of tokens with probability ≥ top_p", sdk::between(1e-9, 1.0))
-      .key(
-          "min_p", [](auto& c) -> auto& { return c.sampling.min_p; }, 0.0,
-          "drop tokens less likely than min_p × the most likely one", sdk::between(0.0, 1.0))
-      .key(
-          "repetition_penalty", [](auto& c) -> auto& { return c.sampling.repetition_penalty; }, 1.0,
-          "CTRL's penalty on tokens already in prompt or completion; 1: off", sdk::at_least(1e-9))
-      .key(
-          "stop_strings", [](auto& c) -> auto& { return c.sampling.stop_strings; }, std::vector<std::string>{},
-          "texts that end a completion (kept in it); empty: none")
+      .key("temperature", [](auto& c) -> auto& { return c.sampling.temperature; }, 1.0,
+           "sampling temperature; 0: greedy", sdk::at_least(0.0))
+      .key("top_k", [](auto& c) -> auto& { return c.sampling.top_k; }, 0,
+           "sample among the k most likely tokens; 0: off", sdk::at_least(0))
+      .key("top_p", [](auto& c) -> auto& { return c.sampling.top_p; }, 1.0,
+           "nucleus sampling: the smallest set of tokens with probability ≥ top_p", sdk::between(1e-9, 1.0))
+      .key("min_p", [](auto& c) -> auto& { return c.sampling.min_p; }, 0.0,
+           "drop tokens less likely than min_p × the most likely one", sdk::between(0.0, 1.0))
+      .key("repetition_penalty", [](auto& c) -> auto& { return c.sampling.repetition_penalty; }, 1.0,
+           "CTRL's penalty on tokens already in prompt or completion; 1: off", sdk::at_least(1e-9))
+      .key("stop_strings", [](auto& c) -> auto& { return c.sampling.stop_strings; }, std::vector<std::string>{},
+           "texts that end a completion (kept in it); empty: none")
       .key("generation_batch_size", &C::generation_batch_size, 0,
            "sequences decoded together; 0: all of a rank's step at once", sdk::at_least(0))
       .key("num_iterations", &C::num_iterations, 1,
@@ -95,8 +89,8 @@ void bind_loss(sdk::ConfigBinder<C>& binder) {
            sdk::between(0.0, 1.0))
       .key("epsilon_high", &C::epsilon_high, sdk::unset,
            "ε_high: clipped above at 1 + ε_high (DAPO's clip-higher); unset: ε_low", sdk::at_least(0.0))
-      .key("delta", &C::delta, sdk::unset,
-           "dual-clip: for negative advantages the loss is at most −A·δ (δ > 1); unset: off", sdk::at_least(1.0))
+      .key("delta", &C::delta, sdk::unset, "dual-clip: for negative advantages the loss is at most −A·δ (δ > 1); unset: off",
+           sdk::at_least(1.0))
       .choice("importance_sampling_level", &C::importance_sampling,
               sdk::Choices<ImportanceSampling>{{"token", ImportanceSampling::kToken},
                                                {"sequence", ImportanceSampling::kSequence}},
@@ -215,17 +209,13 @@ void resolve_loss_options(const sdk::ConfigValues& values, C& config) {
                            ": a reference model is set but module.beta = 0, so no KL term uses it; set beta > 0");
   }
   switch (config.loss_type) {
-    case GrpoLossType::kGrpo:
-      config.aggregation.mode = sdk::LossAggregation::kSeqMeanTokenMean;
-      break;
+    case GrpoLossType::kGrpo: config.aggregation.mode = sdk::LossAggregation::kSeqMeanTokenMean; break;
     case GrpoLossType::kDrGrpo:
       config.aggregation.mode = sdk::LossAggregation::kSeqMeanTokenSumNorm;
       config.aggregation.norm_constant = static_cast<double>(config.max_completion_length);
       break;
     case GrpoLossType::kBnpo:
-    case GrpoLossType::kDapo:
-      config.aggregation.mode = sdk::LossAggregation::kTokenMean;
-      break;
+    case GrpoLossType::kDapo: config.aggregation.mode = sdk::LossAggregation::kTokenMean; break;
   }
 }
 
