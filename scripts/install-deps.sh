@@ -27,7 +27,7 @@ packages=(
 )
 # The optional outputs (CMake options of the same names; scripts/build.sh
 # passes these variables on): PTRAIN_TENSORBOARD=OFF or PTRAIN_REPORT=OFF in
-# the environment leaves out what only they need.
+# the environment leaves out what only they need; so does PTRAIN_PYTHON_REWARDS=OFF.
 if [ "${PTRAIN_TENSORBOARD:-ON}" != OFF ]; then
   packages+=(libprotobuf-dev protobuf-compiler)   # TensorBoard event files (messages generated at build time)
 fi
@@ -35,6 +35,9 @@ if [ "${PTRAIN_REPORT:-ON}" != OFF ]; then
   # npm installs the report's charting library (web/package-lock.json) at build
   # time. A Node.js from elsewhere (e.g. NodeSource, which bundles npm) is used as it is.
   if ! command -v npm >/dev/null; then packages+=(nodejs npm); fi
+fi
+if [ "${PTRAIN_PYTHON_REWARDS:-ON}" != OFF ]; then
+  packages+=(python3-dev pybind11-dev)            # GRPO reward functions in Python (an embedded interpreter)
 fi
 
 test_packages=(

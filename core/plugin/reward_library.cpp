@@ -2,6 +2,7 @@
 
 #include "core/log/logger.h"
 #include "core/plugin/library_checks.h"
+#include "core/rewards/reward_spec.h"
 #include "ptrain/sdk/errors.h"
 #include "ptrain/sdk/reward_plugin.h"
 
@@ -131,6 +132,7 @@ std::string reward_library_file_name(const std::string& name) { return "libptrai
 
 std::unique_ptr<sdk::RewardLibrary> load_reward_library(const std::string& name_or_path,
                                                         const std::vector<fs::path>& search_dirs) {
+  if (rewards::is_reward_source_spec(name_or_path)) return rewards::open_reward_source(name_or_path);
   if (detail::is_library_path(name_or_path)) return load_reward_library_file(name_or_path);
   const fs::path candidate = detail::find_library_file(name_or_path, reward_library_file_name(name_or_path),
                                                        search_dirs, "reward library",

@@ -15,7 +15,12 @@ namespace ptrain::plugin {
 // The file name a reward library called `name` is built as: libptrain_reward_<name>.so.
 std::string reward_library_file_name(const std::string& name);
 
-// `name_or_path` is a path if it contains '/' or ends in ".so", else a name
+// `name_or_path` may also name a reward source that is not a library:
+// "python:FILE.py" (its Python functions) or "http://host:port/path" (a
+// reward server), opened by core/rewards (reward_spec.h), which throws
+// sdk::ConfigError naming the file or URL.
+//
+// Otherwise `name_or_path` is a path if it contains '/' or ends in ".so", else a name
 // looked up in `search_dirs` (plugin_search_dirs), whose library must call
 // itself `name`. Throws sdk::PluginError naming the path and the reason:
 // missing or world-writable file, not loadable, no reward entry point (an

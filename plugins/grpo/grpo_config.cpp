@@ -61,8 +61,9 @@ void bind_rewards(sdk::ConfigBinder<C>& binder) {
   binder
       .key("reward_funcs", &C::reward_funcs, std::vector<std::string>{"accuracy", "format"},
            "reward functions: the built-in accuracy (answer exact match), format (format_pattern), length (DAPO's "
-           "soft overlong penalty), closeness (numeric partial credit), or a function of a library in "
-           "reward_plugins")
+           "soft overlong penalty), closeness (numeric partial credit), a function of a library in "
+           "reward_plugins, python:FILE.py:FUNCTION (a Python function) or http://HOST:PORT/PATH (a reward "
+           "server; #timeout_s=S&retries=N after it) (docs/grpo.md)")
       .key("reward_plugins", &C::reward_plugins, std::vector<std::string>{},
            "reward libraries whose functions reward_funcs may name: paths to their .so, or names found as "
            "libptrain_reward_<name>.so on the plugin path (docs/grpo.md)")
@@ -169,7 +170,9 @@ void check_reward_names(const sdk::ConfigValues& values, const C& config) {
     if (std::count(config.reward_funcs.begin(), config.reward_funcs.end(), name) > 1) {
       throw sdk::ConfigError(values.where("reward_funcs") + ": '" + name + "' is listed twice");
     }
-    if (config.reward_plugins.empty() && std::find(builtins.begin(), builtins.end(), name) == builtins.end()) {
+    if (const std::optional<RewardSource> source = reward_source_of(name)) {
+      check_reward_source(values, name, *source);
+    } else if (config.reward_plugins.empty() && std::find(builtins.begin(), builtins.end(), name) == builtins.end()) {
       throw sdk::ConfigError(values.where("reward_funcs") + ": unknown reward function '" + name +
                              "'; expected a built-in one (" + join(builtins) +
                              ") or a function of a library listed in module.reward_plugins (none is)");
@@ -180,6 +183,22 @@ void check_reward_names(const sdk::ConfigValues& values, const C& config) {
     if (std::count(config.reward_plugins.begin(), config.reward_plugins.end(), library) > 1) {
       throw sdk::ConfigError(values.where("reward_plugins") + ": '" + library + "' is listed twice");
     }
+  }
+}
+
+// Metric names (rewards/<name>/mean): a python: spec's function name, a
+// reward server's URL without http:// and settings, else the entry itself;
+// no two alike.
+void resolve_reward_names(const sdk::ConfigValues& values, C& config) {
+  config.reward_names.clear();
+  for (const std::string& entry : config.reward_funcs) {
+    const std::optional<RewardSource> source = reward_source_of(entry);
+    const std::string name = source ? source->metric_name : entry;
+    if (std::find(config.reward_names.begin(), config.reward_names.end(), name) != config.reward_names.end()) {
+      throw sdk::ConfigError(values.where("reward_funcs") + ": two reward functions are named '" + name +
+                             "' (their metrics rewards/" + name + "/...); rename one");
+    }
+    config.reward_names.push_back(name);
   }
 }
 
@@ -280,6 +299,7 @@ GrpoConfig read_grpo_config(const sdk::ConfigValues& values) {
   GrpoConfig config = binder().read(values);
   config.sampling.max_new_tokens = config.max_completion_length;
   check_reward_names(values, config);
+  resolve_reward_names(values, config);
   resolve_reward_options(values, config);
   resolve_loss_options(values, config);
   return config;

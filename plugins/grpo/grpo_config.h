@@ -35,7 +35,8 @@ struct GrpoConfig {
   int64_t num_iterations = 0;         // μ: updates per generated batch
   double eval_temperature = 0.0;      // held-out completions ([eval]); 0: greedy
 
-  std::vector<std::string> reward_funcs;    // built-in names or functions of reward_plugins
+  std::vector<std::string> reward_funcs;    // built-in names, functions of reward_plugins, python:/http:// specs
+  std::vector<std::string> reward_names;    // one per reward_funcs entry, for metrics (resolved: a spec's function)
   std::vector<std::string> reward_plugins;  // reward libraries: paths or names
   std::vector<double> reward_weights;       // one per reward function (resolved: never empty)
   RewardAggregation reward_aggregation = RewardAggregation::kSumThenNormalize;

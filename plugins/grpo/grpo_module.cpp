@@ -133,7 +133,7 @@ std::vector<sdk::MetricSpec> GrpoModule::metric_specs() const {
                                      {"clip_ratio/low_mean", Reduction::kWeightedMean},
                                      {"clip_ratio/high_mean", Reduction::kWeightedMean},
                                      {"clip_ratio/region_mean", Reduction::kWeightedMean}};
-  for (const std::string& name : config_.reward_funcs) {
+  for (const std::string& name : config_.reward_names) {
     specs.push_back({"rewards/" + name + "/mean", Reduction::kWeightedMean});
     specs.push_back({"rewards/" + name + "/std", Reduction::kMax});  // the same global value on every rank
   }
@@ -422,9 +422,9 @@ sdk::LossOut GrpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatc
     sdk::add_row_mean(metrics, "frac_reward_zero_std", batch.group_stds <= kZeroStdTolerance);
   }
   for (size_t f = 0; f < config_.reward_funcs.size(); ++f) {
-    sdk::add_row_mean(metrics, "rewards/" + config_.reward_funcs[f] + "/mean",
+    sdk::add_row_mean(metrics, "rewards/" + config_.reward_names[f] + "/mean",
                       batch.function_rewards.select(1, static_cast<int64_t>(f)));
-    if (!batch.evaluation) metrics.add("rewards/" + config_.reward_funcs[f] + "/std", function_batch_stds_[f]);
+    if (!batch.evaluation) metrics.add("rewards/" + config_.reward_names[f] + "/std", function_batch_stds_[f]);
   }
   sdk::add_row_mean(metrics, "completions/mean_length", batch.lengths);
   metrics.add("completions/min_length", batch.lengths.min());

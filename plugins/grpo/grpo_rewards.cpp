@@ -4,6 +4,7 @@
 #include "ptrain/sdk/util/example_fields.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <optional>
 #include <regex>
@@ -95,7 +96,48 @@ class ClosenessReward final : public sdk::RewardFunction {
   std::string field_;
 };
 
+// The function a python: or http:// entry names, opened by the core; its
+// errors are prefixed with the key's location.
+std::unique_ptr<sdk::RewardFunction> make_source_reward(sdk::Context& ctx, const RewardSource& source) {
+  const std::string where = ctx.module_config().where("reward_funcs") + ": ";
+  try {
+    return ctx.open_reward_library(source.source)->create(source.function);
+  } catch (const sdk::ConfigError& error) {
+    throw sdk::ConfigError(where + error.what());
+  } catch (const sdk::PluginError& error) {
+    throw sdk::PluginError(where + error.what());
+  }
+}
+
 }  // namespace
+
+std::optional<RewardSource> reward_source_of(const std::string& entry) {
+  const std::string python = "python:";
+  if (entry.rfind(python, 0) == 0) {
+    const size_t colon = entry.rfind(':');
+    const std::string function = colon < python.size() ? "" : entry.substr(colon + 1);
+    return RewardSource{entry.substr(0, colon == python.size() - 1 ? entry.size() : colon), function, function};
+  }
+  for (const std::string scheme : {"http://", "https://"}) {
+    if (entry.rfind(scheme, 0) != 0) continue;
+    const std::string url = entry.substr(scheme.size());
+    return RewardSource{entry, entry, url.substr(0, url.find('#'))};
+  }
+  return std::nullopt;
+}
+
+void check_reward_source(const sdk::ConfigValues& values, const std::string& entry, const RewardSource& source) {
+  if (entry.rfind("python:", 0) != 0) return;
+  const std::string file = source.source.substr(std::string("python:").size());
+  const bool identifier =
+      !source.function.empty() && std::isdigit(static_cast<unsigned char>(source.function[0])) == 0 &&
+      std::all_of(source.function.begin(), source.function.end(),
+                  [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; });
+  if (file.size() <= 3 || file.compare(file.size() - 3, 3, ".py") != 0 || !identifier) {
+    throw sdk::ConfigError(values.where("reward_funcs") + ": '" + entry +
+                           "': expected python:FILE.py:FUNCTION (a Python file and the name of a function it defines)");
+  }
+}
 
 std::vector<std::string> builtin_reward_list() { return {"accuracy", "format", "length", "closeness"}; }
 
@@ -129,6 +171,10 @@ std::vector<std::unique_ptr<sdk::RewardFunction>> make_reward_functions(sdk::Con
   const std::vector<std::string> builtins = builtin_reward_list();
   std::vector<std::unique_ptr<sdk::RewardFunction>> functions;
   for (const std::string& name : config.reward_funcs) {
+    if (const std::optional<RewardSource> source = reward_source_of(name)) {
+      functions.push_back(make_source_reward(ctx, *source));
+      continue;
+    }
     std::vector<std::string> sources;
     if (std::find(builtins.begin(), builtins.end(), name) != builtins.end()) sources.push_back("built in");
     const sdk::RewardLibrary* offering = nullptr;

@@ -18,6 +18,7 @@
 #include "ptrain/sdk/rewards.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,24 @@ std::vector<std::string> builtin_reward_list();  // accuracy, format, length, cl
 // Throws sdk::ConfigError for an unknown name.
 std::unique_ptr<sdk::RewardFunction> make_builtin_reward(const std::string& name, const GrpoConfig& config);
 
-// The functions of config.reward_funcs, in order: a built-in name makes the
+// A reward_funcs entry naming a reward source that the core opens
+// (Context::open_reward_library) rather than a built-in or library function:
+//   python:FILE.py:FUNCTION  a Python function (run by the core's interpreter)
+//   http://HOST:PORT/PATH    a reward server (#timeout_s=S&retries=N may follow)
+struct RewardSource {
+  std::string source;       // what open_reward_library opens: python:FILE.py, or the URL
+  std::string function;     // what the opened source creates: FUNCTION, or the URL
+  std::string metric_name;  // FUNCTION, or the URL without http:// and its settings
+};
+std::optional<RewardSource> reward_source_of(const std::string& entry);  // nullopt: not such an entry
+
+// Throws sdk::ConfigError naming module.reward_funcs for a python: entry
+// that is not python:FILE.py:FUNCTION (the file and function are checked
+// when setup() opens them).
+void check_reward_source(const sdk::ConfigValues& values, const std::string& entry, const RewardSource& source);
+
+// The functions of config.reward_funcs, in order: a python: or http:// entry
+// makes the function the core opens from it; a built-in name makes the
 // built-in, any other name the function of that name in one of the reward
 // libraries of config.reward_plugins, which the core opens and checks
 // (Context::open_reward_library). Throws sdk::ConfigError naming the key for

@@ -100,7 +100,12 @@ class Context {
   // the plugin search path. The core checks it as it checks plugins and throws
   // sdk::PluginError naming the path and the reason (missing, world-writable,
   // no reward entry, another ABI or LibTorch), sdk::ConfigError when a name
-  // is not found. The default is for contexts that load no libraries.
+  // is not found. It also opens the reward sources a user names by a spec:
+  // "python:FILE.py" (the public functions the file defines, run by the
+  // core's embedded Python) and "http://host:port/path[#timeout_s=S&retries=N]"
+  // (one function, named by the URL: a reward server), with sdk::ConfigError
+  // naming the file or URL when one cannot be opened (docs/grpo.md). The
+  // default is for contexts that load no libraries.
   virtual std::unique_ptr<RewardLibrary> open_reward_library(const std::string& name_or_path) {
     throw PluginError("this context loads no reward libraries (asked for '" + name_or_path + "')");
   }

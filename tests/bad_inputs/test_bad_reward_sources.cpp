@@ -1,0 +1,82 @@
+// GRPO reward_funcs entries naming Python functions or reward servers that
+// cannot be used: `ptrain validate` refuses each, naming the config file,
+// line and key, and the file, function or URL at fault.
+#include "catch.h"
+
+#include "support/run_command.h"
+#include "support/test_util.h"
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kRewardFile = fs::path(PTRAIN_TEST_FIXTURE_DIR) / "rewards" / "python_rewards.py";
+
+// A GRPO config whose reward_funcs (line 18) is `reward_funcs`.
+fs::path write_config(const fs::path& dir, const std::string& reward_funcs) {
+  std::ofstream(dir / "prompts.jsonl") << R"({"prompt": "1+1=", "answer": "2"})"
+                                       << "\n";
+  const fs::path path = dir / "grpo.toml";
+  std::ofstream(path) << "plugin = \"grpo\"\n"                                               // 1
+                      << "output_dir = \"" << (dir / "run").string() << "\"\n"               // 2
+                      << "[model]\nvocab_size = 259\nhidden_size = 16\n"                     // 3-5
+                      << "intermediate_size = 32\nnum_layers = 1\nnum_heads = 2\n"           // 6-8
+                      << "num_kv_heads = 1\n"                                                // 9
+                      << "[data]\ntrain = \"" << (dir / "prompts.jsonl").string() << "\"\n"  // 10-11
+                      << "[batch]\nglobal_size = 1\n[train]\nmax_steps = 1\n"                // 12-15
+                      << "[module]\nnum_generations = 2\n"                                   // 16-17
+                      << "reward_funcs = [" << reward_funcs << "]\n";                        // 18
+  return path;
+}
+
+struct SourceCase {
+  const char* name;
+  std::string reward_funcs;
+  std::string expected;  // after "grpo.toml:18: key 'module.reward_funcs': "
+};
+
+}  // namespace
+
+TEST_CASE("unusable Python rewards and reward servers are refused naming the key and the file or URL",
+          "[bad_inputs][rewards]") {
+  const std::string file = fs::canonical(kRewardFile).string();
+  const std::string missing = (kRewardFile.parent_path() / "missing.py").string();
+  std::vector<SourceCase> cases = {
+      {"no function part", "\"python:" + file + "\"",
+       "'python:" + file + "': expected python:FILE.py:FUNCTION (a Python file and the name of a function it defines)"},
+      {"not a .py file", "\"python:rewards.txt:score\"",
+       "'python:rewards.txt:score': expected python:FILE.py:FUNCTION"},
+      {"two functions of one metric name", "\"accuracy\", \"python:" + file + ":accuracy\"",
+       "two reward functions are named 'accuracy' (their metrics rewards/accuracy/...); rename one"},
+      {"bad port", "\"http://localhost:99999/score\"",
+       "reward server URL 'http://localhost:99999/score': port '99999': expected a number from 1 to 65535"},
+      {"https", "\"https://rm.example/score\"", "reward server URL 'https://rm.example/score': https is not supported"},
+      {"bad setting", "\"http://localhost:8000/score#retry=2\"",
+       "reward server URL 'http://localhost:8000/score#retry=2': unknown setting 'retry'"},
+  };
+#ifdef PTRAIN_PYTHON_REWARDS
+  cases.push_back(
+      {"missing file", "\"python:" + missing + ":score\"", "python reward file '" + missing + "': no such file"});
+  cases.push_back({"missing function", "\"python:" + file + ":scroe\"",
+                   file + ": defines no function 'scroe'; it defines digit_count, "});
+#else
+  cases.push_back({"built without Python", "\"python:" + file + ":digit_count\"",
+                   "this ptrain was built without Python rewards (-DPTRAIN_PYTHON_REWARDS=OFF)"});
+#endif
+  for (const SourceCase& source : cases) {
+    DYNAMIC_SECTION(source.name) {
+      const fs::path dir = ptrain::testing::fresh_test_dir("bad_reward_source");
+      const fs::path config = write_config(dir, source.reward_funcs);
+      const ptrain::testing::CommandResult result = ptrain::testing::run_ptrain("validate -c " + config.string());
+      INFO(result.output);
+      CHECK(result.exit_code == 2);  // a config error
+      CHECK_THAT(result.output,
+                 Catch::Contains(config.string() + ":18: key 'module.reward_funcs': " + source.expected));
+    }
+  }
+}
