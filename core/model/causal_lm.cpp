@@ -197,7 +197,7 @@ std::unique_ptr<CausalLm> CausalLm::init_random(const ModelConfig& config, uint6
   return std::unique_ptr<CausalLm>(new CausalLm(config, std::move(params)));
 }
 
-std::unique_ptr<CausalLm> CausalLm::load_hf_dir(const std::filesystem::path& dir) {
+std::unique_ptr<CausalLm> CausalLm::load_hf_dir(const std::filesystem::path& dir, at::Device device) {
   if (!fs::is_directory(dir)) throw sdk::ModelError(dir.string() + ": model directory does not exist");
   const fs::path config_path = dir / "config.json";
   const ModelConfig config = ModelConfig::from_hf_json(read_json_file(config_path), config_path.string());
@@ -215,7 +215,10 @@ std::unique_ptr<CausalLm> CausalLm::load_hf_dir(const std::filesystem::path& dir
     if (!at::isFloatingType(t.scalar_type())) {
       fail(name, std::string("has dtype ") + c10::toString(t.scalar_type()) + ", expected a floating type");
     }
-    return t.to(at::kFloat).contiguous();
+    // Moved in the stored dtype, widened on the device: a bf16 checkpoint
+    // crosses to the GPU at half the bytes, and no float32 copy of the whole
+    // model is ever held on the host.
+    return t.to(device).to(at::kFloat).contiguous();
   };
 
   NamedTensors params;

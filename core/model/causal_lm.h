@@ -48,8 +48,9 @@ class CausalLm : public sdk::LanguageModel {
   // tensors are errors, except rotary `inv_freq` buffers (recomputed) and, in
   // a tied model, an lm_head.weight equal to embed_tokens. stored_dtype()
   // keeps the dtype the file had. Throws
-  // sdk::ModelError naming the directory and the tensor.
-  static std::unique_ptr<CausalLm> load_hf_dir(const std::filesystem::path& dir);
+  // sdk::ModelError naming the directory and the tensor. Each tensor moves to
+  // `device` in its stored dtype and is widened there.
+  static std::unique_ptr<CausalLm> load_hf_dir(const std::filesystem::path& dir, at::Device device = at::kCPU);
 
   // What a saved directory carries besides the architecture and the weights.
   struct SaveOptions {

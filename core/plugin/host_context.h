@@ -32,7 +32,7 @@ class HostContext final : public sdk::Context {
   std::unique_ptr<sdk::LanguageModel> frozen_policy_copy() override { return policy_.frozen_copy(); }
   // On the policy's device and at its compute dtype, as a reference model must be.
   std::unique_ptr<sdk::LanguageModel> load_frozen_model(const std::string& model_dir) override {
-    std::unique_ptr<model::CausalLm> model = model::CausalLm::load_hf_dir(model_dir)->frozen_copy();
+    std::unique_ptr<model::CausalLm> model = model::CausalLm::load_hf_dir(model_dir, policy_.device())->frozen_copy();
     model->set_compute_dtype(policy_.compute_dtype());
     model->to_device(policy_.device());
     return model;

@@ -94,7 +94,7 @@ std::unique_ptr<model::CausalLm> make_policy(const config::RunConfig& config, co
                                              at::Device device) {
   std::unique_ptr<model::CausalLm> policy;
   if (!config.model.init.empty()) {
-    policy = model::CausalLm::load_hf_dir(config.model.init);
+    policy = model::CausalLm::load_hf_dir(config.model.init, device);
   } else {
     model::ModelConfig model_config = model_config_from(config.model);
     model_config.validate();
