@@ -66,7 +66,8 @@ TEST_CASE("unusable Python rewards and reward servers are refused naming the key
                    file + ": defines no function 'scroe'; it defines digit_count, "});
 #else
   cases.push_back({"built without Python", "\"python:" + file + ":digit_count\"",
-                   "this ptrain was built without Python rewards (-DPTRAIN_PYTHON_REWARDS=OFF)"});
+                   "python reward file '" + file + "': this ptrain was built without Python rewards " +
+                       "(-DPTRAIN_PYTHON_REWARDS=OFF)"});
 #endif
   for (const SourceCase& source : cases) {
     DYNAMIC_SECTION(source.name) {
