@@ -4,6 +4,7 @@
 // decodings of reference.json (make_reference.sh, @huggingface/tokenizers);
 // the first test keeps that file equal to what byte_tokenizer_json() writes.
 #include "catch.h"
+#include "json_fixture.h"
 
 #include "core/tokenizer/byte_tokenizer.h"
 #include "core/tokenizer/byte_tokenizer_files.h"
@@ -16,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+using ptrain::json_fixture::read_json;
+
 namespace {
 
 using namespace ptrain;
@@ -23,12 +26,6 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 const fs::path kFixtures = fs::path(PTRAIN_TOKENIZER_FIXTURE_DIR).parent_path() / "byte_tokenizer";
-
-json read_json(const fs::path& path) {
-  std::ifstream in(path);
-  REQUIRE(in);
-  return json::parse(in);
-}
 
 // ByteTokenizer::encode of each piece between the texts "<bos>", "<eos>",
 // "<pad>", and those texts as the special ids.

@@ -3,6 +3,7 @@
 // multi-turn conversations, custom templates from TOML, errors, SFT on chat
 // examples, and the dataset tokenization cache.
 #include "catch.h"
+#include "json_fixture.h"
 
 #include "support/run_command.h"
 #include "support/test_util.h"
@@ -30,22 +31,13 @@ using nlohmann::json;
 
 using ptrain::testing::error_of;
 
+using ptrain::json_fixture::messages_of;
+using ptrain::json_fixture::read_json;
+
 namespace {
 
 const fs::path kFixtures = PTRAIN_TOKENIZER_FIXTURE_DIR;
 const fs::path kExtracted = PTRAIN_TOKENIZER_EXTRACTED_DIR;
-
-json read_json(const fs::path& path) {
-  std::ifstream in(path);
-  REQUIRE(in);
-  return json::parse(in);
-}
-
-std::vector<sdk::ChatMessage> messages_of(const json& list) {
-  std::vector<sdk::ChatMessage> messages;
-  for (const json& m : list) messages.push_back({m.at("role"), m.at("content")});
-  return messages;
-}
 
 // The ids of each maximal run of trainable positions.
 std::vector<std::vector<int64_t>> trainable_runs(const sdk::ChatTokens& chat) {

@@ -6,6 +6,7 @@
 // prompt. templates.json holds the sources the reference rendered; the first
 // test keeps it equal to what chat_template_jinja() writes.
 #include "catch.h"
+#include "json_fixture.h"
 
 #include "core/tokenizer/chat_template_jinja.h"
 #include "ptrain/sdk/chat.h"
@@ -17,6 +18,8 @@
 #include <map>
 #include <string>
 
+using ptrain::json_fixture::read_json;
+
 namespace {
 
 using namespace ptrain;
@@ -24,12 +27,6 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 const fs::path kFixtures = fs::path(PTRAIN_TOKENIZER_FIXTURE_DIR).parent_path() / "chat_jinja";
-
-json read_json(const fs::path& path) {
-  std::ifstream in(path);
-  REQUIRE(in);
-  return json::parse(in);
-}
 
 // A custom template whose texts need escaping in Jinja: quotes, a backslash,
 // newlines, tabs, {bos}/{eos} inside other text.

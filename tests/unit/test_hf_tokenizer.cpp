@@ -3,6 +3,7 @@
 // make_reference.sh), decoding, tokenizer_config.json, and clear errors for
 // malformed or unsupported files.
 #include "catch.h"
+#include "json_fixture.h"
 
 #include "support/run_command.h"
 #include "support/test_util.h"
@@ -24,16 +25,12 @@ using nlohmann::json;
 
 using ptrain::testing::error_of;
 
+using ptrain::json_fixture::read_json;
+
 namespace {
 
 const fs::path kFixtures = PTRAIN_TOKENIZER_FIXTURE_DIR;     // corpus, variants, reference ids
 const fs::path kExtracted = PTRAIN_TOKENIZER_EXTRACTED_DIR;  // <base>/tokenizer.json, tokenizer_config.json
-
-json read_json(const fs::path& path) {
-  std::ifstream in(path);
-  REQUIRE(in);
-  return json::parse(in);
-}
 
 // Applies a variant's JSON-pointer edits, exactly as make_reference.mjs does.
 json apply_variant(json tokenizer, const json& variant) {

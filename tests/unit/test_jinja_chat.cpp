@@ -6,6 +6,7 @@
 // assistant-only loss trains exactly each assistant turn and its end-of-turn
 // token, with system prompts, several turns and Qwen3's think blocks.
 #include "catch.h"
+#include "json_fixture.h"
 
 #include "support/test_util.h"
 
@@ -27,22 +28,13 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using ptrain::testing::error_of;
 
+using ptrain::json_fixture::messages_of;
+using ptrain::json_fixture::read_json;
+
 namespace {
 
 const fs::path kFixtures = PTRAIN_TOKENIZER_FIXTURE_DIR;
 const fs::path kExtracted = PTRAIN_TOKENIZER_EXTRACTED_DIR;
-
-json read_json(const fs::path& path) {
-  std::ifstream in(path);
-  REQUIRE(in);
-  return json::parse(in);
-}
-
-std::vector<sdk::ChatMessage> messages_of(const json& list) {
-  std::vector<sdk::ChatMessage> messages;
-  for (const json& m : list) messages.push_back({m.at("role"), m.at("content")});
-  return messages;
-}
 
 struct RealTemplate {
   sdk::ChatTemplate chat;

@@ -4,6 +4,7 @@
 // with a tiny shard size and read back tensor-equal, the index JSON, and the
 // max_shard_size spellings.
 #include "catch.h"
+#include "json_fixture.h"
 
 #include "support/test_util.h"
 
@@ -21,17 +22,13 @@
 #include <map>
 #include <set>
 
+using ptrain::json_fixture::read_json;
+
 namespace {
 
 using namespace ptrain;
 namespace fs = std::filesystem;
 using Plan = std::vector<std::vector<size_t>>;
-
-nlohmann::json read_json(const fs::path& path) {
-  std::ifstream in(path);
-  REQUIRE(in);
-  return nlohmann::json::parse(in);
-}
 
 std::set<std::string> files_in(const fs::path& dir) {
   std::set<std::string> names;
