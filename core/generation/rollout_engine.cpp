@@ -140,7 +140,7 @@ void CausalLmRolloutEngine::generate_batch(const std::vector<sdk::RolloutRequest
     row.limit = std::min(request.max_new_tokens >= 0 ? request.max_new_tokens : params.max_new_tokens,
                          max_positions - prompt_length);
     row.generator = at::detail::createCPUGenerator(
-        sdk::rollout_seed(params.seed, params.step, request.prompt_index, request.generation_index));
+        sdk::rollout_seed(params.seed, params.step, request.prompt_index, request.generation_index, request.turn));
     if (row.limit > 0) active.push_back(&row);
   }
   if (active.empty()) return;

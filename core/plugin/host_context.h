@@ -4,6 +4,7 @@
 #include "core/dist/communicator.h"
 #include "core/generation/rollout_engine.h"
 #include "core/model/causal_lm.h"
+#include "core/plugin/environment_library.h"
 #include "core/plugin/host_logger.h"
 #include "core/plugin/plugin_loader.h"
 #include "core/plugin/reward_library.h"
@@ -51,6 +52,9 @@ class HostContext final : public sdk::Context {
   // Names are looked up where plugins are (plugin_search_dirs), after `extra_plugin_dirs`.
   std::unique_ptr<sdk::RewardLibrary> open_reward_library(const std::string& name_or_path) override {
     return load_reward_library(name_or_path, plugin_search_dirs(extra_plugin_dirs_));
+  }
+  std::unique_ptr<sdk::Environment> open_environment(const std::string& name_or_path) override {
+    return load_environment(name_or_path, plugin_search_dirs(extra_plugin_dirs_));
   }
   // The examples this rank takes in a later step, from the run's sampler.
   std::vector<const sdk::Example*> upcoming_examples(int64_t steps_ahead) override {

@@ -1,9 +1,10 @@
 // What every library ptrain opens goes through, algorithm plugins
-// (plugin_loader) and reward libraries (reward_library) alike: the file must
+// (plugin_loader), reward libraries (reward_library) and environment
+// libraries (environment_library) alike: the file must
 // exist and be writable only by its owner, a name is looked up in the search
 // directories without following a symlink out of them, and the entry's ABI and
 // LibTorch versions must equal the host's before anything else of it is read.
-// `kind` ("plugin", "reward library") words the errors.
+// `kind` ("plugin", "reward library", ...) words the errors.
 #pragma once
 
 #include <boost/dll/shared_library.hpp>
@@ -42,5 +43,12 @@ std::filesystem::path find_library_file(const std::string& name, const std::stri
 
 // The SHA-256 of a file, in hex.
 std::string sha256_of_file(const std::filesystem::path& path);
+
+// Re-throws the exception being handled (call it inside a catch block) as the
+// host's own of the same kind: sdk::DataError and sdk::ConfigError keep their
+// message, anything else becomes sdk::PluginError prefixed with `context`. An
+// exception a library threw may be caught after the library is gone
+// (Boost.DLL's documented hazard), so none leaves the wrapper that called it.
+[[noreturn]] void rethrow_as_host_error(const std::string& context);
 
 }  // namespace ptrain::plugin::detail

@@ -142,6 +142,20 @@ std::string sha256_of_file(const fs::path& path) {
   return hex;
 }
 
+void rethrow_as_host_error(const std::string& context) {
+  try {
+    throw;
+  } catch (const sdk::DataError& error) {
+    throw sdk::DataError(error.what());
+  } catch (const sdk::ConfigError& error) {
+    throw sdk::ConfigError(error.what());
+  } catch (const std::exception& error) {
+    throw sdk::PluginError(context + error.what());
+  } catch (...) {
+    throw sdk::PluginError(context + "an exception that is not a std::exception");
+  }
+}
+
 }  // namespace detail
 
 std::string plugin_file_name(const std::string& name) { return "libptrain_plugin_" + name + ".so"; }
@@ -188,7 +202,8 @@ LoadedPlugin load_plugin_file(const fs::path& path) {
   std::shared_ptr<boost::dll::shared_library> library = detail::open_library(path, resolved);
   if (!library->has(sdk::kPluginEntrySymbol)) {
     std::string hint;
-    if (library->has(sdk::kRewardPluginEntrySymbol)) hint = "; it is a reward library: list it in module.reward_plugins";
+    if (library->has(sdk::kRewardPluginEntrySymbol))
+      hint = "; it is a reward library: list it in module.reward_plugins";
     throw sdk::PluginError(path.string() + ": not a ptrain plugin (no '" + sdk::kPluginEntrySymbol + "' entry point)" +
                            hint);
   }
@@ -212,9 +227,9 @@ LoadedPlugin load_plugin_file(const fs::path& path) {
 
 LoadedPlugin load_plugin(const std::string& name_or_path, const std::vector<fs::path>& search_dirs) {
   if (detail::is_library_path(name_or_path)) return load_plugin_file(name_or_path);
-  const fs::path candidate =
-      detail::find_library_file(name_or_path, plugin_file_name(name_or_path), search_dirs, "plugin",
-                                "set PTRAIN_PLUGIN_PATH or give a path to the .so; `ptrain plugins` lists what is found");
+  const fs::path candidate = detail::find_library_file(
+      name_or_path, plugin_file_name(name_or_path), search_dirs, "plugin",
+      "set PTRAIN_PLUGIN_PATH or give a path to the .so; `ptrain plugins` lists what is found");
   LoadedPlugin plugin = load_plugin_file(candidate);
   if (plugin.info().name != name_or_path) {
     throw sdk::PluginError(candidate.string() + ": file is named for plugin '" + name_or_path +

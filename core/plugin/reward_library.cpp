@@ -20,9 +20,11 @@ namespace {
 // gone (Boost.DLL's documented hazard).
 class LibraryRewardFunction final : public sdk::RewardFunction {
  public:
-  LibraryRewardFunction(std::shared_ptr<void> library, std::unique_ptr<sdk::RewardFunction> function,
-                        std::string name, std::string library_path)
-      : library_(std::move(library)), function_(std::move(function)), name_(std::move(name)),
+  LibraryRewardFunction(std::shared_ptr<void> library, std::unique_ptr<sdk::RewardFunction> function, std::string name,
+                        std::string library_path)
+      : library_(std::move(library)),
+        function_(std::move(function)),
+        name_(std::move(name)),
         library_path_(std::move(library_path)) {}
   ~LibraryRewardFunction() override { function_.reset(); }
 
@@ -31,16 +33,8 @@ class LibraryRewardFunction final : public sdk::RewardFunction {
   std::vector<double> score(const std::vector<sdk::RewardInput>& inputs) override {
     try {
       return function_->score(inputs);
-    } catch (const sdk::DataError& error) {
-      throw sdk::DataError(error.what());
-    } catch (const sdk::ConfigError& error) {
-      throw sdk::ConfigError(error.what());
-    } catch (const sdk::Error& error) {
-      throw sdk::PluginError(context() + error.what());
-    } catch (const std::exception& error) {
-      throw sdk::PluginError(context() + error.what());
     } catch (...) {
-      throw sdk::PluginError(context() + "an exception that is not a std::exception");
+      detail::rethrow_as_host_error(context());
     }
   }
 
@@ -117,8 +111,7 @@ std::unique_ptr<LoadedRewardLibrary> load_reward_library_file(const fs::path& pa
                              " of the library's entry lacks a name or a factory");
     }
     if (!names.insert(function.name).second) {
-      throw sdk::PluginError(path.string() + ": the library offers two reward functions named '" + function.name +
-                             "'");
+      throw sdk::PluginError(path.string() + ": the library offers two reward functions named '" + function.name + "'");
     }
   }
   log::info("plugin", "loaded reward library " + std::string(info->name) + " from " + resolved.string() + " (sha256 " +
@@ -134,9 +127,9 @@ std::unique_ptr<sdk::RewardLibrary> load_reward_library(const std::string& name_
                                                         const std::vector<fs::path>& search_dirs) {
   if (rewards::is_reward_source_spec(name_or_path)) return rewards::open_reward_source(name_or_path);
   if (detail::is_library_path(name_or_path)) return load_reward_library_file(name_or_path);
-  const fs::path candidate = detail::find_library_file(name_or_path, reward_library_file_name(name_or_path),
-                                                       search_dirs, "reward library",
-                                                       "set PTRAIN_PLUGIN_PATH or give a path to the .so");
+  const fs::path candidate =
+      detail::find_library_file(name_or_path, reward_library_file_name(name_or_path), search_dirs, "reward library",
+                                "set PTRAIN_PLUGIN_PATH or give a path to the .so");
   std::unique_ptr<LoadedRewardLibrary> library = load_reward_library_file(candidate);
   if (library->name() != name_or_path) {
     throw sdk::PluginError(candidate.string() + ": file is named for reward library '" + name_or_path +

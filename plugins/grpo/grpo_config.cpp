@@ -35,21 +35,27 @@ void bind_generation(sdk::ConfigBinder<C>& binder) {
            "G: completions sampled per prompt; a prompt's G completions form its group", sdk::at_least(2))
       .key("max_completion_length", &C::max_completion_length, 256,
            "most tokens a completion may have (<eos> included)", sdk::at_least(1))
-      .key("temperature", [](auto& c) -> auto& { return c.sampling.temperature; }, 1.0,
-           "sampling temperature; 0: greedy", sdk::at_least(0.0))
+      .key(
+          "temperature", [](auto& c) -> auto& { return c.sampling.temperature; }, 1.0,
+          "sampling temperature; 0: greedy", sdk::at_least(0.0))
       .key("eval_temperature", &C::eval_temperature, 0.0,
            "temperature of the one completion per held-out prompt an evaluation ([eval]) scores; 0: greedy",
            sdk::at_least(0.0))
-      .key("top_k", [](auto& c) -> auto& { return c.sampling.top_k; }, 0,
-           "sample among the k most likely tokens; 0: off", sdk::at_least(0))
-      .key("top_p", [](auto& c) -> auto& { return c.sampling.top_p; }, 1.0,
-           "nucleus sampling: the smallest set of tokens with probability ≥ top_p", sdk::between(1e-9, 1.0))
-      .key("min_p", [](auto& c) -> auto& { return c.sampling.min_p; }, 0.0,
-           "drop tokens less likely than min_p × the most likely one", sdk::between(0.0, 1.0))
-      .key("repetition_penalty", [](auto& c) -> auto& { return c.sampling.repetition_penalty; }, 1.0,
-           "CTRL's penalty on tokens already in prompt or completion; 1: off", sdk::at_least(1e-9))
-      .key("stop_strings", [](auto& c) -> auto& { return c.sampling.stop_strings; }, std::vector<std::string>{},
-           "texts that end a completion (kept in it); empty: none")
+      .key(
+          "top_k", [](auto& c) -> auto& { return c.sampling.top_k; }, 0,
+          "sample among the k most likely tokens; 0: off", sdk::at_least(0))
+      .key(
+          "top_p", [](auto& c) -> auto& { return c.sampling.top_p; }, 1.0,
+          "nucleus sampling: the smallest set of tokens with probability ≥ top_p", sdk::between(1e-9, 1.0))
+      .key(
+          "min_p", [](auto& c) -> auto& { return c.sampling.min_p; }, 0.0,
+          "drop tokens less likely than min_p × the most likely one", sdk::between(0.0, 1.0))
+      .key(
+          "repetition_penalty", [](auto& c) -> auto& { return c.sampling.repetition_penalty; }, 1.0,
+          "CTRL's penalty on tokens already in prompt or completion; 1: off", sdk::at_least(1e-9))
+      .key(
+          "stop_strings", [](auto& c) -> auto& { return c.sampling.stop_strings; }, std::vector<std::string>{},
+          "texts that end a completion (kept in it); empty: none")
       .key("generation_batch_size", &C::generation_batch_size, 0,
            "sequences decoded together; 0: all of a rank's step at once", sdk::at_least(0))
       .key("num_iterations", &C::num_iterations, 1,
@@ -89,6 +95,18 @@ void bind_rewards(sdk::ConfigBinder<C>& binder) {
            "length reward: tokens before max_completion_length where the penalty ramps from 0 to −1; 0: a quarter "
            "of max_completion_length",
            sdk::at_least(0));
+}
+
+// Multi-turn episodes with an environment library (grpo_episodes.h).
+void bind_environment(sdk::ConfigBinder<C>& binder) {
+  binder
+      .key("environment", &C::environment, "",
+           "a multi-turn environment: a path to its library (.so) or a name found as libptrain_env_<name>.so on "
+           "the plugin path; each rollout is then an episode whose reward is the environment's (docs/grpo.md); "
+           "empty: single-turn completions")
+      .key("max_turns", &C::max_turns, 4, "with environment: assistant turns an episode may take", sdk::at_least(1))
+      .key("environment_weight", &C::environment_weight, 1.0,
+           "with environment: the weight of its reward (metric rewards/environment) in the sum with reward_funcs");
 }
 
 // The clipped policy loss, its KL term and which tokens it trains on.
@@ -146,6 +164,7 @@ const sdk::ConfigBinder<C>& binder() {
     sdk::ConfigBinder<C> built;
     bind_generation(built);
     bind_rewards(built);
+    bind_environment(built);
     bind_loss(built);
     return built;
   }();
@@ -162,8 +181,9 @@ std::string join(const std::vector<std::string>& names) {
 // function must be a built-in one (library functions are checked in setup(),
 // once the libraries are loaded).
 void check_reward_names(const sdk::ConfigValues& values, const C& config) {
-  if (config.reward_funcs.empty()) {
-    throw sdk::ConfigError(values.where("reward_funcs") + ": expected at least one reward function");
+  if (config.reward_funcs.empty() && config.environment.empty()) {
+    throw sdk::ConfigError(values.where("reward_funcs") +
+                           ": expected at least one reward function (or a module.environment, whose reward counts)");
   }
   const std::vector<std::string> builtins = builtin_reward_list();
   for (const std::string& name : config.reward_funcs) {
@@ -228,6 +248,32 @@ void resolve_reward_options(const sdk::ConfigValues& values, C& config) {
 bool set_off_default(const sdk::ConfigValues& values, const sdk::ConfigValues& defaults, const char* key) {
   if (!values.set_by_user(key)) return false;
   return !defaults.has(key) || values.get_float(key) != defaults.get_float(key);
+}
+
+// The environment's reward is one more reward column, the last, named
+// "environment"; its keys do nothing without one.
+void resolve_environment(const sdk::ConfigValues& values, const sdk::ConfigValues& defaults, C& config) {
+  if (config.environment.empty()) {
+    const bool turns_set =
+        values.set_by_user("max_turns") && values.get_int("max_turns") != defaults.get_int("max_turns");
+    const char* key = turns_set                                                 ? "max_turns"
+                      : set_off_default(values, defaults, "environment_weight") ? "environment_weight"
+                                                                                : nullptr;
+    if (key != nullptr) {
+      throw sdk::ConfigError(values.where(key) +
+                             ": applies to multi-turn episodes, but module.environment is empty; set it or remove " +
+                             key);
+    }
+    return;
+  }
+  const std::vector<std::string>& names = config.reward_names;
+  if (std::find(names.begin(), names.end(), "environment") != names.end()) {
+    throw sdk::ConfigError(values.where("reward_funcs") +
+                           ": a reward function is named 'environment', the name of module.environment's reward "
+                           "(rewards/environment/...); rename it");
+  }
+  config.reward_names.push_back("environment");
+  config.reward_weights.push_back(config.environment_weight);
 }
 
 // Keys of one policy loss set while another is chosen: refused, since they would do nothing.
@@ -301,6 +347,7 @@ GrpoConfig read_grpo_config(const sdk::ConfigValues& values) {
   check_reward_names(values, config);
   resolve_reward_names(values, config);
   resolve_reward_options(values, config);
+  resolve_environment(values, sdk::ConfigValues::defaults_of(binder().schema(), values.section()), config);
   resolve_loss_options(values, config);
   return config;
 }

@@ -36,14 +36,19 @@ struct GrpoConfig {
   double eval_temperature = 0.0;      // held-out completions ([eval]); 0: greedy
 
   std::vector<std::string> reward_funcs;    // built-in names, functions of reward_plugins, python:/http:// specs
-  std::vector<std::string> reward_names;    // one per reward_funcs entry, for metrics (resolved: a spec's function)
+  std::vector<std::string> reward_names;    // one per reward column, for metrics: each reward_funcs entry's (a
+                                            // spec's function), then "environment" when one is set
   std::vector<std::string> reward_plugins;  // reward libraries: paths or names
-  std::vector<double> reward_weights;       // one per reward function (resolved: never empty)
+  std::vector<double> reward_weights;       // one per reward column, as reward_names (resolved: never empty)
   RewardAggregation reward_aggregation = RewardAggregation::kSumThenNormalize;
   ScaleRewards scale_rewards = ScaleRewards::kGroup;
   std::string answer_field;
   std::string format_pattern;
   int64_t overlong_cache = 0;  // DAPO's soft overlong zone, in tokens (resolved: never 0)
+
+  std::string environment;          // a multi-turn environment library (path or name); empty: single-turn
+  int64_t max_turns = 0;            // assistant turns an episode may take
+  double environment_weight = 0.0;  // the environment's reward in the weighted sum
 
   double epsilon_low = 0.0;
   double epsilon_high = 0.0;    // resolved: epsilon_low when unset

@@ -18,13 +18,12 @@ struct Round {
   at::Tensor rewards;  // [P, G, F]
 };
 
-Round sample_round(sdk::Context& ctx, const GrpoConfig& config,
-                   const std::vector<std::unique_ptr<sdk::RewardFunction>>& functions,
+Round sample_round(sdk::Context& ctx, const GrpoConfig& config, const RewardSources& sources,
                    std::vector<const sdk::Example*> examples, int64_t round) {
   Round out;
   out.examples = std::move(examples);
-  out.groups = generate_rollouts(ctx, config, out.examples, round * config.num_generations);
-  out.rewards = score_rollouts(ctx.tokenizer(), functions, config.reward_funcs, out.examples, out.groups);
+  out.groups = generate_rollouts(ctx, config, out.examples, round * config.num_generations, sources.environment);
+  out.rewards = score_rollouts(ctx.tokenizer(), sources.functions, config.reward_funcs, out.examples, out.groups);
   return out;
 }
 
@@ -64,6 +63,7 @@ void append_kept(SampledGroups& out, std::vector<at::Tensor>& rewards, const Rou
       const size_t i = p * static_cast<size_t>(g) + static_cast<size_t>(k);
       out.groups.requests.push_back(round.groups.requests[i]);
       out.groups.rollouts.push_back(round.groups.rollouts[i]);
+      if (!round.groups.episodes.empty()) out.groups.episodes.push_back(round.groups.episodes[i]);
     }
   }
   if (!rows.empty()) rewards.push_back(round.rewards.index_select(0, at::tensor(rows, at::kLong)));
@@ -88,10 +88,9 @@ std::vector<bool> keep_first_informative(const std::vector<bool>& informative, i
   return keep;
 }
 
-SampledGroups sample_groups(sdk::Context& ctx, const GrpoConfig& config,
-                            const std::vector<std::unique_ptr<sdk::RewardFunction>>& functions,
+SampledGroups sample_groups(sdk::Context& ctx, const GrpoConfig& config, const RewardSources& sources,
                             const std::vector<const sdk::Example*>& examples) {
-  Round first = sample_round(ctx, config, functions, examples, 0);
+  Round first = sample_round(ctx, config, sources, examples, 0);
   SampledGroups out;
   out.examples = first.examples;
   out.groups = first.groups;
@@ -107,7 +106,7 @@ SampledGroups sample_groups(sdk::Context& ctx, const GrpoConfig& config,
   out.groups_kept = count_true(informative);
   std::vector<at::Tensor> rewards{first.rewards};
   for (int64_t r = 1; r < config.max_generation_rounds && out.groups_kept < target; ++r) {
-    const Round round = sample_round(ctx, config, functions, ctx.upcoming_examples(r), r);
+    const Round round = sample_round(ctx, config, sources, ctx.upcoming_examples(r), r);
     const std::vector<bool> flags = global_informative(ctx, config, round, offset);
     append_kept(out, rewards, round, keep_first_informative(flags, out.groups_kept, target), offset);
     out.groups_generated += static_cast<int64_t>(flags.size());

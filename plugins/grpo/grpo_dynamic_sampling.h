@@ -49,10 +49,16 @@ struct SampledGroups {
   int64_t rounds = 0;            // generation rounds run
 };
 
+// What scores a step's rollouts: the reward functions, and the environment
+// whose episodes the rollouts are (null: single-turn completions).
+struct RewardSources {
+  const std::vector<std::unique_ptr<sdk::RewardFunction>>& functions;
+  sdk::Environment* environment = nullptr;
+};
+
 // Collective (every rank the same number of times). Samples and scores the
 // step's groups; with filter_zero_std_groups, refills them as above.
-SampledGroups sample_groups(sdk::Context& ctx, const GrpoConfig& config,
-                            const std::vector<std::unique_ptr<sdk::RewardFunction>>& functions,
+SampledGroups sample_groups(sdk::Context& ctx, const GrpoConfig& config, const RewardSources& sources,
                             const std::vector<const sdk::Example*>& examples);
 
 }  // namespace ptrain::grpo

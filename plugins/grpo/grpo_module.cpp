@@ -62,10 +62,40 @@ void add_token_mean(sdk::MetricList& metrics, const std::string& name, const at:
   metrics.add(name, sum / tokens.clamp_min(1.0), tokens);
 }
 
+// [n] bool: which of an episode's completion tokens the policy sampled.
+at::Tensor policy_mask_tensor(const ScoredCompletion& completion) {
+  return at::tensor(std::vector<uint8_t>(completion.policy_mask), at::kByte).to(at::kBool);
+}
+
+// module.environment opened through the core, its errors naming the key; null without one.
+std::unique_ptr<sdk::Environment> open_environment(sdk::Context& ctx, const GrpoConfig& config) {
+  if (config.environment.empty()) return nullptr;
+  const std::string where = ctx.module_config().where("environment");
+  if (ctx.tokenizer().chat_template() == nullptr) {
+    throw sdk::ConfigError(where +
+                           ": episodes render observations as chat turns, but the run's tokenizer has no "
+                           "chat template; set tokenizer.chat_template");
+  }
+  try {
+    return ctx.open_environment(config.environment);
+  } catch (const sdk::ConfigError& error) {
+    throw sdk::ConfigError(where + ": " + error.what());
+  } catch (const sdk::PluginError& error) {
+    throw sdk::PluginError(where + ": " + error.what());
+  }
+}
+
 // A float64 tensor's values in row-major order, read to the host at once.
 std::vector<double> host_values(const at::Tensor& tensor) {
   const at::Tensor host = tensor.to(at::kCPU, at::kDouble).contiguous();
   return {host.data_ptr<double>(), host.data_ptr<double>() + host.numel()};
+}
+
+// An episode's policy mask and turns (grpo_episodes.h), when rollout i is one.
+void take_episode(const RolloutGroups& groups, size_t i, ScoredCompletion& completion) {
+  if (groups.episodes.empty()) return;
+  completion.policy_mask = groups.episodes[i].policy_mask;
+  completion.turns = groups.episodes[i].turns;
 }
 
 // Each rollout with its advantage and rewards, read from the [P, G] and
@@ -84,6 +114,7 @@ std::vector<ScoredCompletion> scored_completions(const RolloutGroups& groups, co
     completion.generation_index = groups.requests[i].generation_index;
     completion.prompt_ids = groups.requests[i].prompt_ids;
     completion.completion_ids = groups.rollouts[i].completion_ids;
+    take_episode(groups, i, completion);
     completion.truncated = groups.rollouts[i].truncated();
     completion.advantage = advantage[i];
     completion.reward = reward[i];
@@ -104,12 +135,14 @@ void GrpoModule::setup(sdk::Context& ctx) {
   config_ = read_grpo_config(ctx.module_config());
   reward_functions_.clear();
   reward_functions_ = make_reward_functions(ctx, config_);
+  environment_ = open_environment(ctx, config_);
   std::ostringstream summary;
   summary << "G = " << config_.num_generations << ", policy_loss " << policy_loss_name(config_.policy_loss)
           << ", loss_type " << loss_type_name(config_.loss_type) << ", rewards";
-  for (size_t f = 0; f < config_.reward_funcs.size(); ++f) {
-    summary << (f == 0 ? " " : " + ") << config_.reward_weights[f] << "·" << config_.reward_funcs[f];
+  for (size_t f = 0; f < config_.reward_names.size(); ++f) {
+    summary << (f == 0 ? " " : " + ") << config_.reward_weights[f] << "·" << config_.reward_names[f];
   }
+  if (environment_) summary << " (environment " << environment_->name() << ", max_turns " << config_.max_turns << ")";
   summary << ", num_iterations " << config_.num_iterations << ", beta " << config_.beta;
   if (config_.beta > 0.0) {
     reference_ = sdk::load_reference_model(ctx, config_.reference_model, ctx.module_config().where("reference_model"));
@@ -138,6 +171,7 @@ std::vector<sdk::MetricSpec> GrpoModule::metric_specs() const {
     specs.push_back({"rewards/" + name + "/std", Reduction::kMax});  // the same global value on every rank
   }
   if (config_.beta > 0.0) specs.push_back({"kl", Reduction::kWeightedMean});
+  if (environment_) specs.push_back({"episodes/turns", Reduction::kWeightedMean});
   if (config_.filter_zero_std_groups) {
     for (const char* name : kSamplingMetrics) specs.push_back({name, Reduction::kMax});  // global values
   }
@@ -156,7 +190,7 @@ void GrpoModule::check_example(const sdk::Example& example) const {
 }
 
 void GrpoModule::generate_and_score(sdk::Context& ctx, const std::vector<const sdk::Example*>& examples) {
-  const SampledGroups sampled = sample_groups(ctx, config_, reward_functions_, examples);
+  const SampledGroups sampled = sample_groups(ctx, config_, {reward_functions_, environment_.get()}, examples);
   const RolloutGroups& groups = sampled.groups;
   const at::Tensor& rewards = sampled.rewards;  // [P, G, F]
   sampling_counts_ = {static_cast<double>(sampled.groups_generated), static_cast<double>(sampled.groups_kept),
@@ -214,7 +248,9 @@ void GrpoModule::select_high_entropy_tokens(sdk::Context& ctx) {
       if (!completion.entropies.defined()) {
         throw sdk::PluginError("grpo: top_entropy_quantile needs per-token entropies the policy model does not give");
       }
-      local.push_back(completion.entropies.to(at::kDouble));
+      at::Tensor entropies = completion.entropies.to(at::kDouble);
+      if (!completion.policy_mask.empty()) entropies = entropies.masked_select(policy_mask_tensor(completion));
+      local.push_back(entropies);
     }
   }
   const at::Tensor mine = local.empty() ? at::zeros({0}, at::kDouble) : at::cat(local);
@@ -256,15 +292,23 @@ std::unique_ptr<GrpoMicrobatch> GrpoModule::collate(const std::vector<int64_t>& 
   batch->tokens.loss_mask = at::zeros({b, length}, at::kBool);
   batch->advantages = at::zeros({b}, at::kDouble);
   batch->rewards = at::zeros({b}, at::kDouble);
-  batch->function_rewards = at::zeros({b, static_cast<int64_t>(config_.reward_funcs.size())}, at::kDouble);
+  batch->function_rewards = at::zeros({b, static_cast<int64_t>(config_.reward_names.size())}, at::kDouble);
   batch->group_stds = at::zeros({b}, at::kDouble);
   batch->lengths = at::zeros({b}, at::kDouble);
   batch->truncated = at::zeros({b}, at::kBool);
+  batch->turns = at::zeros({b}, at::kDouble);
   for (int64_t i = 0; i < b; ++i) {
     const ScoredCompletion& completion = *rows[i];
     const auto n = static_cast<int64_t>(completion.completion_ids.size());
     if (completion.trained) {
-      batch->tokens.loss_mask[i].narrow(0, static_cast<int64_t>(completion.prompt_ids.size()) - 1, n).fill_(true);
+      at::Tensor trained =
+          batch->tokens.loss_mask[i].narrow(0, static_cast<int64_t>(completion.prompt_ids.size()) - 1, n);
+      // An episode trains only the policy's own tokens; its observations are context.
+      if (completion.policy_mask.empty()) {
+        trained.fill_(true);
+      } else {
+        trained.copy_(policy_mask_tensor(completion));
+      }
     }
     batch->advantages[i] = completion.advantage;
     batch->rewards[i] = completion.reward;
@@ -272,6 +316,7 @@ std::unique_ptr<GrpoMicrobatch> GrpoModule::collate(const std::vector<int64_t>& 
     batch->group_stds[i] = completion.group_std;
     batch->lengths[i] = static_cast<double>(n);
     batch->truncated[i] = completion.truncated;
+    batch->turns[i] = static_cast<double>(completion.turns);
   }
   const bool scored = !rows.empty() && rows.front()->old_log_probs.defined();
   if (scored && config_.num_iterations > 1) {
@@ -312,6 +357,7 @@ std::vector<ScoredCompletion> evaluated_completions(const RolloutGroups& groups,
     ScoredCompletion completion;
     completion.prompt_ids = groups.requests[i].prompt_ids;
     completion.completion_ids = groups.rollouts[i].completion_ids;
+    take_episode(groups, i, completion);
     completion.truncated = groups.rollouts[i].truncated();
     completion.reward = reward[i];
     completion.function_rewards.assign(function_reward.begin() + static_cast<std::ptrdiff_t>(i * num_functions),
@@ -348,7 +394,7 @@ std::vector<std::unique_ptr<sdk::Microbatch>> GrpoModule::prepare_eval(sdk::Cont
   GrpoConfig eval = config_;
   eval.num_generations = 1;
   eval.sampling.temperature = config_.eval_temperature;
-  const RolloutGroups groups = generate_rollouts(ctx, eval, examples);
+  const RolloutGroups groups = generate_rollouts(ctx, eval, examples, 0, environment_.get());
   const at::Tensor rewards =
       score_rollouts(ctx.tokenizer(), reward_functions_, config_.reward_funcs, examples, groups);  // [P, 1, F]
   // The training rollouts stay for the steps that reuse them (num_iterations > 1).
@@ -387,7 +433,7 @@ std::vector<int64_t> GrpoModule::count_units(const sdk::Microbatch& microbatch) 
 void GrpoMicrobatch::to_device(at::Device device) {
   tokens = sdk::batch_on_device(tokens, device);
   for (at::Tensor* tensor : {&advantages, &old_log_probs, &ref_log_probs, &entropy_mask, &rewards, &function_rewards,
-                             &group_stds, &lengths, &truncated}) {
+                             &group_stds, &lengths, &truncated, &turns}) {
     *tensor = sdk::tensor_on_device(*tensor, device);
   }
 }
@@ -421,7 +467,7 @@ sdk::LossOut GrpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatc
     sdk::add_row_mean(metrics, "reward_std", batch.group_stds);
     sdk::add_row_mean(metrics, "frac_reward_zero_std", batch.group_stds <= kZeroStdTolerance);
   }
-  for (size_t f = 0; f < config_.reward_funcs.size(); ++f) {
+  for (size_t f = 0; f < config_.reward_names.size(); ++f) {
     sdk::add_row_mean(metrics, "rewards/" + config_.reward_names[f] + "/mean",
                       batch.function_rewards.select(1, static_cast<int64_t>(f)));
     if (!batch.evaluation) metrics.add("rewards/" + config_.reward_names[f] + "/std", function_batch_stds_[f]);
@@ -435,6 +481,7 @@ sdk::LossOut GrpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatc
   add_token_mean(metrics, "clip_ratio/high_mean", token_loss.high_clipped, mask);
   add_token_mean(metrics, "clip_ratio/region_mean", token_loss.low_clipped | token_loss.high_clipped, mask);
   if (token_loss.kl.defined()) add_token_mean(metrics, "kl", token_loss.kl, mask);
+  if (environment_) sdk::add_row_mean(metrics, "episodes/turns", batch.turns);
   if (config_.filter_zero_std_groups) {
     for (size_t i = 0; i < sampling_counts_.size(); ++i) metrics.add(kSamplingMetrics[i], sampling_counts_[i]);
   }

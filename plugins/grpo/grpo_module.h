@@ -22,11 +22,16 @@
 // so the step loss is exact under any split (DESIGN.md §2). Completions
 // dropped by mask_truncated_completions or filter_zero_std_groups have no
 // trained token and add no unit.
+//
+// With an environment every rollout is a multi-turn episode
+// (grpo_episodes.h): only the policy's own tokens are trained and counted,
+// and the environment's reward is the last reward column.
 #pragma once
 
 #include "grpo_config.h"
 #include "grpo_loss.h"
 
+#include "ptrain/sdk/environment.h"
 #include "ptrain/sdk/rewards.h"
 #include "ptrain/sdk/train_module.h"
 
@@ -48,6 +53,7 @@ struct GrpoMicrobatch final : sdk::Microbatch {
   at::Tensor group_stds;        // [B] float64, std of its group's summed rewards
   at::Tensor lengths;           // [B] float64, completion tokens
   at::Tensor truncated;         // [B] bool
+  at::Tensor turns;             // [B] float64, assistant turns of the episode (1 without an environment)
   bool evaluation = false;      // held-out completions (prepare_eval): one per prompt, no groups
 
   void to_device(at::Device device) override;
@@ -59,6 +65,8 @@ struct ScoredCompletion {
   int64_t generation_index = 0;  // r·G + k: completion k of generation round r
   std::vector<int64_t> prompt_ids;
   std::vector<int64_t> completion_ids;
+  std::vector<uint8_t> policy_mask;  // per completion token, 1: sampled by the policy; empty: every token is
+  int64_t turns = 1;                 // assistant turns (an episode with an environment may take several)
   bool truncated = false;
   bool trained = true;  // adds loss units
   double advantage = 0.0;
@@ -118,6 +126,7 @@ class GrpoModule final : public sdk::TrainModule {
 
   GrpoConfig config_;
   std::vector<std::unique_ptr<sdk::RewardFunction>> reward_functions_;
+  std::unique_ptr<sdk::Environment> environment_;  // only with module.environment
   std::unique_ptr<sdk::LanguageModel> reference_;  // only when beta > 0
   std::vector<ScoredCompletion> completions_;
   std::vector<double> function_batch_stds_;  // rewards/<fn>/std over the global batch

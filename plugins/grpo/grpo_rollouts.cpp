@@ -73,7 +73,8 @@ std::vector<int64_t> prompt_token_ids(const sdk::Context& ctx, const sdk::Exampl
 }
 
 RolloutGroups generate_rollouts(sdk::Context& ctx, const GrpoConfig& config,
-                                const std::vector<const sdk::Example*>& examples, int64_t first_generation_index) {
+                                const std::vector<const sdk::Example*>& examples, int64_t first_generation_index,
+                                sdk::Environment* environment) {
   const int64_t max_length = ctx.run_info().max_length;
   sdk::SamplingParams sampling = config.sampling;
   sampling.seed = ctx.run_info().seed;
@@ -89,9 +90,16 @@ RolloutGroups generate_rollouts(sdk::Context& ctx, const GrpoConfig& config,
       groups.requests.push_back({ids, example->index, first_generation_index + k, room});
     groups.prompt_texts.push_back(std::move(text));
   }
-  if (!groups.requests.empty()) {
+  if (groups.requests.empty()) return groups;
+  if (environment == nullptr) {
     groups.rollouts = ctx.rollout_engine().generate(groups.requests, sampling, config.generation_batch_size);
+    return groups;
   }
+  std::vector<const sdk::Example*> request_examples;
+  for (const sdk::Example* example : examples)
+    request_examples.insert(request_examples.end(), config.num_generations, example);
+  groups.rollouts =
+      run_episodes(ctx, *environment, config, request_examples, groups.requests, sampling, groups.episodes);
   return groups;
 }
 
@@ -102,11 +110,17 @@ at::Tensor score_rollouts(const sdk::Tokenizer& tokenizer,
   const auto num_prompts = static_cast<int64_t>(examples.size());
   const int64_t g = groups.num_generations;
   const auto num_functions = static_cast<int64_t>(functions.size());
+  const int64_t num_columns = num_functions + (groups.episodes.empty() ? 0 : 1);
   const std::vector<sdk::RewardInput> inputs = reward_inputs(tokenizer, examples, groups);
-  at::Tensor rewards = at::zeros({num_prompts, g, num_functions}, at::kDouble);  // [P, G, F]
+  at::Tensor rewards = at::zeros({num_prompts, g, num_columns}, at::kDouble);  // [P, G, F]
   for (int64_t f = 0; f < num_functions; ++f) {
     const std::vector<double> scores = checked_scores(*functions[f], names[f], inputs);
     if (!scores.empty()) rewards.select(2, f).copy_(at::tensor(scores, at::kDouble).view({num_prompts, g}));
+  }
+  if (!groups.episodes.empty()) {
+    std::vector<double> episode_rewards;
+    for (const EpisodeOutcome& episode : groups.episodes) episode_rewards.push_back(episode.reward);
+    rewards.select(2, num_functions).copy_(at::tensor(episode_rewards, at::kDouble).view({num_prompts, g}));
   }
   return rewards;
 }

@@ -3,8 +3,10 @@
 #pragma once
 
 #include "grpo_config.h"
+#include "grpo_episodes.h"
 
 #include "ptrain/sdk/context.h"
+#include "ptrain/sdk/environment.h"
 #include "ptrain/sdk/generation.h"
 #include "ptrain/sdk/rewards.h"
 
@@ -30,17 +32,21 @@ struct RolloutGroups {
   std::vector<sdk::RolloutRequest> requests;
   std::vector<sdk::Rollout> rollouts;
   std::vector<std::string> prompt_texts;  // one per prompt
+  std::vector<EpisodeOutcome> episodes;   // one per rollout with an environment (grpo_episodes.h); else empty
 };
 
 // Samples G completions of every prompt at once, each within the prompt's
 // room under data.max_length and max_completion_length. Their generation
 // indices (which seed each sequence) start at first_generation_index: a
 // refill round (grpo_dynamic_sampling.h) draws anew for a prompt met again.
+// With an environment each rollout is an episode (grpo_episodes.h).
 RolloutGroups generate_rollouts(sdk::Context& ctx, const GrpoConfig& config,
-                                const std::vector<const sdk::Example*>& examples, int64_t first_generation_index = 0);
+                                const std::vector<const sdk::Example*>& examples, int64_t first_generation_index = 0,
+                                sdk::Environment* environment = nullptr);
 
 // [P, G, F] float64: function f's reward of completion k of prompt p
-// (`names`: the functions' configured names, for errors). Throws
+// (`names`: the functions' configured names, for errors); with episodes,
+// one column more, the last: the environment's reward. Throws
 // sdk::PluginError naming the function when it returns too few or too many
 // scores, or one that is not finite.
 at::Tensor score_rollouts(const sdk::Tokenizer& tokenizer,

@@ -130,6 +130,9 @@ class InjectedContext final : public sdk::Context {
   std::unique_ptr<sdk::RewardLibrary> open_reward_library(const std::string& name_or_path) override {
     return base_.open_reward_library(name_or_path);
   }
+  std::unique_ptr<sdk::Environment> open_environment(const std::string& name_or_path) override {
+    return base_.open_environment(name_or_path);
+  }
   std::vector<const sdk::Example*> upcoming_examples(int64_t steps_ahead) override {
     return base_.upcoming_examples(steps_ahead);
   }

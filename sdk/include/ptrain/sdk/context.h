@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ptrain/sdk/config_schema.h"
+#include "ptrain/sdk/environment.h"
 #include "ptrain/sdk/errors.h"
 #include "ptrain/sdk/generation.h"
 #include "ptrain/sdk/model.h"
@@ -108,6 +109,14 @@ class Context {
   // default is for contexts that load no libraries.
   virtual std::unique_ptr<RewardLibrary> open_reward_library(const std::string& name_or_path) {
     throw PluginError("this context loads no reward libraries (asked for '" + name_or_path + "')");
+  }
+  // Loads an environment library (sdk/environment_plugin.h): a path to its
+  // .so, or a name found as libptrain_env_<name>.so in the plugin search path,
+  // and creates its environment. Checked as reward libraries are: throws
+  // sdk::PluginError naming the path and the reason, sdk::ConfigError when a
+  // name is not found. The default is for contexts that load no libraries.
+  virtual std::unique_ptr<Environment> open_environment(const std::string& name_or_path) {
+    throw PluginError("this context loads no environment libraries (asked for '" + name_or_path + "')");
   }
 };
 

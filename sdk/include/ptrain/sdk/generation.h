@@ -4,7 +4,8 @@
 // Each sequence draws its randomness from a generator of its own, seeded by
 // (seed, step, prompt_index, generation_index), so a completion does not
 // depend on which rank, batch or microbatch produced it: the same request
-// gives the same tokens whatever else is generated with it.
+// gives the same tokens whatever else is generated with it. A later turn of a
+// multi-turn episode (RolloutRequest::turn) adds the turn to the seed.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,7 @@ struct RolloutRequest {
   int64_t prompt_index = 0;         // global index of the prompt (e.g. Example::index)
   int64_t generation_index = 0;     // which of the prompt's completions (0 .. G−1)
   int64_t max_new_tokens = -1;      // ≥ 0: a tighter limit for this request than SamplingParams::max_new_tokens
+  int64_t turn = 0;                 // which assistant turn of a multi-turn episode (its prompt: the episode so far)
 };
 
 enum class StopReason { kEos, kStopString, kLength };
@@ -57,5 +59,8 @@ class RolloutEngine {
 
 // The 64-bit seed of one sequence's generator: std::seed_seq over the four values.
 uint64_t rollout_seed(uint64_t seed, int64_t step, int64_t prompt_index, int64_t generation_index);
+// Turn t > 0 of a multi-turn episode: std::seed_seq over the five values
+// (turn 0 is the four-value seed above, so single-turn rollouts keep theirs).
+uint64_t rollout_seed(uint64_t seed, int64_t step, int64_t prompt_index, int64_t generation_index, int64_t turn);
 
 }  // namespace ptrain::sdk
