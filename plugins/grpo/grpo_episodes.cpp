@@ -48,12 +48,14 @@ std::string turn_text(const sdk::Tokenizer& tokenizer, const std::vector<int64_t
   return text;
 }
 
-// Turn t's request of a live episode: the prompt and the episode so far, the room left.
-sdk::RolloutRequest turn_request(const sdk::RolloutRequest& first, const Live& live, int64_t turn) {
+// Turn t's request of a live episode: the prompt and the episode so far, the
+// room left (a turn takes at most `turn_limit` tokens of it).
+sdk::RolloutRequest turn_request(const sdk::RolloutRequest& first, const Live& live, int64_t turn,
+                                 int64_t turn_limit) {
   sdk::RolloutRequest request = first;
   const std::vector<int64_t>& so_far = live.rollout.completion_ids;
   request.prompt_ids.insert(request.prompt_ids.end(), so_far.begin(), so_far.end());
-  request.max_new_tokens = first.max_new_tokens - static_cast<int64_t>(so_far.size());
+  request.max_new_tokens = std::min(turn_limit, first.max_new_tokens - static_cast<int64_t>(so_far.size()));
   request.turn = turn;
   return request;
 }
@@ -141,7 +143,9 @@ std::vector<sdk::Rollout> run_episodes(sdk::Context& ctx, sdk::Environment& envi
   }
   for (int64_t turn = 0; turn < config.max_turns && !live.empty(); ++turn) {
     std::vector<sdk::RolloutRequest> turn_requests;
-    for (const size_t i : live) turn_requests.push_back(turn_request(requests[i], episodes[i], turn));
+    for (const size_t i : live) {
+      turn_requests.push_back(turn_request(requests[i], episodes[i], turn, sampling.max_new_tokens));
+    }
     const std::vector<sdk::Rollout> sampled =
         ctx.rollout_engine().generate(turn_requests, turn_sampling, config.generation_batch_size);
     std::vector<size_t> going_on;

@@ -55,7 +55,9 @@ std::vector<int64_t> observation_ids(const sdk::Tokenizer& tokenizer, const sdk:
                                      const std::string& observation, const std::string& role,
                                      const std::string& location);
 
-// Runs one episode per request (examples[i] is request i's example) and
+// Runs one episode per request (examples[i] is request i's example; its
+// max_new_tokens is the episode's room, of which a turn takes at most
+// sampling.max_new_tokens) and
 // returns each one's rollout: its completion_ids are the episode after the
 // prompt, its stop reason the last turn's (kLength when an observation did
 // not fit). `outcomes` receives their masks, rewards and turns. Throws

@@ -194,3 +194,45 @@ TEST_CASE("ptrain trains GRPO with CISPO, SAPO and dynamic sampling that refills
     }
   }
 }
+
+TEST_CASE("ptrain trains GRPO on episodes with the calculator environment, found by name", "[e2e][grpo][environment]") {
+  const fs::path dir = ptrain::testing::fresh_test_dir("grpo_e2e_environment");
+  std::ifstream bundled(std::string(PTRAIN_SOURCE_DIR) + "/data/calculator/train.jsonl");
+  std::ofstream data(dir / "prompts.jsonl");
+  std::string line;
+  for (int count = 0; count < 6 && std::getline(bundled, line); ++count) data << line << "\n";
+  data.close();
+  // Room for a tool call, its result and an answer: max_length 40 under 48 positions.
+  const fs::path config =
+      write_config(dir, dir / "prompts.jsonl",
+                   "environment = \"calculator\"\nmax_turns = 2\nmax_completion_length = 20\n"
+                   "[tokenizer]\nchat_template = \"plain\"\n",
+                   "reward_funcs = [\"format\"]\nreward_weights = [0.1]\n");
+  std::string text;
+  {
+    std::ifstream in(config);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"max_position_embeddings = 32", "max_position_embeddings = 48"},
+                                 {"max_length = 16", "max_length = 40"},
+                                 {"max_completion_length = 6\n", ""}}) {
+    text.replace(text.find(from), from.size(), to);
+  }
+  std::ofstream(config) << text;
+  const CommandResult result = run_ptrain("train -c " + config.string());
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.output, Catch::Contains("loaded environment library calculator"));
+  const auto lines = ptrain::testing::read_metrics_jsonl(dir / "run" / "metrics.jsonl");
+  REQUIRE(lines.size() == 4);
+  for (const nlohmann::json& metrics : lines) {
+    INFO(metrics.dump());
+    for (const char* key : {"loss", "reward", "rewards/environment/mean", "rewards/format/mean", "episodes/turns"}) {
+      REQUIRE(metrics.contains(key));
+      CHECK(std::isfinite(metrics[key].get<double>()));
+    }
+    CHECK(metrics["episodes/turns"].get<double>() >= 1.0);
+    CHECK(metrics["episodes/turns"].get<double>() <= 2.0);
+    CHECK(metrics["completions/max_length"].get<double>() <= 20.0);
+  }
+}

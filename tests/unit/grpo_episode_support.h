@@ -24,16 +24,19 @@ inline constexpr const char* kObservationTurn = "User: o\nAssistant: ";
 inline constexpr double kUnfinishedReward = -0.5;
 
 // A turn "?..." asks for an observation; any other ends the episode with 1
-// if it equals the example's answer, else 0.
+// if it equals the example's answer, else 0. With `always_observe` every
+// turn is answered with the observation (episodes run to max_turns).
 class ScriptedEnvironment final : public sdk::Environment {
  public:
   class ScriptedEpisode final : public sdk::Episode {
    public:
-    ScriptedEpisode(std::string answer, std::vector<sdk::AssistantTurn>* seen)
-        : answer_(std::move(answer)), seen_(seen) {}
+    ScriptedEpisode(std::string answer, std::vector<sdk::AssistantTurn>* seen, bool always_observe)
+        : answer_(std::move(answer)), seen_(seen), always_observe_(always_observe) {}
     sdk::EnvironmentReply step(const sdk::AssistantTurn& turn) override {
       seen_->push_back(turn);
-      if (!turn.text.empty() && turn.text[0] == '?') return sdk::EnvironmentReply::observe(kObservation);
+      if (always_observe_ || (!turn.text.empty() && turn.text[0] == '?')) {
+        return sdk::EnvironmentReply::observe(kObservation);
+      }
       return sdk::EnvironmentReply::finish(turn.text == answer_ ? 1.0 : 0.0);
     }
     double unfinished_reward() override { return kUnfinishedReward; }
@@ -41,13 +44,19 @@ class ScriptedEnvironment final : public sdk::Environment {
    private:
     std::string answer_;
     std::vector<sdk::AssistantTurn>* seen_;
+    bool always_observe_;
   };
 
+  explicit ScriptedEnvironment(bool always_observe = false) : always_observe_(always_observe) {}
   std::string name() const override { return "scripted"; }
   std::unique_ptr<sdk::Episode> start(const sdk::Example& example) override {
-    return std::make_unique<ScriptedEpisode>(example.fields.at("answer").get<std::string>(), &turns_seen);
+    return std::make_unique<ScriptedEpisode>(example.fields.at("answer").get<std::string>(), &turns_seen,
+                                             always_observe_);
   }
   std::vector<sdk::AssistantTurn> turns_seen;  // every step() call, in order
+
+ private:
+  bool always_observe_;
 };
 
 // A turn's tokens: its bytes and <eos>, or, with a "…" suffix, the bytes

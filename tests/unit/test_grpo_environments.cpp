@@ -270,6 +270,45 @@ TEST_CASE("episodes: the step gradient equals the full-batch reference over the 
   }
 }
 
+TEST_CASE("episodes sampled by the core's engine are the same whatever the generation batch",
+          "[grpo][environment]") {
+  const auto policy = model::CausalLm::init_random(testing::tiny_model_config(), 33);
+  Setup setup;
+  const sdk::ConfigValues values = environment_values("dapo");
+  plugin::HostContext host(*policy, setup.tokenizer, values, *setup.communicator,
+                           sdk::RunInfo{7, kMaxLength, 2, 0, ""});
+  grpo::GrpoConfig config = grpo::read_grpo_config(values);
+  // A random model seldom samples <eos>: any letter ends a turn instead, so
+  // turns are short and episodes take several.
+  for (char letter = 'a'; letter <= 'z'; ++letter) config.sampling.stop_strings.emplace_back(1, letter);
+  std::vector<grpo::RolloutGroups> runs;
+  for (const int64_t batch : {0, 1}) {
+    config.generation_batch_size = batch;
+    grpo_test::ScriptedEnvironment environment(true);
+    runs.push_back(grpo::generate_rollouts(host, config, setup.pointers, 0, &environment));
+  }
+  REQUIRE(runs[0].episodes.size() == 6);
+  int64_t longest = 0;
+  const std::string observation = grpo_test::kObservationTurn;
+  for (size_t i = 0; i < 6; ++i) {
+    const grpo::EpisodeOutcome& episode = runs[0].episodes[i];
+    const std::vector<int64_t>& ids = runs[0].rollouts[i].completion_ids;
+    CHECK(ids == runs[1].rollouts[i].completion_ids);
+    CHECK(episode.policy_mask == runs[1].episodes[i].policy_mask);
+    REQUIRE(episode.policy_mask.size() == ids.size());
+    longest = std::max(longest, episode.turns);
+    // Every context span is the rendered observation turn.
+    std::string context;
+    for (size_t t = 0; t < ids.size(); ++t) {
+      if (episode.policy_mask[t] == 0) context.push_back(static_cast<char>(ids[t]));
+    }
+    std::string expected;
+    for (int64_t turn = 1; turn < episode.turns; ++turn) expected += observation;
+    CHECK(context == expected);
+  }
+  CHECK(longest == kMaxTurns);
+}
+
 TEST_CASE("the calculator example's tool: expressions, calls and errors", "[grpo][environment]") {
   std::string error;
   CHECK(examples::evaluate_expression("2+3*4", error) == 14);
