@@ -50,8 +50,7 @@ std::string turn_text(const sdk::Tokenizer& tokenizer, const std::vector<int64_t
 
 // Turn t's request of a live episode: the prompt and the episode so far, the
 // room left (a turn takes at most `turn_limit` tokens of it).
-sdk::RolloutRequest turn_request(const sdk::RolloutRequest& first, const Live& live, int64_t turn,
-                                 int64_t turn_limit) {
+sdk::RolloutRequest turn_request(const sdk::RolloutRequest& first, const Live& live, int64_t turn, int64_t turn_limit) {
   sdk::RolloutRequest request = first;
   const std::vector<int64_t>& so_far = live.rollout.completion_ids;
   request.prompt_ids.insert(request.prompt_ids.end(), so_far.begin(), so_far.end());

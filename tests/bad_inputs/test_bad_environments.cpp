@@ -3,6 +3,7 @@
 // file, line and key.
 #include "catch.h"
 
+#include "bad_inputs/grpo_validate_config.h"
 #include "bad_inputs/rejection.h"
 #include "support/run_command.h"
 #include "support/test_util.h"
@@ -25,21 +26,8 @@ namespace {
 const fs::path kFixtures = PTRAIN_TEST_PLUGIN_DIR;
 const fs::path kCalculator = PTRAIN_CALCULATOR_ENV;
 
-// A GRPO config whose [module] keys start at line 17.
 fs::path write_config(const fs::path& dir, const std::string& module) {
-  std::ofstream(dir / "prompts.jsonl") << R"({"prompt": "1+1=", "answer": "2"})"
-                                       << "\n";
-  const fs::path path = dir / "grpo.toml";
-  std::ofstream(path) << "plugin = \"grpo\"\n"                                               // 1
-                      << "output_dir = \"" << (dir / "run").string() << "\"\n"               // 2
-                      << "[model]\nvocab_size = 259\nhidden_size = 16\n"                     // 3-5
-                      << "intermediate_size = 32\nnum_layers = 1\nnum_heads = 2\n"           // 6-8
-                      << "num_kv_heads = 1\n"                                                // 9
-                      << "[data]\ntrain = \"" << (dir / "prompts.jsonl").string() << "\"\n"  // 10-11
-                      << "[batch]\nglobal_size = 1\n[train]\nmax_steps = 1\n"                // 12-15
-                      << "[module]\n"                                                        // 16
-                      << module;
-  return path;
+  return testing::write_grpo_validate_config(dir, module);
 }
 
 grpo::GrpoConfig read_module(const fs::path& file) {

@@ -3,6 +3,7 @@
 // line and key, and the file, function or URL at fault.
 #include "catch.h"
 
+#include "bad_inputs/grpo_validate_config.h"
 #include "support/run_command.h"
 #include "support/test_util.h"
 
@@ -19,19 +20,8 @@ const fs::path kRewardFile = fs::path(PTRAIN_TEST_FIXTURE_DIR) / "rewards" / "py
 
 // A GRPO config whose reward_funcs (line 18) is `reward_funcs`.
 fs::path write_config(const fs::path& dir, const std::string& reward_funcs) {
-  std::ofstream(dir / "prompts.jsonl") << R"({"prompt": "1+1=", "answer": "2"})"
-                                       << "\n";
-  const fs::path path = dir / "grpo.toml";
-  std::ofstream(path) << "plugin = \"grpo\"\n"                                               // 1
-                      << "output_dir = \"" << (dir / "run").string() << "\"\n"               // 2
-                      << "[model]\nvocab_size = 259\nhidden_size = 16\n"                     // 3-5
-                      << "intermediate_size = 32\nnum_layers = 1\nnum_heads = 2\n"           // 6-8
-                      << "num_kv_heads = 1\n"                                                // 9
-                      << "[data]\ntrain = \"" << (dir / "prompts.jsonl").string() << "\"\n"  // 10-11
-                      << "[batch]\nglobal_size = 1\n[train]\nmax_steps = 1\n"                // 12-15
-                      << "[module]\nnum_generations = 2\n"                                   // 16-17
-                      << "reward_funcs = [" << reward_funcs << "]\n";                        // 18
-  return path;
+  return ptrain::testing::write_grpo_validate_config(dir,
+                                                     "num_generations = 2\nreward_funcs = [" + reward_funcs + "]\n");
 }
 
 struct SourceCase {

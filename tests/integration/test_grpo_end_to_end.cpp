@@ -203,19 +203,19 @@ TEST_CASE("ptrain trains GRPO on episodes with the calculator environment, found
   for (int count = 0; count < 6 && std::getline(bundled, line); ++count) data << line << "\n";
   data.close();
   // Room for a tool call, its result and an answer: max_length 40 under 48 positions.
-  const fs::path config =
-      write_config(dir, dir / "prompts.jsonl",
-                   "environment = \"calculator\"\nmax_turns = 2\nmax_completion_length = 20\n"
-                   "[tokenizer]\nchat_template = \"plain\"\n",
-                   "reward_funcs = [\"format\"]\nreward_weights = [0.1]\n");
+  const fs::path config = write_config(dir, dir / "prompts.jsonl",
+                                       "environment = \"calculator\"\nmax_turns = 2\nmax_completion_length = 20\n"
+                                       "[tokenizer]\nchat_template = \"plain\"\n",
+                                       "reward_funcs = [\"format\"]\nreward_weights = [0.1]\n");
   std::string text;
   {
     std::ifstream in(config);
     text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
-  for (const auto& [from, to] : {std::pair<std::string, std::string>{"max_position_embeddings = 32", "max_position_embeddings = 48"},
-                                 {"max_length = 16", "max_length = 40"},
-                                 {"max_completion_length = 6\n", ""}}) {
+  for (const auto& [from, to] :
+       {std::pair<std::string, std::string>{"max_position_embeddings = 32", "max_position_embeddings = 48"},
+        {"max_length = 16", "max_length = 40"},
+        {"max_completion_length = 6\n", ""}}) {
     text.replace(text.find(from), from.size(), to);
   }
   std::ofstream(config) << text;

@@ -111,10 +111,12 @@ class FixedRolloutEngine final : public sdk::RolloutEngine {
   std::vector<Prompt> prompts_;
 };
 
-// A context that is `base` in everything but its rollout engine.
+// A context that is `base` in everything but its rollout engine and, when
+// one is given, the environment every open_environment() call forwards to.
 class InjectedContext final : public sdk::Context {
  public:
-  InjectedContext(sdk::Context& base, sdk::RolloutEngine& engine) : base_(base), engine_(engine) {}
+  InjectedContext(sdk::Context& base, sdk::RolloutEngine& engine, sdk::Environment* environment = nullptr)
+      : base_(base), engine_(engine), environment_(environment) {}
   sdk::RankInfo rank_info() const override { return base_.rank_info(); }
   sdk::RunInfo run_info() const override { return base_.run_info(); }
   sdk::LanguageModel& policy() override { return base_.policy(); }
@@ -131,7 +133,15 @@ class InjectedContext final : public sdk::Context {
     return base_.open_reward_library(name_or_path);
   }
   std::unique_ptr<sdk::Environment> open_environment(const std::string& name_or_path) override {
-    return base_.open_environment(name_or_path);
+    if (environment_ == nullptr) return base_.open_environment(name_or_path);
+    // The module owns what it opens; the test keeps the environment itself.
+    struct Forward final : sdk::Environment {
+      explicit Forward(sdk::Environment& target) : target(target) {}
+      std::string name() const override { return target.name(); }
+      std::unique_ptr<sdk::Episode> start(const sdk::Example& example) override { return target.start(example); }
+      sdk::Environment& target;
+    };
+    return std::make_unique<Forward>(*environment_);
   }
   std::vector<const sdk::Example*> upcoming_examples(int64_t steps_ahead) override {
     return base_.upcoming_examples(steps_ahead);
@@ -140,6 +150,7 @@ class InjectedContext final : public sdk::Context {
  private:
   sdk::Context& base_;
   sdk::RolloutEngine& engine_;
+  sdk::Environment* environment_;
 };
 
 // [module] values: the schema's defaults, then `overrides` as if the user wrote them.

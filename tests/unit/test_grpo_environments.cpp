@@ -37,50 +37,6 @@ std::vector<std::vector<double>> episode_rewards() {
   return {{1.0, 1.0, grpo_test::kUnfinishedReward}, {0.0, 1.0, grpo_test::kUnfinishedReward}};
 }
 
-// One process's run of the scripted episodes: a byte tokenizer with the plain template.
-struct Setup {
-  tokenizer::ByteTokenizer tokenizer;
-  std::vector<grpo_test::Prompt> prompts = episode_prompts();
-  std::vector<sdk::Example> examples = grpo_test::to_examples(prompts);
-  std::vector<const sdk::Example*> pointers = dpo_test::pointers_to(examples);
-  std::unique_ptr<dist::Communicator> communicator = dist::make_single_process_communicator();
-  Setup() { tokenizer.set_chat_template(sdk::ChatTemplate::named("plain")); }
-};
-
-// A context whose environment is the scripted one.
-class EnvironmentContext final : public sdk::Context {
- public:
-  EnvironmentContext(sdk::Context& base, sdk::RolloutEngine& engine, grpo_test::ScriptedEnvironment& environment)
-      : injected_(base, engine), environment_(environment) {}
-  sdk::RankInfo rank_info() const override { return injected_.rank_info(); }
-  sdk::RunInfo run_info() const override { return injected_.run_info(); }
-  sdk::LanguageModel& policy() override { return injected_.policy(); }
-  std::unique_ptr<sdk::LanguageModel> frozen_policy_copy() override { return injected_.frozen_policy_copy(); }
-  std::unique_ptr<sdk::LanguageModel> load_frozen_model(const std::string& dir) override {
-    return injected_.load_frozen_model(dir);
-  }
-  void all_reduce_sum(at::Tensor& tensor) override { injected_.all_reduce_sum(tensor); }
-  const sdk::Tokenizer& tokenizer() const override { return injected_.tokenizer(); }
-  const sdk::ConfigValues& module_config() const override { return injected_.module_config(); }
-  sdk::Logger& logger() override { return injected_.logger(); }
-  sdk::RolloutEngine& rollout_engine() override { return injected_.rollout_engine(); }
-  // Hands out a forwarding environment: the module owns it, the test keeps the scripted one.
-  std::unique_ptr<sdk::Environment> open_environment(const std::string& name) override {
-    CHECK(name == "scripted");
-    struct Forward final : sdk::Environment {
-      explicit Forward(sdk::Environment& target) : target(target) {}
-      std::string name() const override { return target.name(); }
-      std::unique_ptr<sdk::Episode> start(const sdk::Example& example) override { return target.start(example); }
-      sdk::Environment& target;
-    };
-    return std::make_unique<Forward>(environment_);
-  }
-
- private:
-  grpo_test::InjectedContext injected_;
-  grpo_test::ScriptedEnvironment& environment_;
-};
-
 sdk::ConfigValues environment_values(const std::string& loss_type) {
   sdk::ConfigValues values = grpo_test::grpo_values({{"loss_type", loss_type},
                                                      {"max_completion_length", int64_t{56}},
@@ -89,6 +45,27 @@ sdk::ConfigValues environment_values(const std::string& loss_type) {
   values.set("reward_funcs", std::vector<std::string>{}, "test.toml:1", true);
   return values;
 }
+
+// One process's run of the scripted episodes: a tiny random policy, a byte
+// tokenizer with the plain template, the [module] of environment_values.
+struct Setup {
+  std::unique_ptr<model::CausalLm> policy;
+  tokenizer::ByteTokenizer tokenizer;
+  std::vector<grpo_test::Prompt> prompts = episode_prompts();
+  std::vector<sdk::Example> examples = grpo_test::to_examples(prompts);
+  std::vector<const sdk::Example*> pointers = dpo_test::pointers_to(examples);
+  std::unique_ptr<dist::Communicator> communicator = dist::make_single_process_communicator();
+  sdk::ConfigValues values;
+  std::unique_ptr<plugin::HostContext> host;
+
+  Setup(uint64_t model_seed, const std::string& loss_type, uint64_t run_seed = 0)
+      : policy(model::CausalLm::init_random(testing::tiny_model_config(), model_seed)),
+        values(environment_values(loss_type)) {
+    tokenizer.set_chat_template(sdk::ChatTemplate::named("plain"));
+    host = std::make_unique<plugin::HostContext>(*policy, tokenizer, values, *communicator,
+                                                 sdk::RunInfo{run_seed, kMaxLength, 0, 0, ""});
+  }
+};
 
 // The step loss of the fixed episodes from the formulas: advantages of the
 // environment's rewards within each group, and −A·π/sg(π) summed over the
@@ -121,15 +98,11 @@ at::Tensor reference_episode_loss(model::CausalLm& policy, const std::vector<grp
 
 TEST_CASE("episodes: observations are context, turns end by the environment, the turn limit or truncation",
           "[grpo][environment]") {
-  const auto policy = model::CausalLm::init_random(testing::tiny_model_config(), 31);
-  Setup setup;
-  const sdk::ConfigValues values = environment_values("dapo");
-  plugin::HostContext host(*policy, setup.tokenizer, values, *setup.communicator,
-                           sdk::RunInfo{0, kMaxLength, 0, 0, ""});
+  Setup setup(31, "dapo");
   grpo_test::ScriptedTurnEngine engine(episode_script());
   grpo_test::ScriptedEnvironment environment;
-  EnvironmentContext context(host, engine, environment);
-  const grpo::GrpoConfig config = grpo::read_grpo_config(values);
+  grpo_test::InjectedContext context(*setup.host, engine, &environment);
+  const grpo::GrpoConfig config = grpo::read_grpo_config(setup.values);
   REQUIRE(config.reward_names == std::vector<std::string>{"environment"});
 
   SECTION("the plain template ends a turn with <eos> and renders an observation as a user turn") {
@@ -211,22 +184,18 @@ TEST_CASE("episodes: observations are context, turns end by the environment, the
 
 TEST_CASE("episodes: the step gradient equals the full-batch reference over the policy's tokens for every split",
           "[grpo][environment][invariance]") {
-  const auto policy = model::CausalLm::init_random(testing::tiny_model_config(), 32);
-  const std::vector<at::Tensor> parameters = dpo_test::parameters_of(*policy);
-  Setup setup;
   for (const std::string loss_type : {"dapo", "grpo"}) {
     DYNAMIC_SECTION("loss_type " << loss_type) {
-      const sdk::ConfigValues values = environment_values(loss_type);
-      plugin::HostContext host(*policy, setup.tokenizer, values, *setup.communicator,
-                               sdk::RunInfo{0, kMaxLength, 0, 0, ""});
+      Setup setup(32, loss_type);
+      const std::vector<at::Tensor> parameters = dpo_test::parameters_of(*setup.policy);
       grpo_test::ScriptedTurnEngine engine(episode_script());
       grpo_test::ScriptedEnvironment environment;
-      EnvironmentContext context(host, engine, environment);
+      grpo_test::InjectedContext context(*setup.host, engine, &environment);
       grpo::GrpoModule module;
       module.setup(context);
 
       dpo_test::clear_gradients(parameters);
-      const at::Tensor expected_loss = reference_episode_loss(*policy, setup.prompts, loss_type);
+      const at::Tensor expected_loss = reference_episode_loss(*setup.policy, setup.prompts, loss_type);
       expected_loss.backward();
       const std::vector<at::Tensor> expected = dpo_test::gradients_of(parameters);
 
@@ -270,14 +239,9 @@ TEST_CASE("episodes: the step gradient equals the full-batch reference over the 
   }
 }
 
-TEST_CASE("episodes sampled by the core's engine are the same whatever the generation batch",
-          "[grpo][environment]") {
-  const auto policy = model::CausalLm::init_random(testing::tiny_model_config(), 33);
-  Setup setup;
-  const sdk::ConfigValues values = environment_values("dapo");
-  plugin::HostContext host(*policy, setup.tokenizer, values, *setup.communicator,
-                           sdk::RunInfo{7, kMaxLength, 2, 0, ""});
-  grpo::GrpoConfig config = grpo::read_grpo_config(values);
+TEST_CASE("episodes sampled by the core's engine are the same whatever the generation batch", "[grpo][environment]") {
+  Setup setup(33, "dapo", 7);
+  grpo::GrpoConfig config = grpo::read_grpo_config(setup.values);
   // A random model seldom samples <eos>: any letter ends a turn instead, so
   // turns are short and episodes take several.
   for (char letter = 'a'; letter <= 'z'; ++letter) config.sampling.stop_strings.emplace_back(1, letter);
@@ -285,7 +249,7 @@ TEST_CASE("episodes sampled by the core's engine are the same whatever the gener
   for (const int64_t batch : {0, 1}) {
     config.generation_batch_size = batch;
     grpo_test::ScriptedEnvironment environment(true);
-    runs.push_back(grpo::generate_rollouts(host, config, setup.pointers, 0, &environment));
+    runs.push_back(grpo::generate_rollouts(*setup.host, config, setup.pointers, 0, &environment));
   }
   REQUIRE(runs[0].episodes.size() == 6);
   int64_t longest = 0;
