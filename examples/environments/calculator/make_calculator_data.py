@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
-"""Writes the calculator job's data: two-digit products, chat-formatted.
+"""Writes the calculator job's data: products of one-digit numbers, chat-formatted.
 
     python3 examples/environments/calculator/make_calculator_data.py --seed 0
 
 data/calculator/sft.jsonl teaches the conversation's shape: for each
 product "a*b", half the transcripts call the tool and copy its result,
 
-    user "23*47", assistant "<calc>23*47</calc>", user "1081", assistant "1081"
+    user "7*8", assistant "<calc>7*8</calc>", user "56", assistant "56"
 
-and half answer at once (the right product, which a tiny model cannot
-compute, so after SFT it mostly guesses wrong there). data/calculator/train.jsonl
-holds the GRPO prompts {"messages": [{"role": "user", "content": "23*47"}],
-"answer": "1081"}: the calculator environment (calculator_environment.cpp)
+and half answer at once with a guess: the product of two other one-digit
+numbers, as a model that cannot multiply would answer (so after SFT the
+direct answers are mostly wrong and the tool calls mostly right). data/calculator/train.jsonl
+holds the GRPO prompts {"messages": [{"role": "user", "content": "7*8"}],
+"answer": "56"}: the calculator environment (calculator_environment.cpp)
 rewards a right final answer, so GRPO learns to prefer the tool.
 """
 import argparse
@@ -21,7 +22,7 @@ from pathlib import Path
 
 
 def product(rng: random.Random) -> tuple:
-    a, b = rng.randint(10, 99), rng.randint(10, 99)
+    a, b = rng.randint(2, 9), rng.randint(2, 9)
     return f"{a}*{b}", str(a * b)
 
 
@@ -31,6 +32,8 @@ def transcript(rng: random.Random) -> dict:
     if rng.random() < 0.5:
         messages += [{"role": "assistant", "content": f"<calc>{question}</calc>"},
                      {"role": "user", "content": answer}]
+    else:
+        answer = product(rng)[1]  # a guess
     messages.append({"role": "assistant", "content": answer})
     return {"messages": messages}
 
@@ -44,7 +47,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sft-count", type=int, default=2000)
-    parser.add_argument("--prompt-count", type=int, default=1000)
+    parser.add_argument("--prompt-count", type=int, default=500)
     parser.add_argument("--out", type=Path, default=Path("data/calculator"))
     args = parser.parse_args()
     rng = random.Random(args.seed)
