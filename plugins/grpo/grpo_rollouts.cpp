@@ -82,6 +82,7 @@ RolloutGroups generate_rollouts(sdk::Context& ctx, const GrpoConfig& config,
 
   RolloutGroups groups;
   groups.num_generations = config.num_generations;
+  groups.with_environment = environment != nullptr;
   for (const sdk::Example* example : examples) {
     std::string text;
     std::vector<int64_t> ids = prompt_token_ids(ctx, *example, text);
@@ -110,14 +111,15 @@ at::Tensor score_rollouts(const sdk::Tokenizer& tokenizer,
   const auto num_prompts = static_cast<int64_t>(examples.size());
   const int64_t g = groups.num_generations;
   const auto num_functions = static_cast<int64_t>(functions.size());
-  const int64_t num_columns = num_functions + (groups.episodes.empty() ? 0 : 1);
+  // A rank without prompts still has the environment's column, as every rank must.
+  const int64_t num_columns = num_functions + (groups.with_environment ? 1 : 0);
   const std::vector<sdk::RewardInput> inputs = reward_inputs(tokenizer, examples, groups);
   at::Tensor rewards = at::zeros({num_prompts, g, num_columns}, at::kDouble);  // [P, G, F]
   for (int64_t f = 0; f < num_functions; ++f) {
     const std::vector<double> scores = checked_scores(*functions[f], names[f], inputs);
     if (!scores.empty()) rewards.select(2, f).copy_(at::tensor(scores, at::kDouble).view({num_prompts, g}));
   }
-  if (!groups.episodes.empty()) {
+  if (!groups.episodes.empty()) {  // [P, G] of them, or none when P = 0
     std::vector<double> episode_rewards;
     for (const EpisodeOutcome& episode : groups.episodes) episode_rewards.push_back(episode.reward);
     rewards.select(2, num_functions).copy_(at::tensor(episode_rewards, at::kDouble).view({num_prompts, g}));

@@ -32,7 +32,8 @@ struct RolloutGroups {
   std::vector<sdk::RolloutRequest> requests;
   std::vector<sdk::Rollout> rollouts;
   std::vector<std::string> prompt_texts;  // one per prompt
-  std::vector<EpisodeOutcome> episodes;   // one per rollout with an environment (grpo_episodes.h); else empty
+  bool with_environment = false;          // rollouts are episodes (grpo_episodes.h), scored with its reward
+  std::vector<EpisodeOutcome> episodes;   // one per rollout with an environment; else empty
 };
 
 // Samples G completions of every prompt at once, each within the prompt's

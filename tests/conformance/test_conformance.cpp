@@ -156,6 +156,24 @@ TEST_CASE("the GRPO plugin, rollouts and a KL term included, passes the conforma
   }
 }
 
+TEST_CASE("the GRPO plugin passes the conformance harness with multi-turn episodes", "[conformance][environment]") {
+  // Two-turn episodes with the echo environment (tests/plugins): a turn, the
+  // observation "ok" as a user turn (context, never trained), a last turn
+  // whose text sets the reward. Room for them: 64 positions, 40 episode tokens.
+  const fs::path dir = scratch_dir("grpo_environment");
+  ptrain::testing::ConformanceSpec spec;
+  spec.plugin = PTRAIN_GRPO_PLUGIN;
+  spec.config =
+      write_config(dir, grpo_data(),
+                   std::string(kGrpoModule) + "environment = \"" + PTRAIN_ECHO_ENVIRONMENT + "\"\nmax_turns = 2\n");
+  spec.overrides = {"model.max_position_embeddings=64", "data.max_length=56", "module.max_completion_length=40"};
+  spec.work_dir = dir / "work";
+  spec.check_world_size_2 = true;
+  const ptrain::testing::ConformanceReport report = ptrain::testing::check_plugin_conformance(spec);
+  INFO(report.text());
+  CHECK(report.passed());
+}
+
 TEST_CASE("the GRPO plugin passes the conformance harness with CISPO, SAPO and dynamic sampling that refills",
           "[conformance]") {
   // Refill borrows the next global batches from the core's sampler; on two

@@ -271,6 +271,12 @@ TEST_CASE("episodes sampled by the core's engine are the same whatever the gener
     CHECK(context == expected);
   }
   CHECK(longest == kMaxTurns);
+
+  // A rank with no prompt still scores into the environment's column (every rank's [P, G, F] alike).
+  grpo_test::ScriptedEnvironment environment(true);
+  const grpo::RolloutGroups none = grpo::generate_rollouts(*setup.host, config, {}, 0, &environment);
+  const at::Tensor rewards = grpo::score_rollouts(setup.tokenizer, {}, {}, {}, none);
+  CHECK(rewards.sizes() == at::IntArrayRef({0, 3, 1}));
 }
 
 TEST_CASE("the calculator example's tool: expressions, calls and errors", "[grpo][environment]") {
