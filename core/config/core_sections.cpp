@@ -272,8 +272,8 @@ CoreSection runtime_section() {
           .key("threads", &R::threads, 0, "intra-op CPU threads per process; 0: the process's share of the cores",
                at_least(0))
           .choice("device", &R::device, devices, DeviceChoice::kAuto,
-                  "where each rank computes: cuda:LOCAL_RANK, or the CPU; auto: CUDA when LibTorch has it and a GPU "
-                  "is visible, else the CPU")
+                  "where each rank computes: cuda:LOCAL_RANK, or the CPU; auto: CUDA when LibTorch has it and every "
+                  "process on the node has a GPU of its own, else the CPU")
           .choice("precision", &R::precision, precisions, Precision::kFp32,
                   "fp32, or bf16-mixed: float32 master weights, gradients and optimizer state, matrix products on "
                   "bfloat16 operands");

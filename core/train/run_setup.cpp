@@ -187,7 +187,7 @@ sdk::MicrobatchPlan microbatch_plan(const config::RunConfig& config) {
 
 RunParts load_run_parts(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,
                         dist::Communicator& communicator) {
-  const at::Device device = resolve_device(config, communicator.local_rank());
+  const at::Device device = resolve_device(config, communicator.local_rank(), communicator.local_world_size());
   auto tokenizer = make_tokenizer(config.tokenizer);
   auto policy = make_policy(config, *tokenizer, device);
   plugin::ModuleHandle module = plugin.create_module();
