@@ -23,8 +23,10 @@ void Checkpointer::at_end(int64_t completed_steps) { save(completed_steps); }
 
 void Checkpointer::save(int64_t completed_steps) {
   if (completed_steps == last_saved_step_) return;
+  // Every rank takes the snapshot: gathering sharded optimizer state is collective.
+  const checkpoint::CheckpointData data = snapshot_();
   if (communicator_.rank() == 0) {
-    const std::filesystem::path saved = checkpoint::write_checkpoint(checkpoints_dir_, snapshot_(), keep_last_);
+    const std::filesystem::path saved = checkpoint::write_checkpoint(checkpoints_dir_, data, keep_last_);
     log::info("checkpoint", "saved " + saved.string());
   }
   communicator_.barrier();

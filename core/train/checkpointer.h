@@ -17,7 +17,8 @@ namespace ptrain::train {
 
 class Checkpointer {
  public:
-  // `snapshot` gives what to save, as of the step just completed.
+  // `snapshot` gives what to save, as of the step just completed; every rank
+  // calls it (it may be collective), rank 0 writes it.
   // `first_step`: the steps completed when this invocation started (a
   // resumed run's checkpoint holds them already).
   Checkpointer(const config::CheckpointSection& section, std::filesystem::path checkpoints_dir,

@@ -54,7 +54,7 @@ void broadcast_parameters(const std::vector<at::Tensor>& parameters, dist::Commu
 void resume_from(const fs::path& checkpoint_dir, const std::string& plugin_name, TrainingRun& run) {
   const checkpoint::LoadedCheckpoint loaded = checkpoint::read_checkpoint(checkpoint_dir);
   restore_policy(loaded, plugin_name, run.resolved_config_toml, *run.parts.policy);
-  run.optimizer->load_state_tensors(loaded.optimizer_state);
+  run.weight_update->load_state_tensors(loaded.optimizer_state);
   run.module().load_state(run.context(), loaded.plugin_state);
   run.state = loaded.trainer;
   run.state.world_size = run.communicator.world_size();
@@ -85,7 +85,11 @@ std::vector<const sdk::Example*> TrainingRun::rank_examples(int64_t step) const 
 }
 
 checkpoint::CheckpointData TrainingRun::snapshot() const {
-  return {parts.policy.get(), optimizer->state_tensors(), parts.module->save_state(), state, resolved_config_toml,
+  // The optimizer state first, on every rank (sharded, it is gathered); the
+  // plugin's state only where it is written (sdk::TrainModule::save_state).
+  checkpoint::NamedTensors optimizer_state = weight_update->state_tensors();
+  sdk::PluginState plugin_state = communicator.rank() == 0 ? parts.module->save_state() : sdk::PluginState{};
+  return {parts.policy.get(), std::move(optimizer_state), std::move(plugin_state), state, resolved_config_toml,
           &model_files};
 }
 
@@ -114,7 +118,10 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
   run->context().set_example_source([&run = *run](int64_t step) { return run.rank_examples(step); });
   const auto named_parameters = run->parts.policy->named_parameters();
   for (const auto& [name, parameter] : named_parameters) run->parameters.push_back(parameter);
-  run->optimizer = std::make_unique<ParameterOptimizer>(config.optim, named_parameters);
+  const bool sharded = config.distributed.sharding == config::ShardingMode::kOptimizer;
+  run->grad_sync = std::make_unique<dist::GradientSynchronizer>(run->parameters, communicator,
+                                                                config.distributed.bucket_mb << 20, sharded);
+  run->weight_update = make_weight_update(config, named_parameters, *run->grad_sync, communicator);
   run->state = {0, 0, communicator.world_size(), plugin.info().name, new_run_id()};
   if (resume_checkpoint) {
     resume_from(*resume_checkpoint, plugin.info().name, *run);
@@ -123,8 +130,6 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
   }
   run->first_step = run->state.completed_steps;
   broadcast_parameters(run->parameters, communicator);
-  run->grad_sync =
-      std::make_unique<dist::GradientSynchronizer>(run->parameters, communicator, config.distributed.bucket_mb << 20);
   log_start(*run, plugin.info(), threads);
   return run;
 }
