@@ -18,8 +18,7 @@ int env_int(const char* name, std::optional<int> fallback, int min_value) {
   const std::optional<std::string> text = env(name);
   if (!text) {
     if (fallback) return *fallback;
-    throw sdk::ConfigError(std::string("environment variable ") + name +
-                           " is not set (needed for a multi-process run)");
+    throw sdk::ConfigError(std::string("environment variable ") + name + " is not set (needed for a multi-process run)");
   }
   try {
     size_t used = 0;
@@ -27,8 +26,8 @@ int env_int(const char* name, std::optional<int> fallback, int min_value) {
     if (used == text->size() && value >= min_value) return value;
   } catch (const std::exception&) {
   }
-  throw sdk::ConfigError(std::string("environment variable ") + name + "='" + *text + "' is not an integer ≥ " +
-                         std::to_string(min_value));
+  throw sdk::ConfigError(std::string("environment variable ") + name + "='" + *text +
+                         "' is not an integer ≥ " + std::to_string(min_value));
 }
 
 void check_ranks(const LaunchEnv& launch) {
