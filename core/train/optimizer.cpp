@@ -109,10 +109,12 @@ void ParameterOptimizer::load_state_tensors(const std::vector<std::pair<std::str
   const auto take = [&](const std::string& name, const at::Tensor& like) -> at::Tensor {
     const auto found = by_name.find(name);
     if (found == by_name.end()) throw sdk::Error("optimizer state: tensor '" + name + "' is missing");
-    if (like.defined() && found->second.sizes() != like.sizes()) {
+    if (!like.defined()) return found->second.clone();
+    // Whole, or flattened when joined from a sharded run's pieces (checkpoint/state_pieces.h).
+    if (found->second.numel() != like.numel()) {
       throw sdk::Error("optimizer state: tensor '" + name + "' has the wrong shape");
     }
-    return found->second.clone();
+    return found->second.reshape(like.sizes()).clone();
   };
   auto& state = impl_->optimizer->state();
   state.clear();

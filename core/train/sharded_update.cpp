@@ -1,5 +1,6 @@
 #include "core/train/sharded_update.h"
 
+#include "core/checkpoint/state_pieces.h"
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
@@ -27,7 +28,7 @@ ShardedUpdate::ShardedUpdate(const config::OptimSection& optim,
     weights.mutable_grad() = grad_sync.gradient_shard(piece.bucket).narrow(0, piece.chunk_offset, piece.numel);
     piece_weights_.push_back(weights);
     // A piece of a matrix is 1-D: the decay group follows the whole parameter.
-    tensors.push_back({piece_name(k), weights, decays(optim, parameter)});
+    tensors.push_back({optimizer_key(k), weights, decays(optim, parameter)});
   }
   optimizer_ = std::make_unique<ParameterOptimizer>(optim, tensors);
 }
@@ -62,30 +63,19 @@ std::vector<std::string> ShardedUpdate::state_kinds() const {
 checkpoint::NamedTensors ShardedUpdate::state_tensors() const {
   checkpoint::NamedTensors tensors;
   const std::vector<std::string> kinds = state_kinds();
-  if (steps_taken_ == 0 || kinds.empty()) return tensors;  // the same on every rank
+  if (steps_taken_ == 0 || kinds.empty()) return tensors;
   const checkpoint::NamedTensors own_list = optimizer_->state_tensors();
   const std::map<std::string, at::Tensor> own(own_list.begin(), own_list.end());
   const std::vector<dist::ShardPiece>& pieces = grad_sync_.pieces();
-  for (size_t i = 0; i < named_parameters_.size(); ++i) {
-    const auto& [name, parameter] = named_parameters_[i];
-    const int64_t numel = parameter.numel();
-    // Each rank fills its pieces of every kind; the pieces are disjoint, so
-    // the SUM over ranks is the whole state, exactly.
-    std::vector<at::Tensor> whole{at::zeros({static_cast<int64_t>(kinds.size()) * numel}, parameter.options())};
-    for (size_t k = 0; k < pieces.size(); ++k) {
-      if (pieces[k].parameter != i) continue;
-      for (size_t j = 0; j < kinds.size(); ++j) {
-        whole[0]
-            .narrow(0, static_cast<int64_t>(j) * numel + pieces[k].parameter_offset, pieces[k].numel)
-            .copy_(own.at(piece_name(k) + "." + kinds[j]));
-      }
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    const std::string& name = named_parameters_[pieces[k].parameter].first;
+    for (const std::string& kind : kinds) {
+      tensors.emplace_back(checkpoint::piece_name(name + "." + kind, pieces[k].parameter_offset),
+                           own.at(optimizer_key(k) + "." + kind));
     }
-    communicator_.all_reduce_sum(whole);
-    for (size_t j = 0; j < kinds.size(); ++j) {
-      tensors.emplace_back(name + "." + kinds[j],
-                           whole[0].narrow(0, static_cast<int64_t>(j) * numel, numel).view_as(parameter));
-    }
-    if (is_adamw_) tensors.emplace_back(name + ".step", at::scalar_tensor(steps_taken_, at::kLong));
+    // Once per parameter; a parameter split between ranks gets it from each, alike.
+    const bool first_piece = k == 0 || pieces[k - 1].parameter != pieces[k].parameter;
+    if (is_adamw_ && first_piece) tensors.emplace_back(name + ".step", at::scalar_tensor(steps_taken_, at::kLong));
   }
   return tensors;
 }
@@ -100,15 +90,16 @@ void ShardedUpdate::load_state_tensors(const checkpoint::NamedTensors& tensors) 
     // Never stepped: no state (ParameterOptimizer saves none either).
     if (by_name.count(name + "." + (is_adamw_ ? "step" : "momentum_buffer")) == 0) continue;
     if (is_adamw_) {
-      piece_state.emplace_back(piece_name(k) + ".step", by_name.at(name + ".step"));
+      piece_state.emplace_back(optimizer_key(k) + ".step", by_name.at(name + ".step"));
     }
     for (const std::string& kind : kinds) {
       const auto found = by_name.find(name + "." + kind);
       if (found == by_name.end()) throw sdk::Error("optimizer state: tensor '" + name + "." + kind + "' is missing");
-      if (found->second.sizes() != parameter.sizes()) {
+      // Whole, or flattened when joined from shards (checkpoint/state_pieces.h).
+      if (found->second.numel() != parameter.numel()) {
         throw sdk::Error("optimizer state: tensor '" + name + "." + kind + "' has the wrong shape");
       }
-      piece_state.emplace_back(piece_name(k) + "." + kind,
+      piece_state.emplace_back(optimizer_key(k) + "." + kind,
                                found->second.reshape({-1}).narrow(0, pieces[k].parameter_offset, pieces[k].numel));
     }
   }

@@ -32,12 +32,14 @@ class ShardedUpdate final : public WeightUpdate {
   double clip_grad_norm(double max_norm) override;
   void step(double lr) override;
   checkpoint::NamedTensors state_tensors() const override;
+  bool state_is_sharded() const override { return true; }
   void load_state_tensors(const checkpoint::NamedTensors& tensors) override;
 
  private:
   // The optimizer's per-element state kinds ("exp_avg", ...) under `optim`.
   std::vector<std::string> state_kinds() const;
-  static std::string piece_name(size_t piece) { return "piece" + std::to_string(piece); }
+  // The name ParameterOptimizer knows piece `piece` by.
+  static std::string optimizer_key(size_t piece) { return "piece" + std::to_string(piece); }
 
   std::vector<std::pair<std::string, at::Tensor>> named_parameters_;
   dist::GradientSynchronizer& grad_sync_;

@@ -85,12 +85,16 @@ std::vector<const sdk::Example*> TrainingRun::rank_examples(int64_t step) const 
 }
 
 checkpoint::CheckpointData TrainingRun::snapshot() const {
-  // The optimizer state first, on every rank (sharded, it is gathered); the
-  // plugin's state only where it is written (sdk::TrainModule::save_state).
-  checkpoint::NamedTensors optimizer_state = weight_update->state_tensors();
-  sdk::PluginState plugin_state = communicator.rank() == 0 ? parts.module->save_state() : sdk::PluginState{};
-  return {parts.policy.get(), std::move(optimizer_state), std::move(plugin_state), state, resolved_config_toml,
-          &model_files};
+  checkpoint::CheckpointData data;
+  data.model = parts.policy.get();
+  data.optimizer_state = weight_update->state_tensors();
+  data.optimizer_state_sharded = weight_update->state_is_sharded();
+  // The plugin's state only where it is written (sdk::TrainModule::save_state).
+  if (communicator.rank() == 0) data.plugin_state = parts.module->save_state();
+  data.trainer = state;
+  data.config_toml = resolved_config_toml;
+  data.model_files = &model_files;
+  return data;
 }
 
 std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,

@@ -53,9 +53,8 @@ struct TrainingRun {
   }
   // This rank's examples of `step` (0-based): its slice of the global batch.
   std::vector<const sdk::Example*> rank_examples(int64_t step) const;
-  // What a checkpoint of the current state holds. Collective (the sharded
-  // optimizer state is gathered): every rank calls it; only rank 0's holds
-  // the plugin's state, and only rank 0's is written.
+  // What a checkpoint of the current state holds, on every rank: rank 0's
+  // is written; under sharding every rank writes its optimizer pieces.
   checkpoint::CheckpointData snapshot() const;
 };
 

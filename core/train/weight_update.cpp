@@ -21,6 +21,7 @@ class ReplicatedUpdate final : public WeightUpdate {
   double clip_grad_norm(double max_norm) override { return train::clip_grad_norm(parameters_, max_norm); }
   void step(double lr) override { optimizer_.step(lr); }
   checkpoint::NamedTensors state_tensors() const override { return optimizer_.state_tensors(); }
+  bool state_is_sharded() const override { return false; }
   void load_state_tensors(const checkpoint::NamedTensors& tensors) override { optimizer_.load_state_tensors(tensors); }
 
  private:

@@ -2,9 +2,9 @@
 // norm, then the optimizer. Sharding "none" runs both on every rank over the
 // whole model; "optimizer" (ZeRO-1/2, DESIGN.md §5) runs them on each rank's
 // shard of the reduce-scattered gradient and all-gathers the updated shards
-// (sharded_update.h). Both give the same weights, and both save and load the
-// optimizer state in the same per-parameter form, so a checkpoint resumes
-// under any sharding mode and world size.
+// (sharded_update.h). Both give the same weights, and both load the
+// optimizer state per parameter, so a checkpoint resumes under any sharding
+// mode and world size.
 #pragma once
 
 #include "core/checkpoint/checkpoint.h"
@@ -30,10 +30,14 @@ class WeightUpdate {
   virtual double clip_grad_norm(double max_norm) = 0;
   // Collective. One optimizer update; afterwards every rank holds the same weights.
   virtual void step(double lr) = 0;
-  // Collective. Named as ParameterOptimizer::state_tensors() names them, each
-  // tensor the whole parameter's state.
+  // What this rank saves of the optimizer state, named as
+  // ParameterOptimizer::state_tensors() names it: whole tensors, or under
+  // sharding this rank's pieces of them (checkpoint/state_pieces.h), which
+  // every rank writes to its own file.
   virtual checkpoint::NamedTensors state_tensors() const = 0;
-  // What state_tensors() returned, under any sharding mode and world size.
+  virtual bool state_is_sharded() const = 0;
+  // Whole tensors (or flattened ones joined from shards), saved under any
+  // sharding mode and world size.
   virtual void load_state_tensors(const checkpoint::NamedTensors& tensors) = 0;
 };
 

@@ -169,6 +169,14 @@ TEST_CASE("a checkpoint resumes across world sizes 2 and 1 and sharding modes wi
     INFO(resumed.output);
     REQUIRE(resumed.exit_code == 0);
     CHECK_THAT(resumed.output, Catch::Contains("continuing from"));
+    // Step 4 is the first run's: a sharded one holds a file per rank, nothing gathered.
+    const fs::path step_4 = run / "checkpoints" / "step_4";
+    const bool sharded = std::string(c.first_sharding) == "optimizer" && c.first_world > 1;
+    CHECK(fs::exists(step_4 / "optimizer.safetensors") == !sharded);
+    for (int rank = 0; rank < c.first_world; ++rank) {
+      CHECK(fs::exists(step_4 / ("optimizer_shard_" + std::to_string(rank) + "_of_" + std::to_string(c.first_world) +
+                                 ".safetensors")) == sharded);
+    }
     check_same_metrics(run, dir / "straight", 1e-5);
     const double error = testing::relative_error(final_weights(run), final_weights(dir / "straight"));
     INFO("relative weight error " << error);
