@@ -43,6 +43,15 @@ GradientSynchronizer::GradientSynchronizer(std::vector<at::Tensor> parameters, C
 
 GradientSynchronizer::~GradientSynchronizer() { remove_hooks(); }
 
+int64_t GradientSynchronizer::buffer_bytes() const {
+  int64_t bytes = 0;
+  for (const Bucket& bucket : buckets_) {
+    bytes += static_cast<int64_t>(bucket.flat.nbytes());
+    if (bucket.shard.defined()) bytes += static_cast<int64_t>(bucket.shard.nbytes());
+  }
+  return bytes;
+}
+
 void GradientSynchronizer::arm_for_last_backward() {
   if (communicator_.world_size() == 1) return;
   armed_ = true;

@@ -45,6 +45,8 @@ class GradientSynchronizer {
   // Sharded: the parts of the parameters this rank owns, bucket by bucket.
   const std::vector<ShardPiece>& pieces() const { return pieces_; }
   int64_t num_buckets() const { return static_cast<int64_t>(buckets_.size()); }
+  // Bytes of the buckets (and, sharded, the gradient shards) this rank holds.
+  int64_t buffer_bytes() const;
   // Sharded: this rank's chunk of bucket `bucket`'s summed gradient, [chunk]
   // float32; stable storage for the life of the synchronizer.
   const at::Tensor& gradient_shard(size_t bucket) const { return buckets_[bucket].shard; }

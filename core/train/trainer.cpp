@@ -25,6 +25,7 @@ namespace {
 TrainSummary finish(TrainingRun& run, Checkpointer& checkpointer, StepRecorder& recorder,
                     const std::string& stop_reason) {
   recorder.close();
+  log_state_memory(run);
   checkpointer.at_end(run.state.completed_steps);
   TrainSummary summary{run.state.completed_steps - run.first_step, run.state.skipped_steps,
                        fs::path(run.config.output_dir) / "final", false, stop_reason};

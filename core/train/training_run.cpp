@@ -97,6 +97,23 @@ checkpoint::CheckpointData TrainingRun::snapshot() const {
   return data;
 }
 
+void log_state_memory(const TrainingRun& run) {
+  int64_t parameters = 0;
+  int64_t gradients = run.grad_sync->buffer_bytes();
+  int64_t optimizer = 0;
+  for (const at::Tensor& parameter : run.parameters) {
+    parameters += static_cast<int64_t>(parameter.nbytes());
+    if (parameter.grad().defined()) gradients += static_cast<int64_t>(parameter.grad().nbytes());
+  }
+  for (const auto& [name, tensor] : run.weight_update->state_tensors()) {
+    optimizer += static_cast<int64_t>(tensor.nbytes());
+  }
+  const auto mib = [](int64_t bytes) { return std::to_string(static_cast<double>(bytes) / (1 << 20)) + " MiB"; };
+  log::info("memory", "rank " + std::to_string(run.communicator.rank()) + " holds parameters " + mib(parameters) +
+                          ", gradients " + mib(gradients) + " (with collective buffers), optimizer state " +
+                          mib(optimizer));
+}
+
 std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,
                                                 dist::Communicator& communicator, const TrainOptions& options) {
   const fs::path output_dir = config.output_dir;

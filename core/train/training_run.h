@@ -58,6 +58,11 @@ struct TrainingRun {
   checkpoint::CheckpointData snapshot() const;
 };
 
+// Logs (rank 0) the bytes this rank holds in parameters, gradients (with
+// the collectives' buffers) and optimizer state: what distributed.sharding
+// divides (bench/figures.py reads this line).
+void log_state_memory(const TrainingRun& run);
+
 // Collective. Loads, checks and prepares everything, creates (or replaces,
 // with options.overwrite) the run directory with config.toml and the log
 // file, and restores a checkpoint when options.resume finds one.

@@ -145,7 +145,7 @@ TEST_CASE("optimizer sharding gives the weights of replicated training after sev
   }
 }
 
-TEST_CASE("a checkpoint resumes across world sizes 2 and 1 and sharding modes with the same batches",
+TEST_CASE("a checkpoint resumes across world sizes 1, 2, 4 and sharding modes with the same batches",
           "[dist][sharding][resume]") {
   const fs::path dir = testing::fresh_test_dir("sharding_resume");
   const fs::path config = write_plugin_config(dir, "sft");
@@ -158,8 +158,9 @@ TEST_CASE("a checkpoint resumes across world sizes 2 and 1 and sharding modes wi
     int second_world;
     const char* second_sharding;
   };
-  for (const Case& c : {Case{2, "optimizer", 1, "none"}, Case{1, "none", 2, "optimizer"},
-                        Case{2, "optimizer", 2, "none"}, Case{2, "none", 2, "optimizer"}}) {
+  for (const Case& c :
+       {Case{2, "optimizer", 1, "none"}, Case{1, "none", 2, "optimizer"}, Case{2, "optimizer", 2, "none"},
+        Case{2, "none", 2, "optimizer"}, Case{2, "optimizer", 4, "optimizer"}}) {
     const fs::path run = dir / (std::string(c.first_sharding) + std::to_string(c.first_world) + "_" +
                                 c.second_sharding + std::to_string(c.second_world));
     const CommandResult first = train(c.first_world, config, run, c.first_sharding, " --set train.max_steps=4");
