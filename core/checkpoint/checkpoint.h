@@ -47,14 +47,14 @@ struct TrainerState {
 struct CheckpointData {
   const model::CausalLm* model = nullptr;
   NamedTensors optimizer_state;
-  bool optimizer_state_sharded = false;  // this rank's pieces (state_pieces.h), for its own file
-  // Set: the ranks wrote their optimizer shards here (state_pieces.h); they
-  // are moved into the checkpoint instead of writing optimizer_state.
-  std::filesystem::path optimizer_shards_dir;
   sdk::PluginState plugin_state;
   TrainerState trainer;
   std::string config_toml;
   const ModelDirFiles* model_files = nullptr;  // what the model directory holds besides weights; null: nothing
+  bool optimizer_state_sharded = false;        // optimizer_state is this rank's pieces (state_pieces.h)
+  // Set: the ranks wrote their optimizer shards here (state_pieces.h); they
+  // are moved into the checkpoint instead of writing optimizer_state.
+  std::filesystem::path optimizer_shards_dir;
 };
 
 struct LoadedCheckpoint {
