@@ -351,3 +351,45 @@ def grpo():
                 "tokens/s", result["rollout_tokens_per_s_recompute"]),
             row("GRPO update s, accum 8: generate once per step vs per microbatch", result["update_s_once_per_step"],
                 "s (lower is better)", result["update_s_per_microbatch"])]
+
+
+def state_memory_mib(log):
+    """rank 0's "[memory] ... holds parameters P MiB, gradients G MiB ..., optimizer state O MiB" line."""
+    import re
+    match = re.search(r"holds parameters ([0-9.]+) MiB, gradients ([0-9.]+) MiB .*optimizer state ([0-9.]+) MiB", log)
+    if not match:
+        raise ValueError("no [memory] line in log_rank0.txt")
+    return [float(value) for value in match.groups()]
+
+
+def sharding():
+    """distributed.sharding on the small model: per-rank MiB of parameters + gradients + optimizer state
+    for each mode at world sizes 1, 2, 4 (rank 0's, as the run logs it), and tokens/s at world size 2
+    against "none", THREADS threads shared by the ranks."""
+    threads = max(1, THREADS // 2)
+
+    def config(name, mode, world, steps):
+        return runner.sft_config(name, SMALL, ROOT / "data" / "arith" / "train.jsonl", 64, 8, 2, steps,
+                                 distributed={"sharding": mode},
+                                 runtime={"threads": max(1, THREADS // world)})
+
+    rows = []
+    memory = {}
+    for world in (1, 2, 4):
+        for mode in ("none", "optimizer"):
+            name = f"sharding_{mode}_w{world}"
+            result = runner.run_ptrain(name, config(name, mode, world, 2), 1, nproc=world)
+            memory[mode, world] = sum(state_memory_mib(result["log"]))
+        rows.append(row(f"params+grads+AdamW state per rank, small, world {world}: optimizer vs none sharding",
+                        memory["optimizer", world], "MiB", memory["none", world]))
+        rows.append(not_available(f"params+grads+AdamW state per rank, small, world {world}: full vs none sharding",
+                                  "MiB", "n/a (sharding = \"full\" not available yet)", memory["none", world]))
+    speed = {}
+    for mode in ("none", "optimizer"):
+        name = f"sharding_speed_{mode}"
+        speed[mode] = runner.run_ptrain(name, config(name, mode, 2, 8), 2, nproc=2)["tokens_per_s"]
+    rows.append(row(f"SFT tokens/s small, world 2 ({threads} thread each): optimizer vs none sharding",
+                    speed["optimizer"], "tokens/s", speed["none"]))
+    rows.append(not_available("SFT tokens/s small, world 2: full vs none sharding", "tokens/s",
+                              "n/a (sharding = \"full\" not available yet)", speed["none"]))
+    return rows

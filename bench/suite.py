@@ -93,6 +93,7 @@ def main():
                         lambda: figures.activation_checkpointing(fixed_512, small_ptrain)) or []
     rest += attempt("DPO", lambda: figures.dpo(longtail)) or []
     rest += attempt("GRPO", figures.grpo) or []
+    rest += attempt("sharding", figures.sharding) or []
     peaks.append(attempt("matmul peak", lambda: figures.matmul_peak("matmul_peak_end")))
     peaks = [p for p in peaks if p]
     machine = figures.matmul_peak_rows(peaks) if peaks else []

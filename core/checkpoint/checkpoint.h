@@ -2,7 +2,8 @@
 //
 //   checkpoints/step_N/   config.json, model.safetensors   the policy: a complete Hugging Face model dir
 //                         (or its shards), generation_config.json, tokenizer files (model_dir.h)
-//                         optimizer.safetensors            per-parameter optimizer state
+//                         optimizer.safetensors            per-parameter optimizer state, or
+//                         optimizer_shard_<r>_of_<R>...    each rank's part of it (state_pieces.h)
 //                         plugin_state.json/.safetensors   the plugin's own state
 //                         trainer_state.json               step, counters, run id, world size
 //                         config.toml                      the resolved config it ran with
@@ -50,12 +51,16 @@ struct CheckpointData {
   TrainerState trainer;
   std::string config_toml;
   const ModelDirFiles* model_files = nullptr;  // what the model directory holds besides weights; null: nothing
+  bool optimizer_state_sharded = false;        // optimizer_state is this rank's pieces (state_pieces.h)
+  // Set: the ranks wrote their optimizer shards here (state_pieces.h); they
+  // are moved into the checkpoint instead of writing optimizer_state.
+  std::filesystem::path optimizer_shards_dir;
 };
 
 struct LoadedCheckpoint {
   std::filesystem::path dir;
   std::unique_ptr<model::CausalLm> model;
-  NamedTensors optimizer_state;
+  NamedTensors optimizer_state;  // from shards: joined, each tensor flattened
   sdk::PluginState plugin_state;
   TrainerState trainer;
   std::string config_toml;

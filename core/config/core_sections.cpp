@@ -253,12 +253,17 @@ CoreSection eval_section() {
 }
 
 CoreSection distributed_section() {
+  const sdk::Choices<ShardingMode> sharding_modes{
+      {"none", ShardingMode::kNone}, {"optimizer", ShardingMode::kOptimizer}, {"full", ShardingMode::kFull}};
   auto binder =
       ConfigBinder<DistributedSection>()
           .key("timeout_s", &DistributedSection::timeout_s, 300, "seconds a collective may wait before the run fails",
                at_least(1))
           .key("bucket_mb", &DistributedSection::bucket_mb, 25,
-               "gradient all-reduce bucket size in MiB (buckets start during the last backward)", at_least(1));
+               "gradient all-reduce bucket size in MiB (buckets start during the last backward)", at_least(1))
+          .choice("sharding", &DistributedSection::sharding, sharding_modes, ShardingMode::kNone,
+                  "what ranks split: none (replicated), optimizer (ZeRO-1/2: gradients reduce-scattered, optimizer "
+                  "state sharded), full (ZeRO-3; not available yet)");
   return bind_section("distributed", &RunConfig::distributed, std::move(binder));
 }
 

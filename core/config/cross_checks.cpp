@@ -29,6 +29,7 @@ class CrossChecks {
     check_schedule_and_train();
     check_checkpoint();
     check_eval();
+    check_distributed();
   }
 
  private:
@@ -101,7 +102,8 @@ class CrossChecks {
     if (has("model", "head_dim") && i("model", "head_dim") > 0) {
       // An explicit head width replaces hidden_size / num_heads.
       if (i("model", "head_dim") % 2 != 0) {
-        problems_.add(location("model", "head_dim"), describe("model", "head_dim") + " must be even for rotary embeddings");
+        problems_.add(location("model", "head_dim"),
+                      describe("model", "head_dim") + " must be even for rotary embeddings");
       }
     } else if (has("model", "hidden_size") && has("model", "num_heads")) {
       const int64_t hidden = i("model", "hidden_size"), heads = i("model", "num_heads");
@@ -228,6 +230,17 @@ class CrossChecks {
   // Evaluation keys need a held-out set; best/ and early stopping need an
   // evaluation metric to judge by. Whether the plugin emits that metric is
   // checked once its module is set up (core/train/best_model.h).
+  // "full" is part of the documented mode set but not built yet: refusing
+  // it here fails before anything loads, on every backend.
+  void check_distributed() {
+    if (has("distributed", "sharding") && str("distributed", "sharding") == "full") {
+      problems_.add(location("distributed", "sharding"),
+                    describe("distributed", "sharding") +
+                        " is not available yet in this ptrain (parameter sharding, ZeRO-3/FSDP); use \"optimizer\" "
+                        "(gradients and optimizer state sharded) or \"none\"");
+    }
+  }
+
   void check_eval() {
     const auto nonempty = [this](const std::string& s, const std::string& k) {
       return has(s, k) && !str(s, k).empty();

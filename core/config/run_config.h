@@ -110,7 +110,7 @@ struct CheckpointSection {
   int64_t keep_last = 0;
   SaveDtype save_dtype = SaveDtype::kAuto;
   std::string max_shard_size;  // weights above it are sharded; parse_byte_size() reads it (byte_size.h)
-  std::string best_metric;  // an eval/<metric> that picks best/; empty: no best/
+  std::string best_metric;     // an eval/<metric> that picks best/; empty: no best/
   BestMode best_mode = BestMode::kMin;
 };
 // Evaluation on a held-out set during training (core/train/evaluator.h).
@@ -120,9 +120,16 @@ struct EvalSection {
   int64_t max_examples = 0;  // the first N examples of data; 0: all of them
 };
 
+// What data-parallel ranks split among themselves (DESIGN.md §5): kNone
+// replicates everything; kOptimizer (ZeRO-1/2) shards the reduced gradients
+// and the optimizer state; kFull (ZeRO-3/FSDP) would also shard the
+// parameters and is refused by the config checks until it exists.
+enum class ShardingMode { kNone, kOptimizer, kFull };
+
 struct DistributedSection {
   int64_t timeout_s = 0;
   int64_t bucket_mb = 0;  // gradient all-reduce bucket size
+  ShardingMode sharding = ShardingMode::kNone;
 };
 
 enum class DeviceChoice { kAuto, kCpu, kCuda };
