@@ -475,7 +475,7 @@ at::Tensor CausalLm::hidden_states(const at::Tensor& input_ids, const at::Tensor
   // Adapter dropout is for training: a forward that records gradients.
   // Scoring without them (references, evaluation, old log-probs) sees no dropout.
   if (lora_ && lora_->dropout > 0.0 && at::GradMode::is_enabled()) {
-    layout.lora_dropout = {lora_->dropout, true, lora_seed_ + lora_forwards_++};
+    layout.lora_dropout = {lora_->dropout, true, dropout_seed()};
   }
   // Recomputing layers in backward only pays when there is a backward.
   const bool checkpoint = activation_checkpointing_ && at::GradMode::is_enabled();

@@ -103,6 +103,12 @@ class CausalLm : public sdk::LanguageModel {
   // From then on only the adapters are trainable. Once per model.
   void add_lora(const LoraSpec& spec, uint64_t seed);
   const std::optional<LoraSpec>& lora() const { return lora_; }
+  // The update step about to run: LoRA's dropout masks follow from (seed,
+  // step, forward within the step), so a resumed run draws the same ones.
+  void set_dropout_step(int64_t step) {
+    lora_step_ = static_cast<uint64_t>(step);
+    lora_forwards_ = 0;
+  }
   // Replaces the adapters' values with `weights` (PEFT keys, every adapter
   // with its exact shape, nothing else). Throws sdk::ModelError starting
   // with `source` and naming the tensor.
@@ -240,6 +246,8 @@ class CausalLm : public sdk::LanguageModel {
   at::Tensor blocked_cache_slots(const KvCache& cache, const at::Tensor& positions, int64_t start, int64_t t) const;
   const at::Tensor& lm_head_weight() const { return config_.tie_word_embeddings ? embed_tokens_ : lm_head_; }
   void ensure_rope_cache(int64_t length);
+  // The next training forward's LoRA dropout seed (counts the forward).
+  uint64_t dropout_seed();
 
   ModelConfig config_;
   std::vector<std::pair<std::string, at::Tensor>> params_;
@@ -256,10 +264,12 @@ class CausalLm : public sdk::LanguageModel {
   int64_t rope_length_ = 0;
 
   // LoRA: the adapters by PEFT key (named_parameters() order); each
-  // training forward's dropout seed is lora_seed_ + its count.
+  // training forward's dropout seed mixes the seed, the step and the
+  // forward's count within the step.
   std::optional<LoraSpec> lora_;
   std::vector<std::pair<std::string, at::Tensor>> lora_params_;
   uint64_t lora_seed_ = 0;
+  uint64_t lora_step_ = 0;
   uint64_t lora_forwards_ = 0;
   std::filesystem::path source_dir_;
 

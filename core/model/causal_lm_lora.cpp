@@ -70,6 +70,14 @@ at::Tensor CausalLm::projection(const Layer& layer, LoraTarget target, const at:
   return base + lora_update(x, adapter, lora_->scale(), dropout, stream, compute_dtype_);
 }
 
+uint64_t CausalLm::dropout_seed() {
+  // splitmix64-style mixing keeps nearby (step, forward) pairs far apart.
+  uint64_t z = lora_seed_ + 0x9E3779B97F4A7C15ull * (lora_step_ + 1) + 0xBF58476D1CE4E5B9ull * ++lora_forwards_;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 void CausalLm::add_lora(const LoraSpec& spec, uint64_t seed) {
   spec.validate();
   TORCH_CHECK(!lora_, "add_lora: the model already has LoRA adapters");

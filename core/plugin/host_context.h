@@ -76,6 +76,7 @@ class HostContext final : public sdk::Context {
   void set_step(int64_t step, int64_t epoch) {
     run_info_.step = step;
     run_info_.epoch = epoch;
+    policy_.set_dropout_step(step);
   }
 
  private:
