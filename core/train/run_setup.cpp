@@ -9,6 +9,8 @@
 #include "core/train/compute_device.h"
 #include "ptrain/sdk/errors.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 
 namespace ptrain::train {
@@ -111,7 +113,7 @@ void add_lora_adapters(const config::RunConfig& config, model::CausalLm& policy)
   if (!config.lora.init.empty()) model::load_lora_adapter_dir(policy, config.lora.init);
   int64_t trainable = 0;
   for (const auto& [name, t] : policy.named_parameters()) trainable += t.numel();
-  log::info("lora", "rank " + std::to_string(spec->rank) + ", alpha " + std::to_string(spec->alpha) + ": " +
+  log::info("lora", "rank " + std::to_string(spec->rank) + ", alpha " + nlohmann::json(spec->alpha).dump() + ": " +
                         std::to_string(trainable) + " trainable adapter parameters on frozen base weights" +
                         (config.lora.init.empty() ? "" : ", continuing from " + config.lora.init));
 }

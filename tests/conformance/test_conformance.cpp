@@ -251,6 +251,7 @@ TEST_CASE("every bundled plugin passes the conformance harness with LoRA adapter
       const ptrain::testing::ConformanceReport report = ptrain::testing::check_plugin_conformance(spec);
       INFO(report.text());
       CHECK(report.passed());
+      CHECK(report.checks.size() == (spec.check_world_size_2 ? 7u : 6u));
     }
   }
 }
