@@ -57,7 +57,7 @@ struct CheckpointData {
 
 struct LoadedCheckpoint {
   std::filesystem::path dir;
-  std::unique_ptr<model::CausalLm> model;    // null for a LoRA checkpoint
+  std::unique_ptr<model::CausalLm> model;     // null for a LoRA checkpoint
   std::optional<model::LoraAdapter> adapter;  // a LoRA checkpoint's adapters
   NamedTensors optimizer_state;
   sdk::PluginState plugin_state;

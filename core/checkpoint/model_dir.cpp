@@ -12,7 +12,8 @@ namespace {
 
 // Files save_hf_dir owns; a second writer would silently replace them.
 bool written_by_model(const std::string& name) {
-  return name == "config.json" || name == "adapter_config.json" || name == "adapter_model.safetensors" || name == "model.safetensors.index.json" ||
+  return name == "config.json" || name == "adapter_config.json" || name == "adapter_model.safetensors" ||
+         name == "model.safetensors.index.json" ||
          (name.rfind("model", 0) == 0 && name.size() > 12 && name.substr(name.size() - 12) == ".safetensors");
 }
 

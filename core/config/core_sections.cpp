@@ -254,9 +254,9 @@ CoreSection eval_section() {
 
 CoreSection lora_section() {
   using M = LoraModule;
-  const sdk::Choices<M> modules{{"q_proj", M::kQProj},       {"k_proj", M::kKProj}, {"v_proj", M::kVProj},
-                                {"o_proj", M::kOProj},       {"gate_proj", M::kGateProj},
-                                {"up_proj", M::kUpProj},     {"down_proj", M::kDownProj}};
+  const sdk::Choices<M> modules{{"q_proj", M::kQProj},      {"k_proj", M::kKProj},       {"v_proj", M::kVProj},
+                                {"o_proj", M::kOProj},      {"gate_proj", M::kGateProj}, {"up_proj", M::kUpProj},
+                                {"down_proj", M::kDownProj}};
   const std::vector<M> all{M::kQProj, M::kKProj, M::kVProj, M::kOProj, M::kGateProj, M::kUpProj, M::kDownProj};
   using L = LoraSection;
   auto binder =
@@ -310,9 +310,9 @@ CoreSection runtime_section() {
 
 const std::vector<CoreSection>& core_sections() {
   static const std::vector<CoreSection> sections{
-      top_level(),     model_section(),       tokenizer_section(), data_section(),    batch_section(),
-      optim_section(), schedule_section(),    train_section(),     logging_section(), checkpoint_section(),
-      eval_section(),  lora_section(),        distributed_section(), runtime_section()};
+      top_level(),     model_section(),    tokenizer_section(),   data_section(),    batch_section(),
+      optim_section(), schedule_section(), train_section(),       logging_section(), checkpoint_section(),
+      eval_section(),  lora_section(),     distributed_section(), runtime_section()};
   return sections;
 }
 

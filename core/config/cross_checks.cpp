@@ -103,7 +103,8 @@ class CrossChecks {
     if (has("model", "head_dim") && i("model", "head_dim") > 0) {
       // An explicit head width replaces hidden_size / num_heads.
       if (i("model", "head_dim") % 2 != 0) {
-        problems_.add(location("model", "head_dim"), describe("model", "head_dim") + " must be even for rotary embeddings");
+        problems_.add(location("model", "head_dim"),
+                      describe("model", "head_dim") + " must be even for rotary embeddings");
       }
     } else if (has("model", "hidden_size") && has("model", "num_heads")) {
       const int64_t hidden = i("model", "hidden_size"), heads = i("model", "num_heads");

@@ -110,7 +110,7 @@ struct CheckpointSection {
   int64_t keep_last = 0;
   SaveDtype save_dtype = SaveDtype::kAuto;
   std::string max_shard_size;  // weights above it are sharded; parse_byte_size() reads it (byte_size.h)
-  std::string best_metric;  // an eval/<metric> that picks best/; empty: no best/
+  std::string best_metric;     // an eval/<metric> that picks best/; empty: no best/
   BestMode best_mode = BestMode::kMin;
 };
 // Evaluation on a held-out set during training (core/train/evaluator.h).

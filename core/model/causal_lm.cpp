@@ -331,8 +331,9 @@ void CausalLm::soft_update_from(const sdk::LanguageModel& source, double alpha) 
   // Mixing W + B·A products is no mix of the factors, and a LoRA model's
   // reference shares its base weights: neither can be blended in place.
   if (lora_ || other->lora_) {
-    throw sdk::ModelError("soft_update_from: not supported with LoRA adapters ([lora] rank > 0), e.g. for a TR-DPO "
-                          "reference sync; train without [lora] or turn the sync off");
+    throw sdk::ModelError(
+        "soft_update_from: not supported with LoRA adapters ([lora] rank > 0), e.g. for a TR-DPO "
+        "reference sync; train without [lora] or turn the sync off");
   }
   at::NoGradGuard no_grad;
   for (size_t i = 0; i < params_.size(); ++i) {

@@ -184,8 +184,11 @@ class CausalLm : public sdk::LanguageModel {
     at::Tensor gate_weight;  // [I, H]
     at::Tensor up_weight;    // [I, H]
     at::Tensor down_weight;  // [H, I]
-    std::array<LoraPair, kLoraTargetCount> lora;  // by LoraTarget; undefined where not wrapped
-    size_t index = 0;                             // in layers_
+
+    // The LoRA adapters by LoraTarget (undefined where not wrapped), and
+    // the layer's position in layers_ (which picks its dropout masks).
+    std::array<LoraPair, kLoraTargetCount> lora;
+    size_t index = 0;
 
     const at::Tensor& weight(LoraTarget target) const;
     const at::Tensor& bias(LoraTarget target) const;  // undefined where the projection has none

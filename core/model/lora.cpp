@@ -20,16 +20,16 @@ const std::array<std::string, kLoraTargetCount>& target_names() {
 
 // The module path inside a decoder layer, as transformers names it.
 std::string module_path(LoraTarget target) {
-  const bool attention = target == LoraTarget::kQ || target == LoraTarget::kK || target == LoraTarget::kV ||
-                         target == LoraTarget::kO;
+  const bool attention =
+      target == LoraTarget::kQ || target == LoraTarget::kK || target == LoraTarget::kV || target == LoraTarget::kO;
   return (attention ? "self_attn." : "mlp.") + lora_target_name(target);
 }
 
 }  // namespace
 
 const std::array<LoraTarget, kLoraTargetCount>& all_lora_targets() {
-  static const std::array<LoraTarget, kLoraTargetCount> targets{LoraTarget::kQ,    LoraTarget::kK,  LoraTarget::kV,
-                                                                LoraTarget::kO,    LoraTarget::kGate, LoraTarget::kUp,
+  static const std::array<LoraTarget, kLoraTargetCount> targets{LoraTarget::kQ,   LoraTarget::kK,    LoraTarget::kV,
+                                                                LoraTarget::kO,   LoraTarget::kGate, LoraTarget::kUp,
                                                                 LoraTarget::kDown};
   return targets;
 }

@@ -103,14 +103,16 @@ LoraAdapter read_lora_adapter_dir(const fs::path& dir) {
   config_key(config, path, "peft_type", is("LORA"), "\"LORA\"");
   if (config.contains("bias")) config_key(config, path, "bias", is("none"), "\"none\" (ptrain trains no biases)");
   LoraAdapter adapter;
-  adapter.spec.rank = config_key(config, path, "r", [](const auto& v) { return v.is_number_integer() && v >= 1; },
-                                 "an integer >= 1")
-                          .get<int64_t>();
-  adapter.spec.alpha = config_key(config, path, "lora_alpha", [](const auto& v) { return v.is_number() && v > 0; },
-                                  "a number > 0")
-                           .get<double>();
-  const auto& targets = config_key(config, path, "target_modules", [](const auto& v) { return v.is_array(); },
-                                   "a list of module names");
+  adapter.spec.rank =
+      config_key(
+          config, path, "r", [](const auto& v) { return v.is_number_integer() && v >= 1; }, "an integer >= 1")
+          .get<int64_t>();
+  adapter.spec.alpha =
+      config_key(
+          config, path, "lora_alpha", [](const auto& v) { return v.is_number() && v > 0; }, "a number > 0")
+          .get<double>();
+  const auto& targets = config_key(
+      config, path, "target_modules", [](const auto& v) { return v.is_array(); }, "a list of module names");
   adapter.spec.targets = read_targets(targets, path);
   if (adapter.spec.targets.empty()) throw sdk::ModelError(path + ": target_modules is empty");
   adapter.spec.dropout = config.value("lora_dropout", 0.0);
@@ -129,16 +131,16 @@ void load_lora_adapter_dir(CausalLm& model, const fs::path& dir) {
   const LoraSpec& own = *model.lora();
   const std::string path = (dir / kConfigFile).string();
   if (adapter.spec.rank != own.rank) {
-    throw sdk::ModelError(path + ": r = " + std::to_string(adapter.spec.rank) + ", but lora.rank = " +
-                          std::to_string(own.rank));
+    throw sdk::ModelError(path + ": r = " + std::to_string(adapter.spec.rank) +
+                          ", but lora.rank = " + std::to_string(own.rank));
   }
   if (adapter.spec.alpha != own.alpha) {
     throw sdk::ModelError(path + ": lora_alpha = " + nlohmann::json(adapter.spec.alpha).dump() +
                           ", but lora.alpha = " + nlohmann::json(own.alpha).dump());
   }
   if (target_list(adapter.spec) != target_list(own)) {
-    throw sdk::ModelError(path + ": target_modules = " + target_list(adapter.spec) + ", but lora.target_modules = " +
-                          target_list(own));
+    throw sdk::ModelError(path + ": target_modules = " + target_list(adapter.spec) +
+                          ", but lora.target_modules = " + target_list(own));
   }
   model.load_lora_weights(adapter.weights, (dir / kWeightsFile).string());
 }

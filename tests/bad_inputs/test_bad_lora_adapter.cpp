@@ -41,7 +41,8 @@ model::ModelConfig run_model_config() {
 }
 
 fs::path write_lora_config(const fs::path& dir, const fs::path& adapter) {
-  const fs::path train = testing::write_text_file(dir, "train.jsonl", "{\"prompt\": \"1+1=\", \"completion\": \"2\"}\n");
+  const fs::path train =
+      testing::write_text_file(dir, "train.jsonl", "{\"prompt\": \"1+1=\", \"completion\": \"2\"}\n");
   const fs::path path = dir / "lora.toml";
   std::ofstream(path) << "plugin = \"sft\"\noutput_dir = \"" << (dir / "run").string() << "\"\n"
                       << "[model]\nvocab_size = 259\nhidden_size = 16\nintermediate_size = 32\nnum_layers = 1\n"
@@ -72,7 +73,10 @@ TEST_CASE("train refuses a lora.init adapter that does not fit the run", "[bad_i
        "/adapter_config.json: key 'peft_type' = \"IA3\", expected \"LORA\""},
       {"trained biases", [](NamedTensors&, nlohmann::json& c) { c["bias"] = "all"; },
        "/adapter_config.json: key 'bias' = \"all\", expected \"none\""},
-      {"unknown target module", [](NamedTensors&, nlohmann::json& c) { c["target_modules"] = {"q_proj", "fc1"}; },
+      {"unknown target module",
+       [](NamedTensors&, nlohmann::json& c) {
+         c["target_modules"] = {"q_proj", "fc1"};
+       },
        "/adapter_config.json: target_modules entry \"fc1\" is not one of"},
       {"fewer target modules", [](NamedTensors&, nlohmann::json& c) { c["target_modules"] = {"q_proj"}; },
        "/adapter_config.json: target_modules = [q_proj], but lora.target_modules = [q_proj, k_proj"},

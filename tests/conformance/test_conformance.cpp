@@ -231,9 +231,10 @@ TEST_CASE("every bundled plugin passes the conformance harness with LoRA adapter
     std::vector<std::string> overrides;
   };
   const std::vector<Plugin> plugins{
-      {"sft", PTRAIN_SFT_PLUGIN, sft_data(), "loss_agg = \"token_mean\"\n",
-       {"model.activation_checkpointing=true"}},
-      {"dpo", PTRAIN_DPO_PLUGIN, dpo_data(),
+      {"sft", PTRAIN_SFT_PLUGIN, sft_data(), "loss_agg = \"token_mean\"\n", {"model.activation_checkpointing=true"}},
+      {"dpo",
+       PTRAIN_DPO_PLUGIN,
+       dpo_data(),
        "loss = [\"sigmoid\", \"sft\"]\nloss_weights = [1, 0.5]\nbeta = 0.5\nreference_free = true\n",
        {"lora.target_modules=[\"q_proj\", \"v_proj\", \"down_proj\"]"}},
       {"grpo", PTRAIN_GRPO_PLUGIN, grpo_data(), kGrpoModule, {}}};

@@ -113,9 +113,9 @@ TEST_CASE("a LoRA DPO run uses the base weights as its reference and continues f
   const fs::path dir = testing::fresh_test_dir("lora_dpo_cli");
   const fs::path base = dir / "base";
   model::CausalLm::init_random(base_config(), 6)->save_hf_dir(base);
-  const testing::CommandResult sft = testing::run_ptrain(
-      "train -c " + write_sft_config(dir, base).string() +
-      " --set lora.target_modules='[\"q_proj\",\"v_proj\"]' --set lora.save_merged=false 2>&1");
+  const testing::CommandResult sft =
+      testing::run_ptrain("train -c " + write_sft_config(dir, base).string() +
+                          " --set lora.target_modules='[\"q_proj\",\"v_proj\"]' --set lora.save_merged=false 2>&1");
   INFO(sft.output);
   REQUIRE(sft.exit_code == 0);
 

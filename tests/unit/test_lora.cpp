@@ -38,9 +38,14 @@ using Pair = testing::PromptCompletion;
 constexpr int64_t kMaxLength = 40;
 
 std::vector<Pair> batch_pairs() {
-  return {{"1+1=", "2"},     {"a longer prompt=", "ok"}, {"q", "a long completion with bytes"},
-          {"3*7=", "21"},    {"x", ""},                  {"medium prompt=", "medium answer"},
-          {"héllo ", "wörld"}, {"9-4=", "5"}};
+  return {{"1+1=", "2"},
+          {"a longer prompt=", "ok"},
+          {"q", "a long completion with bytes"},
+          {"3*7=", "21"},
+          {"x", ""},
+          {"medium prompt=", "medium answer"},
+          {"héllo ", "wörld"},
+          {"9-4=", "5"}};
 }
 
 model::LoraSpec spec_of(int64_t rank, double alpha, std::vector<model::LoraTarget> targets = {}) {
@@ -192,8 +197,8 @@ TEST_CASE("one SGD step from B = 0 moves B to -lr (alpha/r) dL/dW A^T and leaves
       const std::string a_key = model::lora_key(layer, target, 'A');
       const std::string b_key = model::lora_key(layer, target, 'B');
       INFO(b_key);
-      const at::Tensor expected_b = -sgd.lr * spec.scale() * at::mm(grad_of.at(base_weight_name(layer, target)),
-                                                                     initial.at(a_key).t());
+      const at::Tensor expected_b =
+          -sgd.lr * spec.scale() * at::mm(grad_of.at(base_weight_name(layer, target)), initial.at(a_key).t());
       CHECK(relative_error({trained.at(b_key).detach()}, {expected_b}) <= 1e-5);
       CHECK(at::equal(trained.at(a_key).detach(), initial.at(a_key)));
     }
@@ -204,8 +209,9 @@ TEST_CASE("one SGD step from B = 0 moves B to -lr (alpha/r) dL/dW A^T and leaves
 TEST_CASE("the adapters' gradient is the same for every split, packed, and with activation checkpointing",
           "[lora][invariance]") {
   const std::vector<Pair> pairs = batch_pairs();
-  auto model = lora_model(6, spec_of(4, 8.0, {model::LoraTarget::kQ, model::LoraTarget::kV, model::LoraTarget::kO,
-                                              model::LoraTarget::kUp}));
+  auto model = lora_model(
+      6,
+      spec_of(4, 8.0, {model::LoraTarget::kQ, model::LoraTarget::kV, model::LoraTarget::kO, model::LoraTarget::kUp}));
   randomise_b(*model, 61);
   const auto reference = testing::reference_sft_gradients(*model, pairs, sdk::AggregationSpec{}, kMaxLength);
   CoreStep step(*model, pairs);
@@ -311,9 +317,8 @@ TEST_CASE("an adapter directory that does not fit the model is refused naming th
   CHECK(testing::contains(testing::error_of([&] { model::load_lora_adapter_dir(*other_alpha, dir.path() / "r2"); }),
                           "lora_alpha = 4.0, but lora.alpha = 8.0"));
   auto other_targets = lora_model(12, spec_of(2, 4.0, {model::LoraTarget::kQ, model::LoraTarget::kV}));
-  CHECK(testing::contains(
-      testing::error_of([&] { model::load_lora_adapter_dir(*other_targets, dir.path() / "r2"); }),
-      "target_modules = [q_proj], but lora.target_modules = [q_proj, v_proj]"));
+  CHECK(testing::contains(testing::error_of([&] { model::load_lora_adapter_dir(*other_targets, dir.path() / "r2"); }),
+                          "target_modules = [q_proj], but lora.target_modules = [q_proj, v_proj]"));
 
   // A tensor of the wrong shape names the tensor.
   auto wrong = by_name(saved->named_parameters());
