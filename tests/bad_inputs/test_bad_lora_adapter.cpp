@@ -26,19 +26,8 @@ namespace {
 
 using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 
-// The run's model: [model] sizes below, seed 0.
-model::ModelConfig run_model_config() {
-  model::ModelConfig config;
-  config.vocab_size = 259;
-  config.hidden_size = 16;
-  config.intermediate_size = 32;
-  config.num_layers = 1;
-  config.num_heads = 2;
-  config.num_kv_heads = 1;
-  config.max_position_embeddings = 32;
-  config.tie_word_embeddings = true;
-  return config;
-}
+// The run's model: [model] sizes below.
+model::ModelConfig run_model_config() { return testing::byte_llama_config(16, 32, 1, 2, 1, 32); }
 
 fs::path write_lora_config(const fs::path& dir, const fs::path& adapter) {
   const fs::path train =

@@ -24,17 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-model::ModelConfig base_config() {
-  model::ModelConfig config;
-  config.vocab_size = 259;
-  config.hidden_size = 32;
-  config.intermediate_size = 64;
-  config.num_layers = 2;
-  config.num_heads = 4;
-  config.num_kv_heads = 2;
-  config.max_position_embeddings = 32;
-  return config;
-}
+model::ModelConfig base_config() { return testing::byte_llama_config(32, 64, 2, 4, 2, 32); }
 
 // SFT with adapters on every projection, dropout, activation checkpointing
 // and packed rows, evaluated and checkpointed every 2 of 4 steps.
