@@ -368,3 +368,27 @@ TEST_CASE("a LoRA policy's reference is its base weights with the adapters off, 
   CHECK(testing::contains(testing::error_of([&] { reference_model->soft_update_from(*policy, 0.5); }),
                           "not supported with LoRA adapters"));
 }
+
+TEST_CASE("generation with the KV cache runs through the adapters", "[lora]") {
+  auto model = lora_model(14, spec_of(2, 4.0, {model::LoraTarget::kV, model::LoraTarget::kO, model::LoraTarget::kUp}));
+  randomise_b(*model, 141);
+  // The merged model computes the adapted function without adapters: the reference.
+  const auto merged = model->merged_copy();
+  const std::vector<int64_t> tokens{3, 17, 200, 42, 9, 77, 5, 130};
+  const int64_t prompt = 5;
+  model::CausalLm::KvCache cache = model->new_kv_cache(1, static_cast<int64_t>(tokens.size()));
+  const at::Tensor ids = at::tensor(tokens, at::kLong).unsqueeze(0);  // [1, 8]
+  at::Tensor step_logits = model->decode_step(ids.narrow(1, 0, prompt), at::arange(prompt, at::kLong).unsqueeze(0),
+                                              at::ones({1, prompt}, at::kBool), cache);
+  const at::Tensor full = [&] {
+    const at::NoGradGuard no_grad;
+    return merged->logits(ids);  // [1, 8, V]
+  }();
+  for (int64_t t = prompt; t <= static_cast<int64_t>(tokens.size()); ++t) {
+    INFO("after " << t << " tokens");
+    CHECK(at::allclose(step_logits[0], full[0][t - 1], 1e-4, 1e-5));
+    if (t == static_cast<int64_t>(tokens.size())) break;
+    step_logits =
+        model->decode_step(ids.narrow(1, t, 1), at::full({1, 1}, t, at::kLong), at::ones({1, 1}, at::kBool), cache);
+  }
+}
