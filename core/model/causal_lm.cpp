@@ -202,6 +202,11 @@ std::unique_ptr<CausalLm> CausalLm::init_random(const ModelConfig& config, uint6
 std::unique_ptr<CausalLm> CausalLm::load_hf_dir(const std::filesystem::path& dir, at::Device device) {
   if (!fs::is_directory(dir)) throw sdk::ModelError(dir.string() + ": model directory does not exist");
   const fs::path config_path = dir / "config.json";
+  if (!fs::exists(config_path) && fs::exists(dir / "adapter_config.json")) {
+    throw sdk::ModelError(dir.string() +
+                          ": a LoRA adapter directory, not a model: start from its base model (model.init) with "
+                          "lora.init = this directory, or from its merged/ model (lora.save_merged)");
+  }
   const ModelConfig config = ModelConfig::from_hf_json(read_json_file(config_path), config_path.string());
 
   std::map<std::string, at::Tensor> loaded;

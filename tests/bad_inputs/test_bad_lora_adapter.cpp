@@ -108,6 +108,25 @@ TEST_CASE("train refuses a lora.init adapter that does not fit the run", "[bad_i
   }
 }
 
+TEST_CASE("train refuses an adapter directory as model.init, saying what to do instead", "[bad_inputs][model][lora]") {
+  const fs::path dir = testing::fresh_test_dir("lora_adapter_as_model");
+  auto model = model::CausalLm::init_random(run_model_config(), 0);
+  model->add_lora({2, 4.0, 0.0, {model::LoraTarget::kQ}}, 1);
+  model::save_lora_adapter_dir(*model, dir / "adapter", at::kFloat);
+  const fs::path train =
+      testing::write_text_file(dir, "train.jsonl", "{\"prompt\": \"1+1=\", \"completion\": \"2\"}\n");
+  const fs::path config =
+      testing::write_text_file(dir, "adapter_as_model.toml",
+                               "plugin = \"sft\"\noutput_dir = \"" + (dir / "run").string() + "\"\n[model]\ninit = \"" +
+                                   (dir / "adapter").string() + "\"\n[data]\ntrain = \"" + train.string() +
+                                   "\"\nmax_length = 16\n[batch]\nglobal_size = 1\n[train]\nmax_steps = 1\n");
+  const testing::CommandResult result = testing::run_ptrain("train -c " + config.string() + " 2>&1");
+  INFO(result.output);
+  CHECK(result.exit_code != 0);
+  CHECK(testing::contains(result.output, (dir / "adapter").string() + ": a LoRA adapter directory, not a model"));
+  CHECK_FALSE(fs::exists(dir / "run"));
+}
+
 TEST_CASE("train refuses a lora.init directory without adapter_config.json", "[bad_inputs][model][lora]") {
   const fs::path dir = testing::fresh_test_dir("bad_lora_adapter_files");
   fs::create_directories(dir / "adapter");
