@@ -253,8 +253,8 @@ std::unique_ptr<CausalLm> CausalLm::load_hf_decoder(const std::filesystem::path&
   for (const auto& [name, shape] : expected_parameters(config)) {
     auto it = rest.find(name);
     if (it == rest.end()) {
-      throw sdk::ModelError(dir.string() + ": tensor '" + name + "' is missing (expected shape " +
-                            format_shape(shape) + ")");
+      throw sdk::ModelError(dir.string() + ": tensor '" + name + "' is missing (expected shape " + format_shape(shape) +
+                            ")");
     }
     if (it->second.sizes() != at::IntArrayRef(shape)) {
       throw sdk::ModelError(dir.string() + ": tensor '" + name + "' has shape " + format_shape(it->second.sizes()) +

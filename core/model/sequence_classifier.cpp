@@ -40,8 +40,9 @@ void check_architecture(const nlohmann::json& config, const std::string& source)
       if (name.is_string() && ends_with(name.get<std::string>(), "ForSequenceClassification")) return;
     }
   }
-  throw sdk::ModelError(source + ": key 'architectures': expected a sequence-classification model (e.g. "
-                                 "[\"LlamaForSequenceClassification\"]), got " +
+  throw sdk::ModelError(source +
+                        ": key 'architectures': expected a sequence-classification model (e.g. "
+                        "[\"LlamaForSequenceClassification\"]), got " +
                         (list != nullptr ? list->dump() : std::string("no such key")));
 }
 
@@ -99,8 +100,7 @@ at::Tensor take_score_weight(const fs::path& dir, std::map<std::string, at::Tens
 
 }  // namespace
 
-SequenceClassifier::SequenceClassifier(std::unique_ptr<CausalLm> decoder, at::Tensor score_weight,
-                                       int64_t pad_token_id)
+SequenceClassifier::SequenceClassifier(std::unique_ptr<CausalLm> decoder, at::Tensor score_weight, int64_t pad_token_id)
     : decoder_(std::move(decoder)), score_weight_(std::move(score_weight)), pad_token_id_(pad_token_id) {}
 
 std::unique_ptr<SequenceClassifier> SequenceClassifier::load_hf_dir(const fs::path& dir, at::Device device,
@@ -113,7 +113,8 @@ std::unique_ptr<SequenceClassifier> SequenceClassifier::load_hf_dir(const fs::pa
   const int64_t labels = label_count(json, source);
   if (labels != 1) {
     throw sdk::ModelError(source + ": key 'num_labels': a reward model has one label (one score), got " +
-                          std::to_string(labels) + " (num_labels, or the entries of id2label; 2 when neither is given)");
+                          std::to_string(labels) +
+                          " (num_labels, or the entries of id2label; 2 when neither is given)");
   }
   const int64_t pad_token_id = pad_token_of(json, source);
   ModelConfig config = ModelConfig::from_hf_json(json, source);

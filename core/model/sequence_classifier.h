@@ -34,7 +34,7 @@ class SequenceClassifier {
   // take no gradients; matrix products read `compute_dtype`. Throws
   // sdk::ModelError naming the file and the key or tensor.
   static std::unique_ptr<SequenceClassifier> load_hf_dir(const std::filesystem::path& dir, at::Device device,
-                                                          at::ScalarType compute_dtype);
+                                                         at::ScalarType compute_dtype);
 
   // One score per sequence of token ids (unpadded, each non-empty), from one
   // forward pass of the whole batch without gradients: the sequences are

@@ -53,8 +53,8 @@ std::unique_ptr<tokenizer::HfTokenizer> reward_model_tokenizer(const fs::path& d
   tokenizer->set_chat_template(std::move(chat_template));
   if (tokenizer->vocab_size() > model_vocab_size) {
     throw sdk::ConfigError(tokenizer_json.string() + ": the tokenizer has " + std::to_string(tokenizer->vocab_size()) +
-                           " ids, more than the reward model's vocab_size " + std::to_string(model_vocab_size) +
-                           " (" + (dir / "config.json").string() + ")");
+                           " ids, more than the reward model's vocab_size " + std::to_string(model_vocab_size) + " (" +
+                           (dir / "config.json").string() + ")");
   }
   return tokenizer;
 }
@@ -65,7 +65,8 @@ std::unique_ptr<sdk::RewardModel> load_reward_model(const std::string& model_dir
                                                     at::ScalarType compute_dtype) {
   std::unique_ptr<model::SequenceClassifier> classifier =
       model::SequenceClassifier::load_hf_dir(model_dir, device, compute_dtype);
-  std::unique_ptr<tokenizer::HfTokenizer> tokenizer = reward_model_tokenizer(model_dir, classifier->config().vocab_size);
+  std::unique_ptr<tokenizer::HfTokenizer> tokenizer =
+      reward_model_tokenizer(model_dir, classifier->config().vocab_size);
   return std::make_unique<HostRewardModel>(model_dir, std::move(classifier), std::move(tokenizer));
 }
 

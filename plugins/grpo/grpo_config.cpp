@@ -36,21 +36,27 @@ void bind_generation(sdk::ConfigBinder<C>& binder) {
            "G: completions sampled per prompt; a prompt's G completions form its group", sdk::at_least(2))
       .key("max_completion_length", &C::max_completion_length, 256,
            "most tokens a completion may have (<eos> included)", sdk::at_least(1))
-      .key("temperature", [](auto& c) -> auto& { return c.sampling.temperature; }, 1.0,
-           "sampling temperature; 0: greedy", sdk::at_least(0.0))
+      .key(
+          "temperature", [](auto& c) -> auto& { return c.sampling.temperature; }, 1.0,
+          "sampling temperature; 0: greedy", sdk::at_least(0.0))
       .key("eval_temperature", &C::eval_temperature, 0.0,
            "temperature of the one completion per held-out prompt an evaluation ([eval]) scores; 0: greedy",
            sdk::at_least(0.0))
-      .key("top_k", [](auto& c) -> auto& { return c.sampling.top_k; }, 0,
-           "sample among the k most likely tokens; 0: off", sdk::at_least(0))
-      .key("top_p", [](auto& c) -> auto& { return c.sampling.top_p; }, 1.0,
-           "nucleus sampling: the smallest set of tokens with probability ≥ top_p", sdk::between(1e-9, 1.0))
-      .key("min_p", [](auto& c) -> auto& { return c.sampling.min_p; }, 0.0,
-           "drop tokens less likely than min_p × the most likely one", sdk::between(0.0, 1.0))
-      .key("repetition_penalty", [](auto& c) -> auto& { return c.sampling.repetition_penalty; }, 1.0,
-           "CTRL's penalty on tokens already in prompt or completion; 1: off", sdk::at_least(1e-9))
-      .key("stop_strings", [](auto& c) -> auto& { return c.sampling.stop_strings; }, std::vector<std::string>{},
-           "texts that end a completion (kept in it); empty: none")
+      .key(
+          "top_k", [](auto& c) -> auto& { return c.sampling.top_k; }, 0,
+          "sample among the k most likely tokens; 0: off", sdk::at_least(0))
+      .key(
+          "top_p", [](auto& c) -> auto& { return c.sampling.top_p; }, 1.0,
+          "nucleus sampling: the smallest set of tokens with probability ≥ top_p", sdk::between(1e-9, 1.0))
+      .key(
+          "min_p", [](auto& c) -> auto& { return c.sampling.min_p; }, 0.0,
+          "drop tokens less likely than min_p × the most likely one", sdk::between(0.0, 1.0))
+      .key(
+          "repetition_penalty", [](auto& c) -> auto& { return c.sampling.repetition_penalty; }, 1.0,
+          "CTRL's penalty on tokens already in prompt or completion; 1: off", sdk::at_least(1e-9))
+      .key(
+          "stop_strings", [](auto& c) -> auto& { return c.sampling.stop_strings; }, std::vector<std::string>{},
+          "texts that end a completion (kept in it); empty: none")
       .key("generation_batch_size", &C::generation_batch_size, 0,
            "sequences decoded together; 0: all of a rank's step at once", sdk::at_least(0))
       .key("num_iterations", &C::num_iterations, 1,
@@ -186,8 +192,8 @@ void check_reward_names(const sdk::ConfigValues& values, const C& config) {
     }
   }
   for (const char* key : {"reward_plugins", "reward_models"}) {
-    const std::vector<std::string>& entries = std::string(key) == "reward_plugins" ? config.reward_plugins
-                                                                                   : config.reward_models;
+    const std::vector<std::string>& entries =
+        std::string(key) == "reward_plugins" ? config.reward_plugins : config.reward_models;
     for (const std::string& entry : entries) {
       if (entry.empty()) throw sdk::ConfigError(values.where(key) + ": an entry is empty");
       if (std::count(entries.begin(), entries.end(), entry) > 1) {

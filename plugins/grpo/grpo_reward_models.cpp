@@ -48,7 +48,7 @@ std::vector<sdk::ChatMessage> prompt_messages(const sdk::Example& example) {
 
 std::string reward_model_name(const std::string& model_dir) {
   const size_t end = model_dir.find_last_not_of('/');
-  if (end == std::string::npos) return model_dir;
+  if (end == std::string::npos) return "";  // empty, or slashes only: no name
   const size_t slash = model_dir.rfind('/', end);
   return model_dir.substr(slash == std::string::npos ? 0 : slash + 1,
                           slash == std::string::npos ? end + 1 : end - slash);
@@ -62,8 +62,8 @@ std::vector<int64_t> reward_model_input(const sdk::Tokenizer& tokenizer, const s
   return sdk::tokenize_chat(tokenizer, chat->render(messages, false, input.example->location)).ids;
 }
 
-std::unique_ptr<sdk::RewardFunction> make_reward_model_reward(std::unique_ptr<sdk::RewardModel> model,
-                                                              std::string name, int64_t batch_size) {
+std::unique_ptr<sdk::RewardFunction> make_reward_model_reward(std::unique_ptr<sdk::RewardModel> model, std::string name,
+                                                              int64_t batch_size) {
   return std::make_unique<RewardModelReward>(std::move(model), std::move(name), batch_size);
 }
 

@@ -28,8 +28,8 @@ std::vector<int64_t> reward_model_input(const sdk::Tokenizer& tokenizer, const s
 
 // A reward function that scores with `model`, `batch_size` sequences per
 // forward pass (0: all the inputs of one call at once).
-std::unique_ptr<sdk::RewardFunction> make_reward_model_reward(std::unique_ptr<sdk::RewardModel> model,
-                                                              std::string name, int64_t batch_size);
+std::unique_ptr<sdk::RewardFunction> make_reward_model_reward(std::unique_ptr<sdk::RewardModel> model, std::string name,
+                                                              int64_t batch_size);
 
 // The reward model of each directory, loaded by the core
 // (Context::load_reward_model), its errors prefixed with module.reward_models' location.
