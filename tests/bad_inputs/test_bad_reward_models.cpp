@@ -4,6 +4,7 @@
 // reward keys are config errors naming file:line and key.
 #include "catch.h"
 
+#include "bad_inputs/grpo_validate_config.h"
 #include "bad_inputs/rejection.h"
 #include "support/reward_model_dir.h"
 #include "support/run_command.h"
@@ -23,23 +24,6 @@ namespace fs = std::filesystem;
 using ptrain::testing::TinyRewardModelOptions;
 
 namespace {
-
-// A GRPO config whose reward_models (line 18) lists `model_dir`.
-fs::path write_config(const fs::path& dir, const fs::path& model_dir) {
-  std::ofstream(dir / "prompts.jsonl") << R"({"prompt": "1+1=", "answer": "2"})"
-                                       << "\n";
-  const fs::path path = dir / "grpo.toml";
-  std::ofstream(path) << "plugin = \"grpo\"\n"                                               // 1
-                      << "output_dir = \"" << (dir / "run").string() << "\"\n"               // 2
-                      << "[model]\nvocab_size = 259\nhidden_size = 16\n"                     // 3-5
-                      << "intermediate_size = 32\nnum_layers = 1\nnum_heads = 2\n"           // 6-8
-                      << "num_kv_heads = 1\n"                                                // 9
-                      << "[data]\ntrain = \"" << (dir / "prompts.jsonl").string() << "\"\n"  // 10-11
-                      << "[batch]\nglobal_size = 1\n[train]\nmax_steps = 1\n"                // 12-15
-                      << "[module]\nnum_generations = 2\n"                                   // 16-17
-                      << "reward_models = [\"" << model_dir.string() << "\"]\n";             // 18
-  return path;
-}
 
 struct ModelCase {
   const char* name;
@@ -99,7 +83,8 @@ TEST_CASE("unusable reward models are refused before training, naming the file a
       c.change(options);
       ptrain::testing::write_tiny_reward_model(model_dir, options);
       c.after(model_dir);
-      const fs::path config = write_config(dir, model_dir);
+      const fs::path config =
+          ptrain::testing::write_grpo_validate_config(dir, "reward_models = [\"" + model_dir.string() + "\"]");
       const ptrain::testing::CommandResult result = ptrain::testing::run_ptrain("validate -c " + config.string());
       INFO(result.output);
       CHECK(result.exit_code == c.exit_code);
