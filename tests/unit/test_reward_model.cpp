@@ -161,3 +161,20 @@ TEST_CASE("reward model reward: prompt and completion rendered with the model's 
     CHECK(std::abs(scores[i] - reference_score(p, bytes_of_text(texts[i]), kPad)) < 1e-4);
   }
 }
+
+TEST_CASE("reward model: bfloat16 weights load as stored and score as the reference of those weights",
+          "[reward_model]") {
+  const fs::path dir = testing::fresh_test_dir("reward_model_bf16");
+  testing::write_tiny_reward_model(dir);
+  std::vector<std::pair<std::string, at::Tensor>> tensors = model::read_safetensors(dir / "model.safetensors");
+  for (auto& [name, tensor] : tensors) tensor = tensor.to(at::kBFloat16);
+  model::write_safetensors(dir / "model.safetensors", tensors);
+
+  auto classifier = model::SequenceClassifier::load_hf_dir(dir, at::kCPU, at::kFloat);
+  CHECK(classifier->stored_dtype() == at::kBFloat16);
+  const ref::Params p = reference_params(dir);  // the bfloat16 values, widened to float64
+  const std::vector<double> scores = values(classifier->scores(kSequences));
+  for (size_t i = 0; i < kSequences.size(); ++i) {
+    CHECK(std::abs(scores[i] - reference_score(p, kSequences[i], kPad)) < 1e-4);
+  }
+}
