@@ -97,6 +97,17 @@ std::string torch_dtype_name(at::ScalarType dtype) {
   }
 }
 
+// A stored weight as float32 on `device`. Moved in the stored dtype, widened
+// on the device: a bf16 checkpoint crosses to the GPU at half the bytes, and
+// no float32 copy of the whole model is ever held on the host.
+at::Tensor float_on_device(const fs::path& dir, const std::string& name, const at::Tensor& t, at::Device device) {
+  if (!at::isFloatingType(t.scalar_type())) {
+    throw sdk::ModelError(dir.string() + ": tensor '" + name + "' has dtype " + c10::toString(t.scalar_type()) +
+                          ", expected a floating type");
+  }
+  return t.to(device).to(at::kFloat).contiguous();
+}
+
 // [min, max] of a non-empty int64 tensor on the host, read from its memory:
 // one pass, and no tensor-to-scalar read inside the training loop.
 std::pair<int64_t, int64_t> host_value_range(const at::Tensor& ids) {
@@ -209,47 +220,18 @@ std::unique_ptr<CausalLm> CausalLm::load_hf_dir(const std::filesystem::path& dir
   }
   const ModelConfig config = ModelConfig::from_hf_json(read_json_file(config_path), config_path.string());
 
-  std::map<std::string, at::Tensor> loaded;
-  for (auto& [name, tensor] : read_model_tensors(dir)) {
-    if (!loaded.emplace(name, std::move(tensor)).second) {
-      throw sdk::ModelError(dir.string() + ": tensor '" + name + "' appears in more than one file");
-    }
-  }
-  auto fail = [&](const std::string& name, const std::string& what) {
-    throw sdk::ModelError(dir.string() + ": tensor '" + name + "' " + what);
-  };
-  auto to_float = [&](const std::string& name, const at::Tensor& t) {
-    if (!at::isFloatingType(t.scalar_type())) {
-      fail(name, std::string("has dtype ") + c10::toString(t.scalar_type()) + ", expected a floating type");
-    }
-    // Moved in the stored dtype, widened on the device: a bf16 checkpoint
-    // crosses to the GPU at half the bytes, and no float32 copy of the whole
-    // model is ever held on the host.
-    return t.to(device).to(at::kFloat).contiguous();
-  };
-
-  NamedTensors params;
-  at::ScalarType loaded_dtype = at::kFloat;
-  for (const auto& [name, shape] : expected_parameters(config)) {
-    auto it = loaded.find(name);
-    if (it == loaded.end()) fail(name, "is missing (expected shape " + format_shape(shape) + ")");
-    if (it->second.sizes() != at::IntArrayRef(shape)) {
-      fail(name, "has shape " + format_shape(it->second.sizes()) + ", expected " + format_shape(shape));
-    }
-    if (params.empty()) loaded_dtype = it->second.scalar_type();
-    params.emplace_back(name, to_float(name, it->second).requires_grad_(true));
-    loaded.erase(it);
-  }
-
+  std::map<std::string, at::Tensor> rest;
+  std::unique_ptr<CausalLm> model = load_hf_decoder(dir, config, device, rest);
   std::vector<std::string> unexpected;
-  for (const auto& [name, tensor] : loaded) {
+  for (const auto& [name, tensor] : rest) {
     // Older checkpoints store the rotary buffer; it is recomputed from rope_theta.
     if (ends_with(name, ".rotary_emb.inv_freq")) continue;
     // Some exporters write the tied head anyway; accept only an exact copy.
     if (config.tie_word_embeddings && name == "lm_head.weight") {
-      const at::Tensor& embed = params.front().second;
-      if (tensor.sizes() != embed.sizes() || !at::equal(to_float(name, tensor), embed.detach())) {
-        fail(name, "differs from model.embed_tokens.weight although tie_word_embeddings is true");
+      const at::Tensor& embed = model->embed_tokens_;
+      if (tensor.sizes() != embed.sizes() || !at::equal(float_on_device(dir, name, tensor, device), embed.detach())) {
+        throw sdk::ModelError(dir.string() + ": tensor '" + name +
+                              "' differs from model.embed_tokens.weight although tie_word_embeddings is true");
       }
       continue;
     }
@@ -262,9 +244,35 @@ std::unique_ptr<CausalLm> CausalLm::load_hf_dir(const std::filesystem::path& dir
     throw sdk::ModelError(dir.string() + ": unexpected tensors for a " + config.model_type +
                           " model with this config: " + list);
   }
-  const at::ScalarType stored_dtype = loaded_dtype;
+  return model;
+}
+
+std::unique_ptr<CausalLm> CausalLm::load_hf_decoder(const std::filesystem::path& dir, const ModelConfig& config,
+                                                    at::Device device, std::map<std::string, at::Tensor>& rest) {
+  rest.clear();
+  for (auto& [name, tensor] : read_model_tensors(dir)) {
+    if (!rest.emplace(name, std::move(tensor)).second) {
+      throw sdk::ModelError(dir.string() + ": tensor '" + name + "' appears in more than one file");
+    }
+  }
+  NamedTensors params;
+  at::ScalarType loaded_dtype = at::kFloat;
+  for (const auto& [name, shape] : expected_parameters(config)) {
+    auto it = rest.find(name);
+    if (it == rest.end()) {
+      throw sdk::ModelError(dir.string() + ": tensor '" + name + "' is missing (expected shape " + format_shape(shape) +
+                            ")");
+    }
+    if (it->second.sizes() != at::IntArrayRef(shape)) {
+      throw sdk::ModelError(dir.string() + ": tensor '" + name + "' has shape " + format_shape(it->second.sizes()) +
+                            ", expected " + format_shape(shape));
+    }
+    if (params.empty()) loaded_dtype = it->second.scalar_type();
+    params.emplace_back(name, float_on_device(dir, name, it->second, device).requires_grad_(true));
+    rest.erase(it);
+  }
   auto model = std::unique_ptr<CausalLm>(new CausalLm(config, std::move(params)));
-  model->stored_dtype_ = stored_dtype;
+  model->stored_dtype_ = loaded_dtype;
   model->source_dir_ = dir;
   return model;
 }

@@ -30,6 +30,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,6 +55,15 @@ class CausalLm : public sdk::LanguageModel {
   // sdk::ModelError naming the directory and the tensor. Each tensor moves to
   // `device` in its stored dtype and is widened there.
   static std::unique_ptr<CausalLm> load_hf_dir(const std::filesystem::path& dir, at::Device device = at::kCPU);
+
+  // The decoder of a directory whose head is not lm_head (a sequence
+  // classifier's score head, sequence_classifier.h): the tensors of
+  // `config` read and checked as load_hf_dir reads them, and every tensor
+  // of the directory the decoder does not use left in `rest`, as stored on
+  // the host, for the caller to check. `config` decides whether an
+  // lm_head.weight is read: a caller without one sets tie_word_embeddings.
+  static std::unique_ptr<CausalLm> load_hf_decoder(const std::filesystem::path& dir, const ModelConfig& config,
+                                                   at::Device device, std::map<std::string, at::Tensor>& rest);
 
   // What a saved directory carries besides the architecture and the weights.
   struct SaveOptions {

@@ -7,6 +7,7 @@
 #include "core/plugin/host_logger.h"
 #include "core/plugin/plugin_loader.h"
 #include "core/plugin/reward_library.h"
+#include "core/plugin/reward_model_loader.h"
 #include "ptrain/sdk/context.h"
 
 #include <functional>
@@ -58,6 +59,10 @@ class HostContext final : public sdk::Context {
   // Names are looked up where plugins are (plugin_search_dirs), after `extra_plugin_dirs`.
   std::unique_ptr<sdk::RewardLibrary> open_reward_library(const std::string& name_or_path) override {
     return load_reward_library(name_or_path, plugin_search_dirs(extra_plugin_dirs_));
+  }
+  // On the policy's device and at its compute dtype, as a reference model.
+  std::unique_ptr<sdk::RewardModel> load_reward_model(const std::string& model_dir) override {
+    return plugin::load_reward_model(model_dir, policy_.device(), policy_.compute_dtype());
   }
   // The examples this rank takes in a later step, from the run's sampler.
   std::vector<const sdk::Example*> upcoming_examples(int64_t steps_ahead) override {
