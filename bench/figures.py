@@ -7,6 +7,9 @@ Every figure function returns rows: {"name", "value", "unit", "baseline",
 
 import json
 import os
+import shutil
+from pathlib import Path
+
 import runner
 from runner import OUT, ROOT, THREADS
 
@@ -287,6 +290,64 @@ def activation_checkpointing(data, small_ours):
             row(speed_name, ckpt["tokens_per_s"], "tokens/s", small_ours["tokens_per_s"])]
 
 
+# --- LoRA (issue 26) --------------------------------------------------------
+
+LORA = {"rank": 16, "alpha": 32.0}  # on all seven projections of every layer
+
+
+def lora(data):
+    """LoRA SFT at the small size against full fine-tuning of the same model, timed in alternation.
+
+    Only the adapters take gradients and AdamW state, so the memory saved is the base weights'
+    gradients and optimizer state (3 × 4 bytes a parameter); the forward and backward through the
+    activations stay, so tokens/s gains only the weight-gradient products.
+    """
+    model, length, global_size, micro_size, warmup, steps, rounds = SFT_SIZES["small"]
+    full = runner.sft_config("sft_small_full", model, data, length, global_size, micro_size, warmup + steps)
+    adapters = runner.sft_config("sft_small_lora", model, data, length, global_size, micro_size, warmup + steps,
+                                 lora=LORA)
+    ours_lora, ours_full = paired(lambda: runner.run_ptrain("sft_small_lora", adapters, warmup),
+                                  lambda: runner.run_ptrain("sft_small_full", full, warmup), rounds)
+    state_mb = num_params(model) * 3 * 4 / 2**20
+    return [row("LoRA SFT small (rank 16, all projections): tokens/s vs full fine-tuning", ours_lora["tokens_per_s"],
+                "tokens/s", ours_full["tokens_per_s"]),
+            row("LoRA SFT small: peak RSS vs full fine-tuning", ours_lora["peak_rss_mb"], "MB",
+                ours_full["peak_rss_mb"], note=f"base gradients + AdamW state of full fine-tuning: {state_mb:.0f} MB")]
+
+
+def small_model_dir(data):
+    """A model directory of the small size (one full fine-tuning step's final/) for runs that need model.init."""
+    name = "small_base"
+    config = runner.sft_config(name, SMALL, data, 512, 2, 2, 1)
+    path = OUT / "configs" / f"{name}.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    runner.write_config(path, config)
+    runner.run_process([str(runner.BUILD / "bin" / "ptrain"), "train", "-c", str(path), "--overwrite"], name)
+    return Path(config["output_dir"]) / "final"
+
+
+def lora_dpo_reference(data):
+    """LoRA DPO at the small size: the reference as the policy's own base weights with the adapters off
+    (reference_model = model.init) against the same weights loaded again from a copy of the directory,
+    the second model a full fine-tuning DPO run must hold."""
+    base = small_model_dir(data)
+    copy = base.parent / "final_copy"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(base, copy)
+    pairs = preference_pairs(data)
+
+    def run(reference, name):
+        config = runner.sft_config(name, {"init": str(base)}, pairs, 512, 2, 2, 3, plugin="dpo", lora=LORA,
+                                   module={"loss": ["sigmoid"], "beta": 0.1, "precompute_reference": False,
+                                           "reference_model": str(reference)})
+        return lambda: runner.run_ptrain(name, config, 1)
+
+    shared, copied = paired(run(base, "dpo_small_lora_shared"), run(copy, "dpo_small_lora_copy"), 1)
+    weights_mb = num_params(SMALL) * 4 / 2**20
+    return [row("LoRA DPO small: peak RSS, adapters-off reference vs a second model copy", shared["peak_rss_mb"],
+                "MB", copied["peak_rss_mb"], note=f"one copy of the fp32 weights: {weights_mb:.0f} MB")]
+
+
 # --- 6. DPO and GRPO -------------------------------------------------------
 
 def preference_pairs(sft_data):
@@ -351,3 +412,45 @@ def grpo():
                 "tokens/s", result["rollout_tokens_per_s_recompute"]),
             row("GRPO update s, accum 8: generate once per step vs per microbatch", result["update_s_once_per_step"],
                 "s (lower is better)", result["update_s_per_microbatch"])]
+
+
+def state_memory_mib(log):
+    """rank 0's "[memory] ... holds parameters P MiB, gradients G MiB ..., optimizer state O MiB" line."""
+    import re
+    match = re.search(r"holds parameters ([0-9.]+) MiB, gradients ([0-9.]+) MiB .*optimizer state ([0-9.]+) MiB", log)
+    if not match:
+        raise ValueError("no [memory] line in log_rank0.txt")
+    return [float(value) for value in match.groups()]
+
+
+def sharding():
+    """distributed.sharding on the small model: per-rank MiB of parameters + gradients + optimizer state
+    for each mode at world sizes 1, 2, 4 (rank 0's, as the run logs it), and tokens/s at world size 2
+    against "none", THREADS threads shared by the ranks."""
+    threads = max(1, THREADS // 2)
+
+    def config(name, mode, world, steps):
+        return runner.sft_config(name, SMALL, ROOT / "data" / "arith" / "train.jsonl", 64, 8, 2, steps,
+                                 distributed={"sharding": mode},
+                                 runtime={"threads": max(1, THREADS // world)})
+
+    rows = []
+    memory = {}
+    for world in (1, 2, 4):
+        for mode in ("none", "optimizer"):
+            name = f"sharding_{mode}_w{world}"
+            result = runner.run_ptrain(name, config(name, mode, world, 2), 1, nproc=world)
+            memory[mode, world] = sum(state_memory_mib(result["log"]))
+        rows.append(row(f"params+grads+AdamW state per rank, small, world {world}: optimizer vs none sharding",
+                        memory["optimizer", world], "MiB", memory["none", world]))
+        rows.append(not_available(f"params+grads+AdamW state per rank, small, world {world}: full vs none sharding",
+                                  "MiB", "n/a (sharding = \"full\" not available yet)", memory["none", world]))
+    speed = {}
+    for mode in ("none", "optimizer"):
+        name = f"sharding_speed_{mode}"
+        speed[mode] = runner.run_ptrain(name, config(name, mode, 2, 8), 2, nproc=2)["tokens_per_s"]
+    rows.append(row(f"SFT tokens/s small, world 2 ({threads} thread each): optimizer vs none sharding",
+                    speed["optimizer"], "tokens/s", speed["none"]))
+    rows.append(not_available("SFT tokens/s small, world 2: full vs none sharding", "tokens/s",
+                              "n/a (sharding = \"full\" not available yet)", speed["none"]))
+    return rows

@@ -105,27 +105,31 @@ def sft_config(name, model, data, max_length, global_size, micro_size, steps, **
     return config
 
 
-def run_ptrain(name, config, warmup, env=None):
-    """Trains config with build/bin/ptrain; returns the measured steps' totals.
+def run_ptrain(name, config, warmup, env=None, nproc=1):
+    """Trains config with build/bin/ptrain (on nproc ranks: ptrain launch); returns the measured steps' totals.
 
     Steps up to `warmup` are left out (allocator growth, first-touch pages,
     tokenization). Rates are those of the fastest measured step: on a
     shared machine other processes only ever slow a step down, so the best
     step is the closest to what the code can do (timeit's reasoning).
     Returns {tokens, padded_tokens, units (sums over the measured steps),
-    step_s, tokens_per_s, units_per_s (of the best step), peak_rss_mb}.
+    step_s, tokens_per_s, units_per_s (of the best step), peak_rss_mb (of the
+    launcher with nproc > 1), log (rank 0's log_rank0.txt)}.
     """
     path = OUT / "configs" / f"{name}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_config(path, config)
     output_dir = Path(config["output_dir"])
-    stdout, peak_rss_mb, _ = run_process([str(BUILD / "bin" / "ptrain"), "train", "-c", str(path), "--overwrite"],
+    ptrain = [str(BUILD / "bin" / "ptrain")]
+    launch = ["launch", "--nproc", str(nproc), "--"] if nproc > 1 else []
+    stdout, peak_rss_mb, _ = run_process(ptrain + launch + ["train", "-c", str(path), "--overwrite"],
                                          name, env)
     rows = [json.loads(line) for line in (output_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
     measured = [row for row in rows if row["step"] > warmup]
     if not measured:
         raise RuntimeError(f"{name}: no step after the {warmup} warm-up steps in metrics.jsonl")
     total = {key: sum(row.get(key, 0.0) for row in measured) for key in ("tokens", "padded_tokens", "units")}
+    log = (output_dir / "log_rank0.txt").read_text() if (output_dir / "log_rank0.txt").exists() else ""
     # The run directory's checkpoint and final model are not needed (and large).
     for heavy in ("checkpoints", "final", "token_cache"):
         shutil.rmtree(output_dir / heavy, ignore_errors=True)
@@ -137,6 +141,7 @@ def run_ptrain(name, config, warmup, env=None):
         "tokens_per_s": max(row["tokens"] / row["step_s"] for row in measured),
         "units_per_s": max(row["units"] / row["step_s"] for row in measured),
         "peak_rss_mb": peak_rss_mb,
+        "log": log,
     }
 
 

@@ -91,8 +91,11 @@ def main():
         small_ptrain = measured["small"][0]
         rest += attempt("activation checkpointing",
                         lambda: figures.activation_checkpointing(fixed_512, small_ptrain)) or []
+    rest += attempt("LoRA", lambda: figures.lora(fixed_512)) or []
+    rest += attempt("LoRA DPO reference", lambda: figures.lora_dpo_reference(fixed_512)) or []
     rest += attempt("DPO", lambda: figures.dpo(longtail)) or []
     rest += attempt("GRPO", figures.grpo) or []
+    rest += attempt("sharding", figures.sharding) or []
     peaks.append(attempt("matmul peak", lambda: figures.matmul_peak("matmul_peak_end")))
     peaks = [p for p in peaks if p]
     machine = figures.matmul_peak_rows(peaks) if peaks else []

@@ -1,6 +1,7 @@
 #include "core/checkpoint/checkpoint.h"
 
 #include "core/checkpoint/atomic_dir.h"
+#include "core/checkpoint/state_pieces.h"
 #include "core/log/failpoint.h"
 #include "core/model/safetensors.h"
 #include "ptrain/sdk/errors.h"
@@ -70,6 +71,17 @@ nlohmann::json parse_json(const std::string& text, const fs::path& path) {
   }
 }
 
+// optimizer.safetensors, or the shards the ranks of a sharded run wrote.
+NamedTensors read_optimizer_state(const fs::path& dir, const nlohmann::json& manifest_files) {
+  if (manifest_files.contains("optimizer.safetensors")) return model::read_safetensors(dir / "optimizer.safetensors");
+  std::vector<NamedTensors> shards;
+  for (const auto& [name, expected] : manifest_files.items()) {
+    if (is_optimizer_shard_file(name)) shards.push_back(model::read_safetensors(dir / name));
+  }
+  if (shards.empty()) throw sdk::Error((dir / "optimizer.safetensors").string() + ": missing from the checkpoint");
+  return join_pieces(shards, dir.string());
+}
+
 }  // namespace
 
 nlohmann::json TrainerState::to_json() const {
@@ -104,7 +116,13 @@ fs::path write_checkpoint(const fs::path& checkpoints_dir, const CheckpointData&
     // Checkpoints keep the float32 master weights, so a resumed run continues exactly.
     write_model_dir(*data.model, staging, at::kFloat, data.model_files ? *data.model_files : ModelDirFiles{});
     failpoint::kill_point("after_model");
-    model::write_safetensors(staging / "optimizer.safetensors", data.optimizer_state);
+    if (data.optimizer_shards_dir.empty()) {
+      model::write_safetensors(staging / "optimizer.safetensors", data.optimizer_state);
+    } else {
+      for (const auto& entry : fs::directory_iterator(data.optimizer_shards_dir)) {
+        fs::rename(entry.path(), staging / entry.path().filename());
+      }
+    }
     model::write_safetensors(staging / "plugin_state.safetensors", data.plugin_state.tensors);
     write_file(staging / "plugin_state.json", data.plugin_state.meta.dump(2));
     write_file(staging / "trainer_state.json", data.trainer.to_json().dump(2));
@@ -157,8 +175,12 @@ LoadedCheckpoint read_checkpoint(const fs::path& dir) {
       manifest.value("step", int64_t{-1}) != loaded.trainer.completed_steps) {
     throw sdk::Error(manifest_path.string() + ": belongs to another run or step than trainer_state.json");
   }
-  loaded.model = model::CausalLm::load_hf_dir(dir);
-  loaded.optimizer_state = model::read_safetensors(dir / "optimizer.safetensors");
+  if (model::is_lora_adapter_dir(dir)) {
+    loaded.adapter = model::read_lora_adapter_dir(dir);
+  } else {
+    loaded.model = model::CausalLm::load_hf_dir(dir);
+  }
+  loaded.optimizer_state = read_optimizer_state(dir, manifest["files"]);
   loaded.plugin_state.tensors = model::read_safetensors(dir / "plugin_state.safetensors");
   loaded.plugin_state.meta = parse_json(read_file(dir / "plugin_state.json"), dir / "plugin_state.json");
   loaded.config_toml = read_file(dir / "config.toml");
@@ -184,9 +206,13 @@ std::optional<fs::path> find_resume_checkpoint(const std::string& resume, const 
 }
 
 void save_model_atomically(const model::CausalLm& model, const fs::path& target, at::ScalarType dtype,
-                           const ModelDirFiles& files) {
+                           const ModelDirFiles& files, const model::CausalLm* merged) {
   require_finite(model.named_parameters(), target, "weight");
-  write_directory_atomically(target, [&](const fs::path& staging) { write_model_dir(model, staging, dtype, files); });
+  if (merged) require_finite(merged->named_parameters(), target / "merged", "weight");
+  write_directory_atomically(target, [&](const fs::path& staging) {
+    write_model_dir(model, staging, dtype, files);
+    if (merged) write_model_dir(*merged, staging / "merged", dtype, files);
+  });
 }
 
 void prune_checkpoints(const fs::path& checkpoints_dir, int64_t keep_last) {

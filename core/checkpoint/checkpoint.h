@@ -1,8 +1,11 @@
 // Checkpoints: everything a run needs to continue as if it had not stopped.
 //
 //   checkpoints/step_N/   config.json, model.safetensors   the policy: a complete Hugging Face model dir
-//                         (or its shards), generation_config.json, tokenizer files (model_dir.h)
-//                         optimizer.safetensors            per-parameter optimizer state
+//                         (or its shards), generation_config.json, tokenizer files (model_dir.h);
+//                         with LoRA, adapter_config.json and adapter_model.safetensors instead of
+//                         config.json and the weights (the base model is model.init's)
+//                         optimizer.safetensors            per-parameter optimizer state, or
+//                         optimizer_shard_<r>_of_<R>...    each rank's part of it (state_pieces.h)
 //                         plugin_state.json/.safetensors   the plugin's own state
 //                         trainer_state.json               step, counters, run id, world size
 //                         config.toml                      the resolved config it ran with
@@ -16,6 +19,7 @@
 
 #include "core/checkpoint/model_dir.h"
 #include "core/model/causal_lm.h"
+#include "core/model/lora_adapter_dir.h"
 #include "ptrain/sdk/train_module.h"
 
 #include <nlohmann/json.hpp>
@@ -50,12 +54,17 @@ struct CheckpointData {
   TrainerState trainer;
   std::string config_toml;
   const ModelDirFiles* model_files = nullptr;  // what the model directory holds besides weights; null: nothing
+  bool optimizer_state_sharded = false;        // optimizer_state is this rank's pieces (state_pieces.h)
+  // Set: the ranks wrote their optimizer shards here (state_pieces.h); they
+  // are moved into the checkpoint instead of writing optimizer_state.
+  std::filesystem::path optimizer_shards_dir;
 };
 
 struct LoadedCheckpoint {
   std::filesystem::path dir;
-  std::unique_ptr<model::CausalLm> model;
-  NamedTensors optimizer_state;
+  std::unique_ptr<model::CausalLm> model;     // null for a LoRA checkpoint
+  std::optional<model::LoraAdapter> adapter;  // a LoRA checkpoint's adapters
+  NamedTensors optimizer_state;  // from shards: joined, each tensor flattened
   sdk::PluginState plugin_state;
   TrainerState trainer;
   std::string config_toml;
@@ -78,9 +87,11 @@ std::optional<std::filesystem::path> find_resume_checkpoint(const std::string& r
                                                             const std::filesystem::path& output_dir);
 
 // A model directory (e.g. final/) written atomically, its weights in `dtype`,
-// with `files` (model_dir.h).
+// with `files` (model_dir.h). `merged`, when given (a LoRA model's merged
+// copy), goes to target/merged/ in the same atomic write.
 void save_model_atomically(const model::CausalLm& model, const std::filesystem::path& target,
-                           at::ScalarType dtype = at::kFloat, const ModelDirFiles& files = {});
+                           at::ScalarType dtype = at::kFloat, const ModelDirFiles& files = {},
+                           const model::CausalLm* merged = nullptr);
 
 // Removes the oldest step_N directories beyond the newest `keep_last`.
 void prune_checkpoints(const std::filesystem::path& checkpoints_dir, int64_t keep_last);

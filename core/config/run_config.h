@@ -110,7 +110,7 @@ struct CheckpointSection {
   int64_t keep_last = 0;
   SaveDtype save_dtype = SaveDtype::kAuto;
   std::string max_shard_size;  // weights above it are sharded; parse_byte_size() reads it (byte_size.h)
-  std::string best_metric;  // an eval/<metric> that picks best/; empty: no best/
+  std::string best_metric;     // an eval/<metric> that picks best/; empty: no best/
   BestMode best_mode = BestMode::kMin;
 };
 // Evaluation on a held-out set during training (core/train/evaluator.h).
@@ -120,9 +120,29 @@ struct EvalSection {
   int64_t max_examples = 0;  // the first N examples of data; 0: all of them
 };
 
+// What data-parallel ranks split among themselves (DESIGN.md §5): kNone
+// replicates everything; kOptimizer (ZeRO-1/2) shards the reduced gradients
+// and the optimizer state; kFull (ZeRO-3/FSDP) would also shard the
+// parameters and is refused by the config checks until it exists.
+enum class ShardingMode { kNone, kOptimizer, kFull };
+
+// The projections LoRA can wrap, in transformers' module order (model::LoraTarget).
+enum class LoraModule { kQProj, kKProj, kVProj, kOProj, kGateProj, kUpProj, kDownProj };
+
+// LoRA adapters (core/model/lora.h); rank 0: full fine-tuning.
+struct LoraSection {
+  int64_t rank = 0;
+  double alpha = 0.0;
+  double dropout = 0.0;
+  std::vector<LoraModule> target_modules;
+  std::string init;  // a PEFT adapter directory to continue from; empty: fresh adapters
+  bool save_merged = false;
+};
+
 struct DistributedSection {
   int64_t timeout_s = 0;
   int64_t bucket_mb = 0;  // gradient all-reduce bucket size
+  ShardingMode sharding = ShardingMode::kNone;
 };
 
 enum class DeviceChoice { kAuto, kCpu, kCuda };
@@ -152,6 +172,7 @@ struct RunConfig {
   LoggingSection logging;
   CheckpointSection checkpoint;
   EvalSection eval;
+  LoraSection lora;
   DistributedSection distributed;
   RuntimeSection runtime;
 

@@ -128,6 +128,39 @@ class C10dCommunicator final : public Communicator {
                                          *this, "all_reduce(sum)", tensors, staged);
   }
 
+  std::unique_ptr<PendingCollective> reduce_scatter_sum_async(at::Tensor& input, at::Tensor& output) override {
+    const std::string operation = "reduce_scatter(sum)";
+    if (has_tensor_collectives()) {
+      c10d::ReduceScatterOptions options;
+      options.reduceOp = c10d::ReduceOp::SUM;
+      return std::make_unique<C10dPending>(
+          start(operation, [&] { return group_->_reduce_scatter_base(output, input, options); }), *this, operation,
+          std::vector<at::Tensor>{}, std::vector<at::Tensor>{});
+    }
+    // Emulated: the whole sum on every rank, then this rank's chunk of it.
+    c10d::AllreduceOptions options;
+    options.reduceOp = c10d::ReduceOp::SUM;
+    std::vector<at::Tensor> whole{input};
+    const int64_t chunk = output.numel();
+    return std::make_unique<C10dPending>(start(operation, [&] { return group_->allreduce(whole, options); }), *this,
+                                         operation, std::vector<at::Tensor>{output},
+                                         std::vector<at::Tensor>{input.narrow(0, chunk * launch_.rank, chunk)});
+  }
+
+  void all_gather(at::Tensor& input, at::Tensor& output) override {
+    const std::string operation = "all_gather";
+    if (has_tensor_collectives()) {
+      C10dPending(start(operation, [&] { return group_->_allgather_base(output, input); }), *this, operation, {}, {})
+          .wait();
+      return;
+    }
+    // Emulated: a SUM of zeros and each rank's own chunk, exact in any order.
+    output.zero_();
+    output.narrow(0, input.numel() * launch_.rank, input.numel()).copy_(input);
+    std::vector<at::Tensor> whole{output};
+    all_reduce_sum(whole);
+  }
+
   double collective_seconds() const override { return collective_seconds_; }
 
   // Runs `action`, turning any failure into an sdk::Error naming the rank and operation.
@@ -146,6 +179,9 @@ class C10dCommunicator final : public Communicator {
   void add_wait_time(double seconds) { collective_seconds_ += seconds; }
 
  private:
+  // NCCL's, and Gloo's where this LibTorch has them; else emulated.
+  bool has_tensor_collectives() const { return device_.is_cuda() || c10d_compat::kGlooHasTensorCollectives; }
+
   // NCCL reduces device tensors: the host tensors the core passes are staged
   // on this rank's GPU and copied back when the collective completes. Gloo
   // works on them in place.

@@ -22,6 +22,12 @@ using CollectiveGroup = c10d::Backend;
 using CollectiveGroup = c10d::ProcessGroup;
 #endif
 
+// Gloo has reduce_scatter_tensor and all_gather_into_tensor
+// (_reduce_scatter_base, _allgather_base) in LibTorch 2.6; 1.13's throws
+// "does not support" for both, so the communicator emulates them there with
+// an all-reduce. NCCL has them on every version.
+inline constexpr bool kGlooHasTensorCollectives = PTRAIN_TORCH_AT_LEAST(2, 6);
+
 // Store options with ptrain's defaults on every version.
 inline c10d::TCPStoreOptions store_options() {
   c10d::TCPStoreOptions options;

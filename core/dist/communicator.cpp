@@ -23,6 +23,13 @@ class SingleProcessCommunicator final : public Communicator {
   std::unique_ptr<PendingCollective> all_reduce_sum_async(std::vector<at::Tensor>&) override {
     return std::make_unique<CompletedCollective>();
   }
+  std::unique_ptr<PendingCollective> reduce_scatter_sum_async(at::Tensor& input, at::Tensor& output) override {
+    if (!output.is_same(input)) output.copy_(input);
+    return std::make_unique<CompletedCollective>();
+  }
+  void all_gather(at::Tensor& input, at::Tensor& output) override {
+    if (!output.is_same(input)) output.copy_(input);
+  }
   double collective_seconds() const override { return 0.0; }
 };
 

@@ -39,6 +39,14 @@ class Communicator {
   // and untouched until wait() returns.
   virtual std::unique_ptr<PendingCollective> all_reduce_sum_async(std::vector<at::Tensor>& tensors) = 0;
 
+  // Sharded data parallel (DESIGN.md §5), on one device's contiguous tensors.
+  // Starts a SUM reduce-scatter and returns at once: `input` is
+  // [world_size * chunk], and this rank's chunk of the sum over ranks lands
+  // in `output` ([chunk]); `input` may be overwritten.
+  virtual std::unique_ptr<PendingCollective> reduce_scatter_sum_async(at::Tensor& input, at::Tensor& output) = 0;
+  // `output` ([world_size * chunk]) receives every rank's `input` ([chunk]) in rank order.
+  virtual void all_gather(at::Tensor& input, at::Tensor& output) = 0;
+
   // Wall time this process has spent waiting in collectives.
   virtual double collective_seconds() const = 0;
 };

@@ -2,7 +2,9 @@
 // checkpoint.every_steps updates, when a stop is requested, and once more
 // after the last step (so a longer max_steps can continue the run), never
 // twice for one step. Rank 0 writes under <output_dir>/checkpoints/ and keeps
-// checkpoint.keep_last of them; every rank waits until it is written.
+// checkpoint.keep_last of them; every rank waits until it is written. Under
+// distributed.sharding = "optimizer" every rank writes its own optimizer
+// shard there first, so output_dir must be on a filesystem all ranks share.
 #pragma once
 
 #include "core/checkpoint/checkpoint.h"
@@ -17,7 +19,8 @@ namespace ptrain::train {
 
 class Checkpointer {
  public:
-  // `snapshot` gives what to save, as of the step just completed.
+  // `snapshot` gives what to save, as of the step just completed; every rank
+  // calls it, rank 0 writes it.
   // `first_step`: the steps completed when this invocation started (a
   // resumed run's checkpoint holds them already).
   Checkpointer(const config::CheckpointSection& section, std::filesystem::path checkpoints_dir,
@@ -34,6 +37,9 @@ class Checkpointer {
 
  private:
   void save(int64_t completed_steps);
+  // Collective. Each rank writes its part of a sharded optimizer state to its
+  // own file (checkpoint/state_pieces.h), which rank 0 moves into the checkpoint.
+  void write_optimizer_shards(int64_t completed_steps, checkpoint::CheckpointData& data);
 
   int64_t every_steps_;
   int64_t keep_last_;

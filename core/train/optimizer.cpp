@@ -37,17 +37,33 @@ struct ParameterOptimizer::Impl {
   bool is_adamw = false;
 };
 
+bool decays(const config::OptimSection& optim, const at::Tensor& parameter) {
+  return optim.decay_norms_and_biases || parameter.dim() >= 2;
+}
+
+namespace {
+
+std::vector<OptimizedTensor> with_decay_flags(const config::OptimSection& optim,
+                                              const std::vector<std::pair<std::string, at::Tensor>>& named) {
+  std::vector<OptimizedTensor> tensors;
+  for (const auto& [name, parameter] : named) tensors.push_back({name, parameter, decays(optim, parameter)});
+  return tensors;
+}
+
+}  // namespace
+
 ParameterOptimizer::ParameterOptimizer(const config::OptimSection& optim,
                                        const std::vector<std::pair<std::string, at::Tensor>>& named_parameters)
+    : ParameterOptimizer(optim, with_decay_flags(optim, named_parameters)) {}
+
+ParameterOptimizer::ParameterOptimizer(const config::OptimSection& optim, const std::vector<OptimizedTensor>& tensors)
     : impl_(std::make_unique<Impl>()) {
-  impl_->named_parameters = named_parameters;
   impl_->is_adamw = optim.name == config::OptimizerKind::kAdamW;
   std::vector<at::Tensor> decayed;
   std::vector<at::Tensor> not_decayed;
-  for (const auto& [name, parameter] : named_parameters) {
-    // 1-D parameters are norm scales and biases.
-    const bool decay = optim.decay_norms_and_biases || parameter.dim() >= 2;
-    (decay ? decayed : not_decayed).push_back(parameter);
+  for (const OptimizedTensor& tensor : tensors) {
+    impl_->named_parameters.emplace_back(tensor.name, tensor.tensor);
+    (tensor.decay ? decayed : not_decayed).push_back(tensor.tensor);
   }
   num_decayed_ = static_cast<int64_t>(decayed.size());
   num_not_decayed_ = static_cast<int64_t>(not_decayed.size());
@@ -93,10 +109,12 @@ void ParameterOptimizer::load_state_tensors(const std::vector<std::pair<std::str
   const auto take = [&](const std::string& name, const at::Tensor& like) -> at::Tensor {
     const auto found = by_name.find(name);
     if (found == by_name.end()) throw sdk::Error("optimizer state: tensor '" + name + "' is missing");
-    if (like.defined() && found->second.sizes() != like.sizes()) {
+    if (!like.defined()) return found->second.clone();
+    // Whole, or flattened when joined from a sharded run's pieces (checkpoint/state_pieces.h).
+    if (found->second.numel() != like.numel()) {
       throw sdk::Error("optimizer state: tensor '" + name + "' has the wrong shape");
     }
-    return found->second.clone();
+    return found->second.reshape(like.sizes()).clone();
   };
   auto& state = impl_->optimizer->state();
   state.clear();

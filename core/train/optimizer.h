@@ -15,10 +15,23 @@
 
 namespace ptrain::train {
 
+// One tensor the optimizer updates in place from its .grad.
+struct OptimizedTensor {
+  std::string name;
+  at::Tensor tensor;
+  bool decay = true;  // in the weight-decay group
+};
+
+// 1-D parameters are norm scales and biases: not decayed unless configured.
+bool decays(const config::OptimSection& optim, const at::Tensor& parameter);
+
 class ParameterOptimizer {
  public:
   ParameterOptimizer(const config::OptimSection& optim,
                      const std::vector<std::pair<std::string, at::Tensor>>& named_parameters);
+  // Explicit decay groups: for pieces of parameters (sharded data parallel),
+  // whose own shape no longer tells a norm from a matrix.
+  ParameterOptimizer(const config::OptimSection& optim, const std::vector<OptimizedTensor>& tensors);
   ~ParameterOptimizer();
 
   // One update with the given learning rate for every parameter group.

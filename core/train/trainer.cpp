@@ -25,6 +25,7 @@ namespace {
 TrainSummary finish(TrainingRun& run, Checkpointer& checkpointer, StepRecorder& recorder,
                     const std::string& stop_reason) {
   recorder.close();
+  log_state_memory(run);
   checkpointer.at_end(run.state.completed_steps);
   TrainSummary summary{run.state.completed_steps - run.first_step, run.state.skipped_steps,
                        fs::path(run.config.output_dir) / "final", false, stop_reason};
@@ -69,7 +70,7 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
     run->context().set_step(step, epoch);
     const GradientResult gradient =
         accumulate_gradients(run->step_parts(), run->rank_examples(step), run->plan, reduction.reducer());
-    const double grad_norm = gradient.has_units ? clip_grad_norm(run->parameters, config.optim.clip_grad_norm) : 0.0;
+    const double grad_norm = gradient.has_units ? run->weight_update->clip_grad_norm(config.optim.clip_grad_norm) : 0.0;
     const StepTotals totals =
         reduction.reduce(communicator, gradient, grad_norm, stop_signals.requested(step + 1, communicator.rank()));
 
@@ -77,7 +78,7 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
     const double lr =
         learning_rate_at(config.schedule, config.optim.lr, step - run->state.skipped_steps, config.train.max_steps);
     const bool applied = guard.apply_update(step + 1, gradient.has_units, totals.nonfinite, totals.loss);
-    if (applied) run->optimizer->step(lr);
+    if (applied) run->weight_update->step(lr);
     run->module().end_step(run->context());
     run->state.completed_steps = step + 1;
     if (!applied) ++run->state.skipped_steps;

@@ -54,7 +54,7 @@ void broadcast_parameters(const std::vector<at::Tensor>& parameters, dist::Commu
 void resume_from(const fs::path& checkpoint_dir, const std::string& plugin_name, TrainingRun& run) {
   const checkpoint::LoadedCheckpoint loaded = checkpoint::read_checkpoint(checkpoint_dir);
   restore_policy(loaded, plugin_name, run.resolved_config_toml, *run.parts.policy);
-  run.optimizer->load_state_tensors(loaded.optimizer_state);
+  run.weight_update->load_state_tensors(loaded.optimizer_state);
   run.module().load_state(run.context(), loaded.plugin_state);
   run.state = loaded.trainer;
   run.state.world_size = run.communicator.world_size();
@@ -85,8 +85,33 @@ std::vector<const sdk::Example*> TrainingRun::rank_examples(int64_t step) const 
 }
 
 checkpoint::CheckpointData TrainingRun::snapshot() const {
-  return {parts.policy.get(), optimizer->state_tensors(), parts.module->save_state(), state, resolved_config_toml,
-          &model_files};
+  checkpoint::CheckpointData data;
+  data.model = parts.policy.get();
+  data.optimizer_state = weight_update->state_tensors();
+  data.optimizer_state_sharded = weight_update->state_is_sharded();
+  // The plugin's state only where it is written (sdk::TrainModule::save_state).
+  if (communicator.rank() == 0) data.plugin_state = parts.module->save_state();
+  data.trainer = state;
+  data.config_toml = resolved_config_toml;
+  data.model_files = &model_files;
+  return data;
+}
+
+void log_state_memory(const TrainingRun& run) {
+  int64_t parameters = 0;
+  int64_t gradients = run.grad_sync->buffer_bytes();
+  int64_t optimizer = 0;
+  for (const at::Tensor& parameter : run.parameters) {
+    parameters += static_cast<int64_t>(parameter.nbytes());
+    if (parameter.grad().defined()) gradients += static_cast<int64_t>(parameter.grad().nbytes());
+  }
+  for (const auto& [name, tensor] : run.weight_update->state_tensors()) {
+    optimizer += static_cast<int64_t>(tensor.nbytes());
+  }
+  const auto mib = [](int64_t bytes) { return std::to_string(static_cast<double>(bytes) / (1 << 20)) + " MiB"; };
+  log::info("memory", "rank " + std::to_string(run.communicator.rank()) + " holds parameters " + mib(parameters) +
+                          ", gradients " + mib(gradients) + " (with collective buffers), optimizer state " +
+                          mib(optimizer));
 }
 
 std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,
@@ -114,7 +139,10 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
   run->context().set_example_source([&run = *run](int64_t step) { return run.rank_examples(step); });
   const auto named_parameters = run->parts.policy->named_parameters();
   for (const auto& [name, parameter] : named_parameters) run->parameters.push_back(parameter);
-  run->optimizer = std::make_unique<ParameterOptimizer>(config.optim, named_parameters);
+  const bool sharded = config.distributed.sharding == config::ShardingMode::kOptimizer;
+  run->grad_sync = std::make_unique<dist::GradientSynchronizer>(run->parameters, communicator,
+                                                                config.distributed.bucket_mb << 20, sharded);
+  run->weight_update = make_weight_update(config, named_parameters, *run->grad_sync, communicator);
   run->state = {0, 0, communicator.world_size(), plugin.info().name, new_run_id()};
   if (resume_checkpoint) {
     resume_from(*resume_checkpoint, plugin.info().name, *run);
@@ -123,8 +151,6 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
   }
   run->first_step = run->state.completed_steps;
   broadcast_parameters(run->parameters, communicator);
-  run->grad_sync =
-      std::make_unique<dist::GradientSynchronizer>(run->parameters, communicator, config.distributed.bucket_mb << 20);
   log_start(*run, plugin.info(), threads);
   return run;
 }

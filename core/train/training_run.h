@@ -14,10 +14,10 @@
 #include "core/plugin/host_context.h"
 #include "core/plugin/plugin_loader.h"
 #include "core/train/evaluator.h"
-#include "core/train/optimizer.h"
 #include "core/train/run_setup.h"
 #include "core/train/trainer.h"
 #include "core/train/update_step.h"
+#include "core/train/weight_update.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -36,11 +36,11 @@ struct TrainingRun {
   RunParts parts;  // tokenizer, policy, module, context, examples
   data::GlobalBatchSampler sampler;
   sdk::MicrobatchPlan plan;
-  std::vector<at::Tensor> parameters;  // the policy's, in named_parameters() order
-  std::unique_ptr<ParameterOptimizer> optimizer;
-  std::unique_ptr<dist::GradientSynchronizer> grad_sync;
-  checkpoint::TrainerState state;         // steps completed and skipped so far, run id
-  int64_t first_step = 0;                 // steps completed when this invocation started
+  std::vector<at::Tensor> parameters;                     // the policy's, in named_parameters() order
+  std::unique_ptr<dist::GradientSynchronizer> grad_sync;  // sharded under distributed.sharding = "optimizer"
+  std::unique_ptr<WeightUpdate> weight_update;            // clipping and the optimizer, over grad_sync's result
+  checkpoint::TrainerState state;                         // steps completed and skipped so far, run id
+  int64_t first_step = 0;                                 // steps completed when this invocation started
   checkpoint::ModelDirFiles model_files;  // what final/ and checkpoints hold besides weights (output_model_files.h)
 
   sdk::TrainModule& module() { return *parts.module; }
@@ -53,9 +53,15 @@ struct TrainingRun {
   }
   // This rank's examples of `step` (0-based): its slice of the global batch.
   std::vector<const sdk::Example*> rank_examples(int64_t step) const;
-  // What a checkpoint of the current state holds.
+  // What a checkpoint of the current state holds, on every rank: rank 0's
+  // is written; under sharding every rank writes its optimizer pieces.
   checkpoint::CheckpointData snapshot() const;
 };
+
+// Logs (rank 0) the bytes this rank holds in parameters, gradients (with
+// the collectives' buffers) and optimizer state: what distributed.sharding
+// divides (bench/figures.py reads this line).
+void log_state_memory(const TrainingRun& run);
 
 // Collective. Loads, checks and prepares everything, creates (or replaces,
 // with options.overwrite) the run directory with config.toml and the log

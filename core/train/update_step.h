@@ -4,7 +4,8 @@
 //   N_j      = Σ_r Σ_k n_j[r,k]                           one all-reduce for all terms
 //   for each k: backward(Σ_j S_j[r,k] / divisor_j(N_j))   divisor N_j, or 1 (TermDivisor)
 //   all-reduce gradients with SUM once, during and after the last
-//   microbatch's backward (dist::GradientSynchronizer)
+//   microbatch's backward (dist::GradientSynchronizer; reduce-scatter into
+//   each rank's shard under distributed.sharding = "optimizer", same sum)
 // so the step's gradient, ∇ Σ_j ΣS_j / divisor_j, is the same for every
 // split of the global batch over ranks, microbatch sizes and accumulation
 // counts. A term with N_j = 0 adds nothing.

@@ -23,7 +23,7 @@ Round sample_round(sdk::Context& ctx, const GrpoConfig& config, const RewardSour
   Round out;
   out.examples = std::move(examples);
   out.groups = generate_rollouts(ctx, config, out.examples, round * config.num_generations, sources.environment);
-  out.rewards = score_rollouts(ctx.tokenizer(), sources.functions, config.reward_funcs, out.examples, out.groups);
+  out.rewards = score_rollouts(ctx.tokenizer(), sources.functions, reward_entries(config), out.examples, out.groups);
   return out;
 }
 

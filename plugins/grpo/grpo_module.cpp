@@ -396,7 +396,7 @@ std::vector<std::unique_ptr<sdk::Microbatch>> GrpoModule::prepare_eval(sdk::Cont
   eval.sampling.temperature = config_.eval_temperature;
   const RolloutGroups groups = generate_rollouts(ctx, eval, examples, 0, environment_.get());
   const at::Tensor rewards =
-      score_rollouts(ctx.tokenizer(), reward_functions_, config_.reward_funcs, examples, groups);  // [P, 1, F]
+      score_rollouts(ctx.tokenizer(), reward_functions_, reward_entries(config_), examples, groups);  // [P, 1, F]
   // The training rollouts stay for the steps that reuse them (num_iterations > 1).
   std::vector<ScoredCompletion> training = std::move(completions_);
   completions_ = evaluated_completions(groups, rewards, config_);

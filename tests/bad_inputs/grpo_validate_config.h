@@ -1,6 +1,6 @@
-// A small GRPO run config for the bad-input cases that `ptrain validate`
-// checks: a tiny model, one prompt, and the given [module] keys from line 17
-// ([module] itself is line 16).
+// The small GRPO run that bad-input cases of the reward keys hand to
+// `ptrain validate`: one prompt, a tiny random model, and the case's own
+// [module] line last, at line 18, where the error must point.
 #pragma once
 
 #include <filesystem>
@@ -9,8 +9,7 @@
 
 namespace ptrain::testing {
 
-inline std::filesystem::path write_grpo_validate_config(const std::filesystem::path& dir,
-                                                        const std::string& module_lines) {
+inline std::filesystem::path write_grpo_validate_config(const std::filesystem::path& dir, const std::string& line_18) {
   std::ofstream(dir / "prompts.jsonl") << R"({"prompt": "1+1=", "answer": "2"})"
                                        << "\n";
   const std::filesystem::path path = dir / "grpo.toml";
@@ -21,8 +20,8 @@ inline std::filesystem::path write_grpo_validate_config(const std::filesystem::p
                       << "num_kv_heads = 1\n"                                                // 9
                       << "[data]\ntrain = \"" << (dir / "prompts.jsonl").string() << "\"\n"  // 10-11
                       << "[batch]\nglobal_size = 1\n[train]\nmax_steps = 1\n"                // 12-15
-                      << "[module]\n"                                                        // 16
-                      << module_lines;
+                      << "[module]\nnum_generations = 2\n"                                   // 16-17
+                      << line_18 << "\n";                                                    // 18
   return path;
 }
 

@@ -26,6 +26,7 @@ namespace {
 const fs::path kFixtures = PTRAIN_TEST_PLUGIN_DIR;
 const fs::path kCalculator = PTRAIN_CALCULATOR_ENV;
 
+// A GRPO config whose [module] ends with `module` from line 18 (line 17: num_generations).
 fs::path write_config(const fs::path& dir, const std::string& module) {
   return testing::write_grpo_validate_config(dir, module);
 }
@@ -88,15 +89,16 @@ TEST_CASE("GRPO environment keys that do not fit are refused naming file:line an
     std::string message;
   };
   const std::vector<Case> cases{
-      {"max_turns without an environment", "max_turns = 2\n", ":17: key 'module.max_turns'",
+      {"max_turns without an environment", "max_turns = 2\n", ":18: key 'module.max_turns'",
        "applies to multi-turn episodes, but module.environment is empty"},
       {"environment_weight without an environment", "environment_weight = 0.5\n",
-       ":17: key 'module.environment_weight'", "but module.environment is empty"},
-      {"max_turns of 0", "environment = \"calculator\"\nmax_turns = 0\n", ":18: key 'module.max_turns'", ""},
-      {"max_turns not an integer", "environment = \"calculator\"\nmax_turns = 1.5\n", ":18: key 'module.max_turns'",
+       ":18: key 'module.environment_weight'", "but module.environment is empty"},
+      {"max_turns of 0", "environment = \"calculator\"\nmax_turns = 0\n", ":19: key 'module.max_turns'", ""},
+      {"max_turns not an integer", "environment = \"calculator\"\nmax_turns = 1.5\n", ":19: key 'module.max_turns'",
        ""},
-      {"no reward at all", "reward_funcs = []\n", ":17: key 'module.reward_funcs'",
-       "expected at least one reward function (or a module.environment"},
+      {"no reward at all", "reward_funcs = []\n", ":18: key 'module.reward_funcs'",
+       "expected at least one reward function (or a reward model in module.reward_models), or a "
+       "module.environment"},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(c.name) {
@@ -117,8 +119,7 @@ TEST_CASE("GRPO environment keys that do not fit are refused naming file:line an
   }
   SECTION("`ptrain validate` opens the library and refuses one built for another ABI") {
     const fs::path abi = kFixtures / "libptrain_env_abi_mismatch.so";
-    const fs::path file =
-        write_config(dir, "num_generations = 2\nreward_funcs = []\nenvironment = \"" + abi.string() + "\"\n");
+    const fs::path file = write_config(dir, "reward_funcs = []\nenvironment = \"" + abi.string() + "\"\n");
     const testing::CommandResult result = testing::run_ptrain("validate -c " + file.string());
     INFO(result.output);
     CHECK(result.exit_code != 0);

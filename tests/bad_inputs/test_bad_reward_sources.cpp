@@ -18,12 +18,6 @@ namespace {
 
 const fs::path kRewardFile = fs::path(PTRAIN_TEST_FIXTURE_DIR) / "rewards" / "python_rewards.py";
 
-// A GRPO config whose reward_funcs (line 18) is `reward_funcs`.
-fs::path write_config(const fs::path& dir, const std::string& reward_funcs) {
-  return ptrain::testing::write_grpo_validate_config(dir,
-                                                     "num_generations = 2\nreward_funcs = [" + reward_funcs + "]\n");
-}
-
 struct SourceCase {
   const char* name;
   std::string reward_funcs;
@@ -62,7 +56,8 @@ TEST_CASE("unusable Python rewards and reward servers are refused naming the key
   for (const SourceCase& source : cases) {
     DYNAMIC_SECTION(source.name) {
       const fs::path dir = ptrain::testing::fresh_test_dir("bad_reward_source");
-      const fs::path config = write_config(dir, source.reward_funcs);
+      const fs::path config =
+          ptrain::testing::write_grpo_validate_config(dir, "reward_funcs = [" + source.reward_funcs + "]");
       const ptrain::testing::CommandResult result = ptrain::testing::run_ptrain("validate -c " + config.string());
       INFO(result.output);
       CHECK(result.exit_code == 2);  // a config error

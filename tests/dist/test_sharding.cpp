@@ -1,0 +1,186 @@
+// distributed.sharding = "optimizer" (ZeRO-1/2) against replicated training,
+// over real ranks: the same weights after several AdamW steps with weight
+// decay and clipping, for each plugin, and checkpoints that resume across
+// world sizes and sharding modes with the same batches.
+#include "catch.h"
+
+#include "support/test_util.h"
+
+#include "core/model/causal_lm.h"
+#include "support/run_command.h"
+#include "support/sft_reference.h"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using namespace ptrain;
+using testing::CommandResult;
+using testing::run_ptrain;
+
+namespace {
+
+constexpr int kSeed = 3;
+const char* kTinyModel =
+    "[model]\nvocab_size = 259\nhidden_size = 32\nintermediate_size = 64\nnum_layers = 2\n"
+    "num_heads = 4\nnum_kv_heads = 2\nmax_position_embeddings = 32\n";
+
+// AdamW with weight decay; clip_grad_norm well below the gradient norms
+// here, so every step clips. Checkpoints at step 2 and at the end.
+std::string common_sections() {
+  return "seed = " + std::to_string(kSeed) +
+         "\n[optim]\nname = \"adamw\"\nlr = 1e-2\nweight_decay = 0.1\nclip_grad_norm = 0.05\n"
+         "[schedule]\nname = \"constant\"\n[train]\nmax_steps = 3\n"
+         "[checkpoint]\nevery_steps = 2\nkeep_last = 2\n";
+}
+
+std::string data_file(const std::string& name) { return std::string(PTRAIN_SOURCE_DIR) + "/data/" + name; }
+
+// GRPO learns only where rewards differ within a group, and a random model's
+// completions all score alike: it starts from a model SFT-trained for 10
+// steps on arithmetic, whose answers are numbers at varying distances.
+fs::path warm_model(const fs::path& dir) {
+  const fs::path config = dir / "warm.toml";
+  std::ofstream(config) << "plugin = \"sft\"\nseed = " << kSeed << "\noutput_dir = \"" << (dir / "warm").string()
+                        << "\"\n"
+                        << kTinyModel << "[data]\ntrain = \"" << data_file("arith/train.jsonl")
+                        << "\"\nmax_length = 16\n[batch]\nglobal_size = 16\n[optim]\nlr = 3e-2\n"
+                        << "[schedule]\nname = \"constant\"\n[train]\nmax_steps = 10\n";
+  const CommandResult result = run_ptrain("train -c " + config.string());
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  return dir / "warm" / "final";
+}
+
+fs::path write_plugin_config(const fs::path& dir, const std::string& plugin) {
+  const fs::path path = dir / (plugin + ".toml");
+  std::ofstream out(path);
+  out << "plugin = \"" << plugin << "\"\n" << common_sections();
+  if (plugin == "sft") {
+    out << kTinyModel << "[data]\ntrain = \"" << data_file("arith/train.jsonl")
+        << "\"\nmax_length = 16\n[batch]\nglobal_size = 8\n";
+  } else if (plugin == "dpo") {
+    out << kTinyModel << "[data]\ntrain = \"" << data_file("arith_prefs/train.jsonl")
+        << "\"\nmax_length = 16\n[batch]\nglobal_size = 8\n";
+  } else {
+    out << "[model]\ninit = \"" << warm_model(dir).string() << "\"\n"
+        << "[data]\ntrain = \"" << data_file("arith_grpo/train.jsonl")
+        << "\"\nmax_length = 16\n[batch]\nglobal_size = 4\n"
+        << "[module]\nnum_generations = 4\nmax_completion_length = 4\nbeta = 0.05\n"
+        << "reward_funcs = [\"closeness\", \"length\"]\n";
+  }
+  return path;
+}
+
+// The weights a run starts from: its model.init, or the seeded random init.
+std::vector<at::Tensor> initial_weights(const fs::path& dir, const std::string& plugin, const fs::path& trained) {
+  if (plugin == "grpo") return testing::parameters_of(*model::CausalLm::load_hf_dir(dir / "warm" / "final"));
+  const auto config = model::CausalLm::load_hf_dir(trained / "final")->config();
+  return testing::parameters_of(*model::CausalLm::init_random(config, kSeed));
+}
+
+std::vector<at::Tensor> final_weights(const fs::path& run) {
+  std::vector<at::Tensor> weights;
+  for (const auto& [name, parameter] : model::CausalLm::load_hf_dir(run / "final")->named_parameters()) {
+    weights.push_back(parameter.detach().clone());
+  }
+  return weights;
+}
+
+CommandResult train(int world, const fs::path& config, const fs::path& run, const std::string& sharding,
+                    const std::string& extra = "") {
+  return run_ptrain("launch --nproc " + std::to_string(world) + " -- train -c " + config.string() +
+                    " --set output_dir=\"" + run.string() + "\" --set distributed.sharding=\"" + sharding + "\"" +
+                    extra);
+}
+
+// Every logged metric but the timing ones and padding (which depends on the split).
+void check_same_metrics(const fs::path& actual_run, const fs::path& expected_run, double relative_tolerance) {
+  static const std::set<std::string> timing{"step_s", "tokens_per_s", "mfu", "comm_s", "padded_tokens"};
+  const auto actual = testing::read_metrics_jsonl(actual_run / "metrics.jsonl");
+  const auto expected = testing::read_metrics_jsonl(expected_run / "metrics.jsonl");
+  REQUIRE(actual.size() == expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    for (const auto& [key, value] : expected[i].items()) {
+      if (timing.count(key) != 0 || !value.is_number()) continue;
+      INFO("step " << expected[i]["step"] << ", metric " << key);
+      REQUIRE(actual[i].contains(key));
+      CHECK(actual[i][key].get<double>() == Approx(value.get<double>()).epsilon(relative_tolerance).margin(1e-12));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("optimizer sharding gives the weights of replicated training after several AdamW steps", "[dist][sharding]") {
+  for (const std::string plugin : {"sft", "dpo", "grpo"}) {
+    const fs::path dir = testing::fresh_test_dir("sharding_" + plugin);
+    const fs::path config = write_plugin_config(dir, plugin);
+    for (const int world : {2, 4}) {
+      const fs::path none = dir / ("none_w" + std::to_string(world));
+      const fs::path sharded = dir / ("optimizer_w" + std::to_string(world));
+      const CommandResult replicated_run = train(world, config, none, "none");
+      INFO(plugin << ", world " << world << "\n" << replicated_run.output);
+      REQUIRE(replicated_run.exit_code == 0);
+      const CommandResult sharded_run = train(world, config, sharded, "optimizer");
+      INFO(sharded_run.output);
+      REQUIRE(sharded_run.exit_code == 0);
+
+      const std::vector<at::Tensor> expected = final_weights(none);
+      const double error = testing::relative_error(final_weights(sharded), expected);
+      INFO("relative weight error " << error);
+      CHECK(error <= 1e-6);
+      check_same_metrics(sharded, none, 1e-6);
+      // The steps clipped and moved the weights far more than the tolerance.
+      const auto metrics = testing::read_metrics_jsonl(none / "metrics.jsonl");
+      CHECK(metrics.front()["grad_norm"].get<double>() > 0.05);
+      CHECK(testing::relative_error(initial_weights(dir, plugin, none), expected) > 1e-3);
+    }
+  }
+}
+
+TEST_CASE("a checkpoint resumes across world sizes 1, 2, 4 and sharding modes with the same batches",
+          "[dist][sharding][resume]") {
+  const fs::path dir = testing::fresh_test_dir("sharding_resume");
+  const fs::path config = write_plugin_config(dir, "sft");
+  const std::string six_steps = " --set train.max_steps=6";
+  REQUIRE(train(2, config, dir / "straight", "none", six_steps).exit_code == 0);
+
+  struct Case {
+    int first_world;
+    const char* first_sharding;
+    int second_world;
+    const char* second_sharding;
+  };
+  for (const Case& c :
+       {Case{2, "optimizer", 1, "none"}, Case{1, "none", 2, "optimizer"}, Case{2, "optimizer", 2, "none"},
+        Case{2, "none", 2, "optimizer"}, Case{2, "optimizer", 4, "optimizer"}}) {
+    const fs::path run = dir / (std::string(c.first_sharding) + std::to_string(c.first_world) + "_" +
+                                c.second_sharding + std::to_string(c.second_world));
+    const CommandResult first = train(c.first_world, config, run, c.first_sharding, " --set train.max_steps=4");
+    INFO(first.output);
+    REQUIRE(first.exit_code == 0);
+    const CommandResult resumed = train(c.second_world, config, run, c.second_sharding, six_steps + " --resume auto");
+    INFO(resumed.output);
+    REQUIRE(resumed.exit_code == 0);
+    CHECK_THAT(resumed.output, Catch::Contains("continuing from"));
+    // Step 4 is the first run's: a sharded one holds a file per rank, nothing gathered.
+    const fs::path step_4 = run / "checkpoints" / "step_4";
+    const bool sharded = std::string(c.first_sharding) == "optimizer" && c.first_world > 1;
+    CHECK(fs::exists(step_4 / "optimizer.safetensors") == !sharded);
+    for (int rank = 0; rank < c.first_world; ++rank) {
+      CHECK(fs::exists(step_4 / ("optimizer_shard_" + std::to_string(rank) + "_of_" + std::to_string(c.first_world) +
+                                 ".safetensors")) == sharded);
+    }
+    check_same_metrics(run, dir / "straight", 1e-5);
+    const double error = testing::relative_error(final_weights(run), final_weights(dir / "straight"));
+    INFO("relative weight error " << error);
+    CHECK(error <= 1e-5);
+  }
+}
