@@ -25,13 +25,15 @@ and 2 (training, logits, tokenizing) as a smoke test and writes no results.
 import argparse
 import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from reference.safetensors_io import read_safetensors  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / os.environ.get("PTRAIN_BUILD_DIR", "build")
@@ -52,21 +54,6 @@ CONVERSATIONS = [
 def run(command, **kwargs):
     print("+", " ".join(str(part) for part in command), flush=True)
     return subprocess.run([str(part) for part in command], check=True, text=True, capture_output=True, **kwargs)
-
-
-def read_safetensors(path):
-    dtypes = {"F32": torch.float32, "I64": torch.int64, "BF16": torch.bfloat16}
-    data = Path(path).read_bytes()
-    (header_size,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8 : 8 + header_size])
-    body = data[8 + header_size :]
-    tensors = {}
-    for name, info in header.items():
-        if name != "__metadata__":
-            begin, end = info["data_offsets"]
-            raw = torch.frombuffer(bytearray(body[begin:end]), dtype=dtypes[info["dtype"]])
-            tensors[name] = raw.view(info["shape"])
-    return tensors
 
 
 def ptrain_logits(model_dir, ids, device, work):

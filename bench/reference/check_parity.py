@@ -10,7 +10,6 @@ model and compares the two losses. Run after building:
     /usr/bin/python3 bench/reference/check_parity.py
 """
 import json
-import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -21,21 +20,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import runner  # noqa: E402
 from reference import sft_step  # noqa: E402
-
-
-def read_safetensors(path):
-    data = Path(path).read_bytes()
-    (header_size,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8 : 8 + header_size])
-    body = data[8 + header_size :]
-    tensors = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        assert info["dtype"] == "F32", f"{name}: {info['dtype']}"
-        begin, end = info["data_offsets"]
-        tensors[name] = torch.frombuffer(bytearray(body[begin:end]), dtype=torch.float32).view(info["shape"])
-    return tensors
+from reference.safetensors_io import read_safetensors  # noqa: E402
 
 
 def main():
