@@ -98,6 +98,22 @@ void take_episode(const RolloutGroups& groups, size_t i, ScoredCompletion& compl
   completion.turns = groups.episodes[i].turns;
 }
 
+// Rollout i with what every use of it shares: ids, episode mask, truncation
+// and its row of the flattened [P, G, F] reward values.
+ScoredCompletion completion_of(const RolloutGroups& groups, size_t i, const std::vector<double>& function_reward,
+                               size_t num_functions) {
+  ScoredCompletion completion;
+  completion.prompt_index = groups.requests[i].prompt_index;
+  completion.generation_index = groups.requests[i].generation_index;
+  completion.prompt_ids = groups.requests[i].prompt_ids;
+  completion.completion_ids = groups.rollouts[i].completion_ids;
+  take_episode(groups, i, completion);
+  completion.truncated = groups.rollouts[i].truncated();
+  const auto row = function_reward.begin() + static_cast<std::ptrdiff_t>(i * num_functions);
+  completion.function_rewards.assign(row, row + static_cast<std::ptrdiff_t>(num_functions));
+  return completion;
+}
+
 // Each rollout with its advantage and rewards, read from the [P, G] and
 // [P, G, F] tensors; in rollout order (completion k of prompt p at p·G + k).
 std::vector<ScoredCompletion> scored_completions(const RolloutGroups& groups, const at::Tensor& rewards,
@@ -109,17 +125,9 @@ std::vector<ScoredCompletion> scored_completions(const RolloutGroups& groups, co
   const std::vector<double> group_stds = host_values(scored.group_std);
   std::vector<ScoredCompletion> completions;
   for (size_t i = 0; i < groups.rollouts.size(); ++i) {
-    ScoredCompletion completion;
-    completion.prompt_index = groups.requests[i].prompt_index;
-    completion.generation_index = groups.requests[i].generation_index;
-    completion.prompt_ids = groups.requests[i].prompt_ids;
-    completion.completion_ids = groups.rollouts[i].completion_ids;
-    take_episode(groups, i, completion);
-    completion.truncated = groups.rollouts[i].truncated();
+    ScoredCompletion completion = completion_of(groups, i, function_reward, num_functions);
     completion.advantage = advantage[i];
     completion.reward = reward[i];
-    completion.function_rewards.assign(function_reward.begin() + static_cast<std::ptrdiff_t>(i * num_functions),
-                                       function_reward.begin() + static_cast<std::ptrdiff_t>((i + 1) * num_functions));
     completion.group_std = group_stds[i / static_cast<size_t>(groups.num_generations)];
     completion.trained = !completion.completion_ids.empty() &&
                          !(config.mask_truncated_completions && completion.truncated) &&
@@ -354,14 +362,8 @@ std::vector<ScoredCompletion> evaluated_completions(const RolloutGroups& groups,
   const size_t num_functions = config.reward_weights.size();
   std::vector<ScoredCompletion> completions;
   for (size_t i = 0; i < groups.rollouts.size(); ++i) {
-    ScoredCompletion completion;
-    completion.prompt_ids = groups.requests[i].prompt_ids;
-    completion.completion_ids = groups.rollouts[i].completion_ids;
-    take_episode(groups, i, completion);
-    completion.truncated = groups.rollouts[i].truncated();
+    ScoredCompletion completion = completion_of(groups, i, function_reward, num_functions);
     completion.reward = reward[i];
-    completion.function_rewards.assign(function_reward.begin() + static_cast<std::ptrdiff_t>(i * num_functions),
-                                       function_reward.begin() + static_cast<std::ptrdiff_t>((i + 1) * num_functions));
     completion.trained =
         !completion.completion_ids.empty() && !(config.mask_truncated_completions && completion.truncated);
     completions.push_back(std::move(completion));
