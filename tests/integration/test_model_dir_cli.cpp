@@ -168,7 +168,7 @@ TEST_CASE("final/ and checkpoints are complete model directories: tokenizer, tem
     const CommandResult result = run_ptrain("train -c " + write_config(dir, "auto", inputs, "auto", "4MB").string());
     INFO(result.output);
     REQUIRE(result.exit_code == 0);
-    for (const fs::path model_dir : {dir / "auto" / "final", dir / "auto" / "checkpoints" / "step_2"}) {
+    for (const fs::path& model_dir : {dir / "auto" / "final", dir / "auto" / "checkpoints" / "step_2"}) {
       check_served_files(model_dir, inputs, input_tokenizer_config, *own_template);
 
       const json index = read_json(model_dir / "model.safetensors.index.json");

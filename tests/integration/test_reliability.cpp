@@ -112,7 +112,9 @@ TEST_CASE("a checkpoint or final model holding NaN or Inf is refused before anyt
     model->named_parameters()[3].second.view({-1})[5] = std::numeric_limits<float>::infinity();
   }
   const std::string bad = model->named_parameters()[3].first;
-  checkpoint::CheckpointData data{model.get(), {}, {}, {7, 0, 1, "sft", "run"}, ""};
+  checkpoint::CheckpointData data;
+  data.model = model.get();
+  data.trainer = {7, 0, 1, "sft", "run"};
   CHECK_THAT(testing::error_of([&] { checkpoint::write_checkpoint(dir / "checkpoints", data, 2); }),
              Catch::Contains("step_7: refusing to write: weight tensor '" + bad + "' holds NaN or Inf"));
   CHECK_FALSE(fs::exists(dir / "checkpoints" / "step_7"));

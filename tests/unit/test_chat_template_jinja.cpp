@@ -70,7 +70,7 @@ TEST_CASE("the written Jinja renders, in Hugging Face's engine, exactly what ptr
       INFO(name << " / " << expected.at("name").get<std::string>());
       // The same conversations, read from the files the reference read.
       std::vector<sdk::ChatMessage> messages;
-      for (const fs::path file :
+      for (const fs::path& file :
            {kFixtures.parent_path() / "tokenizers" / "chat_cases.json", kFixtures / "cases.json"}) {
         for (const json& c : read_json(file)) {
           if (c.at("name") != expected.at("name")) continue;
