@@ -3,6 +3,7 @@
 // decay and clipping, for each plugin, and checkpoints that resume across
 // world sizes and sharding modes with the same batches.
 #include "catch.h"
+#include "dist_test_support.h"
 
 #include "support/test_util.h"
 
@@ -182,5 +183,29 @@ TEST_CASE("a checkpoint resumes across world sizes 1, 2, 4 and sharding modes wi
     const double error = testing::relative_error(final_weights(run), final_weights(dir / "straight"));
     INFO("relative weight error " << error);
     CHECK(error <= 1e-5);
+  }
+}
+
+TEST_CASE("full sharding's layer shards gather the weights and reduce-scatter gradients into each rank's chunk",
+          "[dist][sharding]") {
+  // A 26-element layer (dist_worker.cpp, worker_layer_shards.cpp); the
+  // expectations are closed forms of small integers, exact in float32.
+  for (const int world : {2, 4}) {
+    INFO("world size " << world);
+    const CommandResult result = run_ptrain(dist_test::launch_worker(world, "layer_shards"));
+    INFO(result.output);
+    REQUIRE(result.exit_code == 0);
+    const auto by_rank = dist_test::results_by_rank(result.output);
+    REQUIRE(static_cast<int>(by_rank.size()) == world);
+    for (const auto& [rank, values] : by_rank) {
+      INFO("rank " << rank);
+      CHECK(values["released"].get<bool>());
+      CHECK(values["chunk"].get<int64_t>() == (26 + world - 1) / world);
+      CHECK(values["gather_error"].get<double>() == 0.0);
+      CHECK(values["single_error"].get<double>() == 0.0);
+      CHECK(values["accumulated_error"].get<double>() == 0.0);
+      CHECK(values["update_error"].get<double>() == 0.0);
+      CHECK(values["grad_zeroed"].get<bool>());
+    }
   }
 }
