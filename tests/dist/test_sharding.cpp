@@ -209,3 +209,27 @@ TEST_CASE("full sharding's layer shards gather the weights and reduce-scatter gr
     }
   }
 }
+
+TEST_CASE("full sharding: a model's sharded layers give the summed gradients of every rank's microbatches",
+          "[dist][sharding]") {
+  // dist_worker.cpp, worker_sharded_layers.cpp: two microbatches per rank
+  // against unsharded copies of the same model, one running every rank's
+  // microbatches; float32 sums in another order, hence the tolerance.
+  for (const int world : {1, 2, 4}) {
+    INFO("world size " << world);
+    const CommandResult result = run_ptrain(dist_test::launch_worker(world, "sharded_layers"));
+    INFO(result.output);
+    REQUIRE(result.exit_code == 0);
+    const auto by_rank = dist_test::results_by_rank(result.output);
+    REQUIRE(static_cast<int>(by_rank.size()) == world);
+    for (const auto& [rank, values] : by_rank) {
+      INFO("rank " << rank);
+      CHECK(values["released"].get<bool>());
+      CHECK(values["loss_error"].get<double>() <= 1e-6);
+      CHECK(values["layer_error"].get<double>() <= 1e-6);
+      CHECK(values["replicated_error"].get<double>() <= 1e-6);
+      CHECK(values["eval_error"].get<double>() <= 1e-6);
+      CHECK(values["detached_error"].get<double>() == 0.0);
+    }
+  }
+}

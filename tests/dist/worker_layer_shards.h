@@ -1,5 +1,7 @@
-// `dist_worker layer_shards`: dist::LayerShards (sharding "full") on real
-// ranks against closed-form expectations.
+// Worker modes for sharding "full" on real ranks: `dist_worker layer_shards`
+// (dist::LayerShards against closed forms) and `dist_worker sharded_layers`
+// (a model's forward and backward under train::ShardedLayers against
+// unsharded copies).
 #pragma once
 
 #include "core/dist/launch_env.h"
@@ -8,5 +10,6 @@ namespace ptrain::dist_test {
 
 // Prints one RESULT line with the largest error of each check; returns 0.
 int run_layer_shards(const dist::LaunchEnv& launch);
+int run_sharded_layers(const dist::LaunchEnv& launch);
 
 }  // namespace ptrain::dist_test
