@@ -31,6 +31,11 @@ class LayerShards {
   LayerShards(std::vector<at::Tensor> tensors, Communicator& communicator);
 
   int64_t numel() const { return numel_; }
+  // Tensor `index`'s shape as handed in, whether gathered or released.
+  const std::vector<int64_t>& shape(size_t index) const { return shapes_.at(index); }
+  size_t num_tensors() const { return shapes_.size(); }
+  // The tensors handed in (the same objects, full or empty).
+  const std::vector<at::Tensor>& tensors() const { return tensors_; }
   int64_t chunk() const { return chunk_; }
   // [chunk] float32, this rank's master weights; the optimizer updates them
   // in place (padding elements included: their gradient is always 0).
