@@ -16,6 +16,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -186,18 +187,27 @@ TEST_CASE("a checkpoint resumes across world sizes 1, 2, 4 and sharding modes wi
   }
 }
 
+namespace {
+
+// The RESULT of every rank of `dist_worker MODE` on `world` ranks.
+std::map<int, nlohmann::json> worker_results(int world, const std::string& mode) {
+  const CommandResult result = run_ptrain(dist_test::launch_worker(world, mode));
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  auto by_rank = dist_test::results_by_rank(result.output);
+  REQUIRE(static_cast<int>(by_rank.size()) == world);
+  return by_rank;
+}
+
+}  // namespace
+
 TEST_CASE("full sharding's layer shards gather the weights and reduce-scatter gradients into each rank's chunk",
           "[dist][sharding]") {
   // A 26-element layer (dist_worker.cpp, worker_layer_shards.cpp); the
   // expectations are closed forms of small integers, exact in float32.
   for (const int world : {2, 4}) {
     INFO("world size " << world);
-    const CommandResult result = run_ptrain(dist_test::launch_worker(world, "layer_shards"));
-    INFO(result.output);
-    REQUIRE(result.exit_code == 0);
-    const auto by_rank = dist_test::results_by_rank(result.output);
-    REQUIRE(static_cast<int>(by_rank.size()) == world);
-    for (const auto& [rank, values] : by_rank) {
+    for (const auto& [rank, values] : worker_results(world, "layer_shards")) {
       INFO("rank " << rank);
       CHECK(values["released"].get<bool>());
       CHECK(values["chunk"].get<int64_t>() == (26 + world - 1) / world);
@@ -217,12 +227,7 @@ TEST_CASE("full sharding: a model's sharded layers give the summed gradients of 
   // microbatches; float32 sums in another order, hence the tolerance.
   for (const int world : {1, 2, 4}) {
     INFO("world size " << world);
-    const CommandResult result = run_ptrain(dist_test::launch_worker(world, "sharded_layers"));
-    INFO(result.output);
-    REQUIRE(result.exit_code == 0);
-    const auto by_rank = dist_test::results_by_rank(result.output);
-    REQUIRE(static_cast<int>(by_rank.size()) == world);
-    for (const auto& [rank, values] : by_rank) {
+    for (const auto& [rank, values] : worker_results(world, "sharded_layers")) {
       INFO("rank " << rank);
       CHECK(values["released"].get<bool>());
       CHECK(values["loss_error"].get<double>() <= 1e-6);
@@ -240,12 +245,7 @@ TEST_CASE("full sharding: AdamW steps on sharded layers give the weights of unsh
   // stepped on every rank's microbatches in one process.
   for (const int world : {1, 2, 4}) {
     INFO("world size " << world);
-    const CommandResult result = run_ptrain(dist_test::launch_worker(world, "full_adamw"));
-    INFO(result.output);
-    REQUIRE(result.exit_code == 0);
-    const auto by_rank = dist_test::results_by_rank(result.output);
-    REQUIRE(static_cast<int>(by_rank.size()) == world);
-    for (const auto& [rank, values] : by_rank) {
+    for (const auto& [rank, values] : worker_results(world, "full_adamw")) {
       INFO("rank " << rank);
       CHECK(values["weight_error"].get<double>() <= 1e-6);
       CHECK(values["norm_error"].get<double>() <= 1e-6);
