@@ -5,10 +5,11 @@
 // caller has summed over ranks (GradientSynchronizer). The optimizer runs
 // elementwise, so each element sees the arithmetic of sharding "none".
 //
-// A building block: its checkpoint state is not written yet, and config
-// validation still refuses "full" (docs/distributed.md).
+// A building block: config validation still refuses "full" until the
+// training run uses it (docs/distributed.md).
 #pragma once
 
+#include "core/checkpoint/checkpoint.h"
 #include "core/config/run_config.h"
 #include "core/dist/communicator.h"
 #include "core/train/optimizer.h"
@@ -16,6 +17,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -42,14 +44,36 @@ class FullShardedOptimizer {
   // reach the model at their next gather.
   void step(double lr);
 
+  // What this rank saves of the optimizer state, in the pieces format of
+  // sharding "optimizer" (checkpoint/state_pieces.h): its pieces of every
+  // layer tensor's state as "<tensor>.<kind>@<offset>", and on rank 0 the
+  // replicated tensors' whole state; joined, it is ParameterOptimizer's
+  // naming under "none". Empty before the first step.
+  checkpoint::NamedTensors state_tensors() const;
+  // Whole tensors (or flattened ones joined from pieces) saved under any
+  // sharding mode and world size.
+  void load_state_tensors(const checkpoint::NamedTensors& tensors);
+
  private:
+  // A part of one layer tensor in this rank's chunk.
+  struct Piece {
+    std::string key;        // the optimizer's name for it
+    std::string parameter;  // the model's name of the whole tensor
+    int64_t parameter_offset = 0;
+    bool first_of_parameter = true;  // saves the tensor's ".step"
+  };
   // This rank's pieces of layer `layer`'s tensors, for the optimizer.
   void add_layer_pieces(const config::OptimSection& optim, size_t layer, int rank,
-                        std::vector<OptimizedTensor>& tensors);
+                        const std::map<const void*, std::string>& names, std::vector<OptimizedTensor>& tensors);
+  std::vector<std::string> state_kinds() const;
 
   ShardedLayers& layers_;
   dist::Communicator& communicator_;
   std::vector<at::Tensor> replicated_;
+  std::vector<std::string> replicated_names_;
+  std::vector<Piece> piece_info_;  // alongside pieces_
+  bool is_adamw_;
+  bool has_momentum_;
   std::vector<at::Tensor> pieces_;  // views of the weight shards; .grad views of the gradient shards
   std::unique_ptr<ParameterOptimizer> optimizer_;
 };

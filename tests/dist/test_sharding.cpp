@@ -239,18 +239,29 @@ TEST_CASE("full sharding: a model's sharded layers give the summed gradients of 
   }
 }
 
-TEST_CASE("full sharding: AdamW steps on sharded layers give the weights of unsharded training", "[dist][sharding]") {
+TEST_CASE("full sharding: AdamW steps on sharded layers give the weights and optimizer state of unsharded training",
+          "[dist][sharding]") {
   // dist_worker.cpp, worker_sharded_layers.cpp: 3 steps of 2 microbatches
   // per rank, weight decay, every step clipped, against an unsharded copy
-  // stepped on every rank's microbatches in one process.
+  // stepped on every rank's microbatches in one process. Then the ranks'
+  // optimizer state files, joined, against the copy's state (per tensor:
+  // moments of gradients summed in another order), and a fourth step from
+  // that state loaded into a new sharded optimizer.
   for (const int world : {1, 2, 4}) {
     INFO("world size " << world);
-    for (const auto& [rank, values] : worker_results(world, "full_adamw")) {
+    const fs::path dir = testing::fresh_test_dir("full_adamw_w" + std::to_string(world));
+    for (const auto& [rank, values] : worker_results(world, "full_adamw " + dir.string())) {
       INFO("rank " << rank);
       CHECK(values["weight_error"].get<double>() <= 1e-6);
       CHECK(values["norm_error"].get<double>() <= 1e-6);
       CHECK(values["smallest_norm"].get<double>() > 0.05);  // clipped every step
       CHECK(values["moved"].get<double>() > 1e-3);          // far more than the tolerance
+      CHECK(values["state_error"].get<double>() <= 1e-5);
+      CHECK(values["resumed_error"].get<double>() <= 1e-6);
+    }
+    for (int r = 0; r < world; ++r) {
+      CHECK(
+          fs::exists(dir / ("optimizer_shard_" + std::to_string(r) + "_of_" + std::to_string(world) + ".safetensors")));
     }
   }
 }

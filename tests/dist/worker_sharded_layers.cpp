@@ -1,6 +1,8 @@
 #include "worker_layer_shards.h"
 
+#include "core/checkpoint/state_pieces.h"
 #include "core/dist/c10d_communicator.h"
+#include "core/model/safetensors.h"
 #include "core/train/full_sharded_optimizer.h"
 #include "core/train/sharded_layers.h"
 #include "core/train/update_step.h"
@@ -11,7 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -50,6 +54,8 @@ double relative_error(const at::Tensor& got, const at::Tensor& expected) {
   return (got - expected).abs().max().item<double>() / expected.abs().max().item<double>();
 }
 
+namespace fs = std::filesystem;
+
 // AdamW with weight decay; clip_grad_norm far below the gradient norms, so every step clips.
 config::OptimSection adamw() {
   config::OptimSection optim;
@@ -70,60 +76,125 @@ void zero_gradients(const std::vector<std::pair<std::string, at::Tensor>>& named
 
 }  // namespace
 
-// kSteps AdamW steps of a sharded model (this rank's microbatches, the
-// replicated tensors' gradients all-reduced here as GradientSynchronizer
-// would) against an unsharded copy stepped on every rank's microbatches.
-int run_full_adamw(const dist::LaunchEnv& launch) {
-  constexpr int kSteps = 3;
-  auto communicator = dist::make_communicator(launch, std::chrono::seconds(30));
-  const int world = launch.world_size, rank = launch.rank;
-  auto sharded = model::CausalLm::init_random(testing::tiny_model_config(), kModelSeed);
-  auto reference = model::CausalLm::init_random(testing::tiny_model_config(), kModelSeed);
-  const auto sharded_named = sharded->named_parameters();
-  const auto reference_named = reference->named_parameters();
-  train::ShardedLayers layers(*sharded, *communicator);
-  train::FullShardedOptimizer sharded_optimizer(adamw(), sharded_named, layers, *communicator);
-  train::ParameterOptimizer reference_optimizer(adamw(), reference_named);
-  std::vector<at::Tensor> reference_parameters;
-  for (const auto& [name, parameter] : reference_named) reference_parameters.push_back(parameter);
+namespace {
 
-  double norm_error = 0.0, smallest_norm = 1e30;
-  for (int step = 0; step < kSteps; ++step) {
+// A sharded model and an unsharded copy trained side by side: the sharded
+// one on this rank's microbatches (its replicated tensors' gradients
+// all-reduced here, as GradientSynchronizer would), the copy on every rank's.
+struct SideBySide {
+  dist::Communicator& communicator;
+  int rank, world;
+  std::unique_ptr<model::CausalLm> sharded = model::CausalLm::init_random(testing::tiny_model_config(), kModelSeed);
+  std::unique_ptr<model::CausalLm> reference = model::CausalLm::init_random(testing::tiny_model_config(), kModelSeed);
+  std::vector<std::pair<std::string, at::Tensor>> sharded_named = sharded->named_parameters();
+  std::vector<std::pair<std::string, at::Tensor>> reference_named = reference->named_parameters();
+  std::vector<at::Tensor> reference_parameters = testing::parameters_of(*reference);
+  train::ParameterOptimizer reference_optimizer{adamw(), reference_named};
+
+  void sum_replicated_gradients() {
+    std::vector<at::Tensor> grads;
+    for (const auto& [name, parameter] : sharded_named) {
+      if (parameter.grad().defined()) grads.push_back(parameter.grad());
+    }
+    std::vector<at::Tensor> flat{at::cat(flattened(grads))};  // Gloo sums same-shape lists only
+    communicator.all_reduce_sum(flat);
+    int64_t offset = 0;
+    for (at::Tensor& grad : grads) {
+      grad.copy_(flat[0].narrow(0, offset, grad.numel()).view(grad.sizes()));
+      offset += grad.numel();
+    }
+  }
+
+  // One step of both; returns the relative difference of their gradient norms.
+  double step(train::FullShardedOptimizer& sharded_optimizer, double& reference_norm) {
     zero_gradients(sharded_named);
     zero_gradients(reference_named);
     for (int m = 0; m < kMicrobatches; ++m) {
       loss_of(*sharded, rank, m).backward();
       for (int r = 0; r < world; ++r) loss_of(*reference, r, m).backward();
     }
-    std::vector<at::Tensor> replicated_grads;
-    for (const auto& [name, parameter] : sharded_named) {
-      if (parameter.grad().defined()) replicated_grads.push_back(parameter.grad());
-    }
-    std::vector<at::Tensor> flat{at::cat(flattened(replicated_grads))};  // Gloo sums same-shape lists only
-    communicator->all_reduce_sum(flat);
-    int64_t offset = 0;
-    for (at::Tensor& grad : replicated_grads) {
-      grad.copy_(flat[0].narrow(0, offset, grad.numel()).view(grad.sizes()));
-      offset += grad.numel();
-    }
+    sum_replicated_gradients();
     const double sharded_norm = sharded_optimizer.clip_grad_norm(adamw().clip_grad_norm);
-    const double reference_norm = train::clip_grad_norm(reference_parameters, adamw().clip_grad_norm);
-    norm_error = std::max(norm_error, std::abs(sharded_norm - reference_norm) / reference_norm);
-    smallest_norm = std::min(smallest_norm, reference_norm);
+    reference_norm = train::clip_grad_norm(reference_parameters, adamw().clip_grad_norm);
     sharded_optimizer.step(adamw().lr);
     reference_optimizer.step(adamw().lr);
+    return std::abs(sharded_norm - reference_norm) / reference_norm;
   }
-  layers.detach();
-  // As the end-to-end sharding tests measure: ‖Δ‖ / ‖w‖ over all tensors.
+
+  double weight_error() const {
+    return testing::relative_error(testing::parameters_of(*sharded), reference_parameters);
+  }
+};
+
+// Every rank's state_tensors() through its own file, joined as a resume joins them.
+checkpoint::NamedTensors joined_state(const train::FullShardedOptimizer& optimizer, const fs::path& dir,
+                                      dist::Communicator& communicator) {
+  const int world = communicator.world_size();
+  model::write_safetensors(dir / checkpoint::optimizer_shard_file(communicator.rank(), world),
+                           optimizer.state_tensors());
+  communicator.barrier();
+  std::vector<checkpoint::NamedTensors> parts;
+  for (int r = 0; r < world; ++r) {
+    parts.push_back(model::read_safetensors(dir / checkpoint::optimizer_shard_file(r, world)));
+  }
+  return checkpoint::join_pieces(parts, dir.string());
+}
+
+// The largest relative difference from the unsharded optimizer's state; 1e30
+// for a missing or extra tensor or a different step count.
+double state_error(const checkpoint::NamedTensors& joined, const checkpoint::NamedTensors& expected) {
+  const std::map<std::string, at::Tensor> by_name(joined.begin(), joined.end());
+  if (by_name.size() != expected.size()) return 1e30;
+  double error = 0.0;
+  for (const auto& [name, tensor] : expected) {
+    const auto found = by_name.find(name);
+    if (found == by_name.end()) return 1e30;
+    const at::Tensor got = found->second.reshape(tensor.sizes());
+    if (tensor.scalar_type() == at::kLong) {
+      if (!got.equal(tensor)) return 1e30;
+      continue;
+    }
+    error = std::max(error, testing::relative_error({got}, {tensor}));
+  }
+  return error;
+}
+
+}  // namespace
+
+// 3 AdamW steps side by side; the sharded optimizer's state, written per rank
+// and joined, against the unsharded one's; then a fourth step after resharding
+// the model and loading the joined state into a new sharded optimizer.
+int run_full_adamw(const dist::LaunchEnv& launch, const fs::path& dir) {
+  constexpr int kSteps = 3;
+  auto communicator = dist::make_communicator(launch, std::chrono::seconds(30));
+  SideBySide run{*communicator, launch.rank, launch.world_size};
+  double norm_error = 0.0, smallest_norm = 1e30, reference_norm = 0.0;
+  auto layers = std::make_unique<train::ShardedLayers>(*run.sharded, *communicator);
+  auto optimizer = std::make_unique<train::FullShardedOptimizer>(adamw(), run.sharded_named, *layers, *communicator);
+  for (int step = 0; step < kSteps; ++step) {
+    norm_error = std::max(norm_error, run.step(*optimizer, reference_norm));
+    smallest_norm = std::min(smallest_norm, reference_norm);
+  }
+  const checkpoint::NamedTensors joined = joined_state(*optimizer, dir, *communicator);
+  const double optimizer_state_error = state_error(joined, run.reference_optimizer.state_tensors());
+  layers->detach();
+  const double weight_error = run.weight_error();
   const auto initial = model::CausalLm::init_random(testing::tiny_model_config(), kModelSeed);
-  const double weight_error = testing::relative_error(testing::parameters_of(*sharded), reference_parameters);
-  const double moved = testing::relative_error(testing::parameters_of(*initial), reference_parameters);
+  const double moved = testing::relative_error(testing::parameters_of(*initial), run.reference_parameters);
+
+  layers = std::make_unique<train::ShardedLayers>(*run.sharded, *communicator);
+  optimizer = std::make_unique<train::FullShardedOptimizer>(adamw(), run.sharded_named, *layers, *communicator);
+  optimizer->load_state_tensors(joined);
+  run.step(*optimizer, reference_norm);
+  layers->detach();
   std::cout << "RESULT "
-            << nlohmann::json{{"rank", rank},
+            << nlohmann::json{{"rank", launch.rank},
                               {"norm_error", norm_error},
                               {"weight_error", weight_error},
                               {"moved", moved},
-                              {"smallest_norm", smallest_norm}}
+                              {"smallest_norm", smallest_norm},
+                              {"state_error", optimizer_state_error},
+                              {"resumed_error", run.weight_error()}}
                    .dump()
             << std::endl;
   return 0;
