@@ -7,6 +7,9 @@ Every figure function returns rows: {"name", "value", "unit", "baseline",
 
 import json
 import os
+import shutil
+from pathlib import Path
+
 import runner
 from runner import OUT, ROOT, THREADS
 
@@ -285,6 +288,64 @@ def activation_checkpointing(data, small_ours):
                 not_available(speed_name, "tokens/s", reason, small_ours["tokens_per_s"])]
     return [row(rss_name, ckpt["peak_rss_mb"], "MB", small_ours["peak_rss_mb"]),
             row(speed_name, ckpt["tokens_per_s"], "tokens/s", small_ours["tokens_per_s"])]
+
+
+# --- LoRA (issue 26) --------------------------------------------------------
+
+LORA = {"rank": 16, "alpha": 32.0}  # on all seven projections of every layer
+
+
+def lora(data):
+    """LoRA SFT at the small size against full fine-tuning of the same model, timed in alternation.
+
+    Only the adapters take gradients and AdamW state, so the memory saved is the base weights'
+    gradients and optimizer state (3 × 4 bytes a parameter); the forward and backward through the
+    activations stay, so tokens/s gains only the weight-gradient products.
+    """
+    model, length, global_size, micro_size, warmup, steps, rounds = SFT_SIZES["small"]
+    full = runner.sft_config("sft_small_full", model, data, length, global_size, micro_size, warmup + steps)
+    adapters = runner.sft_config("sft_small_lora", model, data, length, global_size, micro_size, warmup + steps,
+                                 lora=LORA)
+    ours_lora, ours_full = paired(lambda: runner.run_ptrain("sft_small_lora", adapters, warmup),
+                                  lambda: runner.run_ptrain("sft_small_full", full, warmup), rounds)
+    state_mb = num_params(model) * 3 * 4 / 2**20
+    return [row("LoRA SFT small (rank 16, all projections): tokens/s vs full fine-tuning", ours_lora["tokens_per_s"],
+                "tokens/s", ours_full["tokens_per_s"]),
+            row("LoRA SFT small: peak RSS vs full fine-tuning", ours_lora["peak_rss_mb"], "MB",
+                ours_full["peak_rss_mb"], note=f"base gradients + AdamW state of full fine-tuning: {state_mb:.0f} MB")]
+
+
+def small_model_dir(data):
+    """A model directory of the small size (one full fine-tuning step's final/) for runs that need model.init."""
+    name = "small_base"
+    config = runner.sft_config(name, SMALL, data, 512, 2, 2, 1)
+    path = OUT / "configs" / f"{name}.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    runner.write_config(path, config)
+    runner.run_process([str(runner.BUILD / "bin" / "ptrain"), "train", "-c", str(path), "--overwrite"], name)
+    return Path(config["output_dir"]) / "final"
+
+
+def lora_dpo_reference(data):
+    """LoRA DPO at the small size: the reference as the policy's own base weights with the adapters off
+    (reference_model = model.init) against the same weights loaded again from a copy of the directory,
+    the second model a full fine-tuning DPO run must hold."""
+    base = small_model_dir(data)
+    copy = base.parent / "final_copy"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(base, copy)
+    pairs = preference_pairs(data)
+
+    def run(reference, name):
+        config = runner.sft_config(name, {"init": str(base)}, pairs, 512, 2, 2, 3, plugin="dpo", lora=LORA,
+                                   module={"loss": ["sigmoid"], "beta": 0.1, "precompute_reference": False,
+                                           "reference_model": str(reference)})
+        return lambda: runner.run_ptrain(name, config, 1)
+
+    shared, copied = paired(run(base, "dpo_small_lora_shared"), run(copy, "dpo_small_lora_copy"), 1)
+    weights_mb = num_params(SMALL) * 4 / 2**20
+    return [row("LoRA DPO small: peak RSS, adapters-off reference vs a second model copy", shared["peak_rss_mb"],
+                "MB", copied["peak_rss_mb"], note=f"one copy of the fp32 weights: {weights_mb:.0f} MB")]
 
 
 # --- 6. DPO and GRPO -------------------------------------------------------

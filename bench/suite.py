@@ -91,6 +91,8 @@ def main():
         small_ptrain = measured["small"][0]
         rest += attempt("activation checkpointing",
                         lambda: figures.activation_checkpointing(fixed_512, small_ptrain)) or []
+    rest += attempt("LoRA", lambda: figures.lora(fixed_512)) or []
+    rest += attempt("LoRA DPO reference", lambda: figures.lora_dpo_reference(fixed_512)) or []
     rest += attempt("DPO", lambda: figures.dpo(longtail)) or []
     rest += attempt("GRPO", figures.grpo) or []
     rest += attempt("sharding", figures.sharding) or []

@@ -46,7 +46,7 @@ int command_train(const ConfigOptions& options, bool overwrite, const std::strin
   log::init_logging(launch.rank);
   LoadedRun run = load_run(options);
   // The collectives run where the rank computes: NCCL on a GPU, Gloo on the CPU.
-  const at::Device device = train::resolve_device(run.config, launch.local_rank);
+  const at::Device device = train::resolve_device(run.config, launch.local_rank, launch.local_world_size);
   auto communicator = dist::make_communicator(launch, std::chrono::seconds(run.config.distributed.timeout_s), device);
   train::TrainOptions train_options;
   train_options.overwrite = overwrite;

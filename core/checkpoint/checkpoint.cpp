@@ -175,7 +175,11 @@ LoadedCheckpoint read_checkpoint(const fs::path& dir) {
       manifest.value("step", int64_t{-1}) != loaded.trainer.completed_steps) {
     throw sdk::Error(manifest_path.string() + ": belongs to another run or step than trainer_state.json");
   }
-  loaded.model = model::CausalLm::load_hf_dir(dir);
+  if (model::is_lora_adapter_dir(dir)) {
+    loaded.adapter = model::read_lora_adapter_dir(dir);
+  } else {
+    loaded.model = model::CausalLm::load_hf_dir(dir);
+  }
   loaded.optimizer_state = read_optimizer_state(dir, manifest["files"]);
   loaded.plugin_state.tensors = model::read_safetensors(dir / "plugin_state.safetensors");
   loaded.plugin_state.meta = parse_json(read_file(dir / "plugin_state.json"), dir / "plugin_state.json");
@@ -202,9 +206,13 @@ std::optional<fs::path> find_resume_checkpoint(const std::string& resume, const 
 }
 
 void save_model_atomically(const model::CausalLm& model, const fs::path& target, at::ScalarType dtype,
-                           const ModelDirFiles& files) {
+                           const ModelDirFiles& files, const model::CausalLm* merged) {
   require_finite(model.named_parameters(), target, "weight");
-  write_directory_atomically(target, [&](const fs::path& staging) { write_model_dir(model, staging, dtype, files); });
+  if (merged) require_finite(merged->named_parameters(), target / "merged", "weight");
+  write_directory_atomically(target, [&](const fs::path& staging) {
+    write_model_dir(model, staging, dtype, files);
+    if (merged) write_model_dir(*merged, staging / "merged", dtype, files);
+  });
 }
 
 void prune_checkpoints(const fs::path& checkpoints_dir, int64_t keep_last) {

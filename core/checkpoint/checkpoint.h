@@ -1,7 +1,9 @@
 // Checkpoints: everything a run needs to continue as if it had not stopped.
 //
 //   checkpoints/step_N/   config.json, model.safetensors   the policy: a complete Hugging Face model dir
-//                         (or its shards), generation_config.json, tokenizer files (model_dir.h)
+//                         (or its shards), generation_config.json, tokenizer files (model_dir.h);
+//                         with LoRA, adapter_config.json and adapter_model.safetensors instead of
+//                         config.json and the weights (the base model is model.init's)
 //                         optimizer.safetensors            per-parameter optimizer state, or
 //                         optimizer_shard_<r>_of_<R>...    each rank's part of it (state_pieces.h)
 //                         plugin_state.json/.safetensors   the plugin's own state
@@ -17,6 +19,7 @@
 
 #include "core/checkpoint/model_dir.h"
 #include "core/model/causal_lm.h"
+#include "core/model/lora_adapter_dir.h"
 #include "ptrain/sdk/train_module.h"
 
 #include <nlohmann/json.hpp>
@@ -59,7 +62,8 @@ struct CheckpointData {
 
 struct LoadedCheckpoint {
   std::filesystem::path dir;
-  std::unique_ptr<model::CausalLm> model;
+  std::unique_ptr<model::CausalLm> model;     // null for a LoRA checkpoint
+  std::optional<model::LoraAdapter> adapter;  // a LoRA checkpoint's adapters
   NamedTensors optimizer_state;  // from shards: joined, each tensor flattened
   sdk::PluginState plugin_state;
   TrainerState trainer;
@@ -83,9 +87,11 @@ std::optional<std::filesystem::path> find_resume_checkpoint(const std::string& r
                                                             const std::filesystem::path& output_dir);
 
 // A model directory (e.g. final/) written atomically, its weights in `dtype`,
-// with `files` (model_dir.h).
+// with `files` (model_dir.h). `merged`, when given (a LoRA model's merged
+// copy), goes to target/merged/ in the same atomic write.
 void save_model_atomically(const model::CausalLm& model, const std::filesystem::path& target,
-                           at::ScalarType dtype = at::kFloat, const ModelDirFiles& files = {});
+                           at::ScalarType dtype = at::kFloat, const ModelDirFiles& files = {},
+                           const model::CausalLm* merged = nullptr);
 
 // Removes the oldest step_N directories beyond the newest `keep_last`.
 void prune_checkpoints(const std::filesystem::path& checkpoints_dir, int64_t keep_last);

@@ -1,5 +1,6 @@
 // A complete Hugging Face model directory (DESIGN.md §6), as final/ and each
-// checkpoint's model are written: the weights and config.json
+// checkpoint's model are written (for a model with LoRA adapters, a PEFT
+// adapter directory instead of config.json and the weights: lora_adapter_dir.h): the weights and config.json
 // (CausalLm::save_hf_dir, sharded above a size) plus the files a user serves
 // the model with — generation_config.json and the tokenizer's files. Those
 // are given here as plain data by whoever knows them (core/train), so this

@@ -252,6 +252,32 @@ CoreSection eval_section() {
   return bind_section("eval", &RunConfig::eval, std::move(binder));
 }
 
+CoreSection lora_section() {
+  using M = LoraModule;
+  const sdk::Choices<M> modules{{"q_proj", M::kQProj},      {"k_proj", M::kKProj},       {"v_proj", M::kVProj},
+                                {"o_proj", M::kOProj},      {"gate_proj", M::kGateProj}, {"up_proj", M::kUpProj},
+                                {"down_proj", M::kDownProj}};
+  const std::vector<M> all{M::kQProj, M::kKProj, M::kVProj, M::kOProj, M::kGateProj, M::kUpProj, M::kDownProj};
+  using L = LoraSection;
+  auto binder =
+      ConfigBinder<L>()
+          .key("rank", &L::rank, 0,
+               "LoRA rank r: train low-rank adapters y = W x + (alpha / r) · B A dropout(x) on frozen base weights "
+               "(docs/lora.md); 0: full fine-tuning",
+               at_least(0))
+          .key("alpha", &L::alpha, 16.0, "LoRA scale numerator: ΔW = (alpha / rank) · B A", above(0.0))
+          .key("dropout", &L::dropout, 0.0, "dropout on the adapters' input while training, in [0, 1)",
+               at_least(0.0).below(1.0))
+          .choice("target_modules", &L::target_modules, modules, all,
+                  "the projections of every decoder layer that get adapters")
+          .key("init", &L::init, sdk::unset,
+               "a PEFT adapter directory (adapter_config.json + adapter_model.safetensors) to continue from; its r, "
+               "lora_alpha and target_modules must match; empty: fresh adapters (A Kaiming-uniform, B = 0)")
+          .key("save_merged", &L::save_merged, false,
+               "also write final/merged/ (and best/merged/): a complete model directory with ΔW folded into W");
+  return bind_section("lora", &RunConfig::lora, std::move(binder));
+}
+
 CoreSection distributed_section() {
   const sdk::Choices<ShardingMode> sharding_modes{
       {"none", ShardingMode::kNone}, {"optimizer", ShardingMode::kOptimizer}, {"full", ShardingMode::kFull}};
@@ -277,8 +303,8 @@ CoreSection runtime_section() {
           .key("threads", &R::threads, 0, "intra-op CPU threads per process; 0: the process's share of the cores",
                at_least(0))
           .choice("device", &R::device, devices, DeviceChoice::kAuto,
-                  "where each rank computes: cuda:LOCAL_RANK, or the CPU; auto: CUDA when LibTorch has it and a GPU "
-                  "is visible, else the CPU")
+                  "where each rank computes: cuda:LOCAL_RANK, or the CPU; auto: CUDA when LibTorch has it and every "
+                  "process on the node has a GPU of its own, else the CPU")
           .choice("precision", &R::precision, precisions, Precision::kFp32,
                   "fp32, or bf16-mixed: float32 master weights, gradients and optimizer state, matrix products on "
                   "bfloat16 operands");
@@ -289,9 +315,9 @@ CoreSection runtime_section() {
 
 const std::vector<CoreSection>& core_sections() {
   static const std::vector<CoreSection> sections{
-      top_level(),     model_section(),       tokenizer_section(), data_section(),    batch_section(),
-      optim_section(), schedule_section(),    train_section(),     logging_section(), checkpoint_section(),
-      eval_section(),  distributed_section(), runtime_section()};
+      top_level(),     model_section(),    tokenizer_section(),   data_section(),    batch_section(),
+      optim_section(), schedule_section(), train_section(),       logging_section(), checkpoint_section(),
+      eval_section(),  lora_section(),     distributed_section(), runtime_section()};
   return sections;
 }
 

@@ -5,6 +5,7 @@
 #include "core/config/key_suggestions.h"
 
 #include <algorithm>
+#include <filesystem>
 
 namespace ptrain::config {
 
@@ -30,6 +31,7 @@ class CrossChecks {
     check_checkpoint();
     check_eval();
     check_distributed();
+    check_lora();
   }
 
  private:
@@ -272,6 +274,42 @@ class CrossChecks {
       problems_.add(location("train", "early_stopping_patience"),
                     describe("train", "early_stopping_patience") +
                         " needs checkpoint.best_metric (e.g. \"eval/loss\") to tell an improvement");
+    }
+  }
+
+  // LoRA keys act only with a rank; the targets must name each projection
+  // once; an adapter to continue from must exist (its contents are checked
+  // when it is loaded, against the model).
+  void check_lora() {
+    const bool lora = has("lora", "rank") && i("lora", "rank") > 0;
+    if (!lora) {
+      for (const char* k : {"alpha", "dropout", "target_modules", "init", "save_merged"}) {
+        if (has("lora", k)) reject_unused("lora", k, "lora", "rank", "LoRA (lora.rank > 0)");
+      }
+      return;
+    }
+    if (has("lora", "target_modules")) {
+      const std::vector<std::string>& modules = sec("lora").get_string_list("target_modules");
+      if (modules.empty()) {
+        problems_.add(location("lora", "target_modules"),
+                      "key 'lora.target_modules' is empty; name at least one projection, e.g. [\"q_proj\", "
+                      "\"v_proj\"]");
+      }
+      for (size_t n = 0; n < modules.size(); ++n) {
+        if (std::count(modules.begin(), modules.end(), modules[n]) > 1) {
+          problems_.add(location("lora", "target_modules"),
+                        "key 'lora.target_modules' lists '" + modules[n] + "' more than once");
+          break;
+        }
+      }
+    }
+    if (has("lora", "init") && !str("lora", "init").empty()) {
+      std::error_code error;
+      if (!std::filesystem::is_directory(str("lora", "init"), error)) {
+        problems_.add(location("lora", "init"), describe("lora", "init") +
+                                                    ": no such directory (expected a PEFT adapter directory with "
+                                                    "adapter_config.json and adapter_model.safetensors)");
+      }
     }
   }
 

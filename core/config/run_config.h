@@ -126,6 +126,19 @@ struct EvalSection {
 // parameters and is refused by the config checks until it exists.
 enum class ShardingMode { kNone, kOptimizer, kFull };
 
+// The projections LoRA can wrap, in transformers' module order (model::LoraTarget).
+enum class LoraModule { kQProj, kKProj, kVProj, kOProj, kGateProj, kUpProj, kDownProj };
+
+// LoRA adapters (core/model/lora.h); rank 0: full fine-tuning.
+struct LoraSection {
+  int64_t rank = 0;
+  double alpha = 0.0;
+  double dropout = 0.0;
+  std::vector<LoraModule> target_modules;
+  std::string init;  // a PEFT adapter directory to continue from; empty: fresh adapters
+  bool save_merged = false;
+};
+
 struct DistributedSection {
   int64_t timeout_s = 0;
   int64_t bucket_mb = 0;  // gradient all-reduce bucket size
@@ -159,6 +172,7 @@ struct RunConfig {
   LoggingSection logging;
   CheckpointSection checkpoint;
   EvalSection eval;
+  LoraSection lora;
   DistributedSection distributed;
   RuntimeSection runtime;
 

@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 #include <optional>
+#include <sstream>
+#include <vector>
 
 namespace ptrain::dist {
 namespace {
@@ -18,7 +20,8 @@ int env_int(const char* name, std::optional<int> fallback, int min_value) {
   const std::optional<std::string> text = env(name);
   if (!text) {
     if (fallback) return *fallback;
-    throw sdk::ConfigError(std::string("environment variable ") + name + " is not set (needed for a multi-process run)");
+    throw sdk::ConfigError(std::string("environment variable ") + name +
+                           " is not set (needed for a multi-process run)");
   }
   try {
     size_t used = 0;
@@ -26,8 +29,8 @@ int env_int(const char* name, std::optional<int> fallback, int min_value) {
     if (used == text->size() && value >= min_value) return value;
   } catch (const std::exception&) {
   }
-  throw sdk::ConfigError(std::string("environment variable ") + name + "='" + *text +
-                         "' is not an integer ≥ " + std::to_string(min_value));
+  throw sdk::ConfigError(std::string("environment variable ") + name + "='" + *text + "' is not an integer ≥ " +
+                         std::to_string(min_value));
 }
 
 void check_ranks(const LaunchEnv& launch) {
@@ -39,7 +42,40 @@ void check_ranks(const LaunchEnv& launch) {
   }
 }
 
+// sbatch sets SLURM_JOB_NODELIST; older Slurm and some wrappers only SLURM_NODELIST.
+std::optional<std::string> slurm_node_list() {
+  if (auto nodes = env("SLURM_JOB_NODELIST")) return nodes;
+  return env("SLURM_NODELIST");
+}
+
 }  // namespace
+
+int slurm_tasks_on_node(const std::string& tasks_per_node, int node_id) {
+  // Entries "COUNT" or "COUNT(xREPEAT)", comma-separated, one count per node in order.
+  const sdk::ConfigError malformed("environment variable SLURM_TASKS_PER_NODE='" + tasks_per_node +
+                                   "' is not Slurm's COUNT[(xREPEAT)],... form");
+  std::vector<std::pair<int, int>> counts;  // (tasks, nodes with that many)
+  std::istringstream entries(tasks_per_node);
+  for (std::string entry; std::getline(entries, entry, ',');) {
+    int count = 0, repeat = 1;
+    char open = 0, x = 0, close = 0;
+    std::istringstream fields(entry);
+    if (!(fields >> count) || count < 1) throw malformed;
+    if (fields >> open && !(open == '(' && fields >> x >> repeat >> close && x == 'x' && close == ')' && repeat >= 1)) {
+      throw malformed;
+    }
+    if (fields >> close) throw malformed;  // anything after the entry
+    counts.emplace_back(count, repeat);
+  }
+  if (counts.empty() || tasks_per_node.back() == ',') throw malformed;
+  int first_node = 0;
+  for (const auto& [count, repeat] : counts) {
+    if (node_id - first_node < repeat) return count;
+    first_node += repeat;
+  }
+  throw sdk::ConfigError("environment variable SLURM_NODEID=" + std::to_string(node_id) +
+                         " names a node beyond SLURM_TASKS_PER_NODE='" + tasks_per_node + "'");
+}
 
 std::string first_slurm_host(const std::string& node_list) {
   // The first entry ends at a comma outside brackets.
@@ -75,19 +111,15 @@ LaunchEnv read_launch_env() {
     launch.world_size = env_int("SLURM_NTASKS", std::nullopt, 1);
     launch.local_rank = env_int("SLURM_LOCALID", 0, 0);
     launch.local_world_size = env_int("SLURM_NTASKS_PER_NODE", 1, 1);
-    if (const auto tasks_on_node = env("SLURM_TASKS_PER_NODE")) {
-      // "4(x2)" or "4,3": this node's count is the first number.
-      try {
-        launch.local_world_size = std::max(1, std::stoi(*tasks_on_node));
-      } catch (const std::exception&) {
-      }
+    if (const auto tasks_per_node = env("SLURM_TASKS_PER_NODE")) {
+      launch.local_world_size = slurm_tasks_on_node(*tasks_per_node, env_int("SLURM_NODEID", 0, 0));
     }
     if (const auto addr = env("MASTER_ADDR")) {
       launch.master_addr = *addr;
-    } else if (const auto nodes = env("SLURM_NODELIST")) {
+    } else if (const auto nodes = slurm_node_list()) {
       launch.master_addr = first_slurm_host(*nodes);
     } else if (launch.world_size > 1) {
-      throw sdk::ConfigError("under Slurm, set MASTER_ADDR or SLURM_NODELIST to find the rendezvous host");
+      throw sdk::ConfigError("under Slurm, set MASTER_ADDR or SLURM_JOB_NODELIST to find the rendezvous host");
     }
     launch.master_port = env_int("MASTER_PORT", 29500, 1);
   }

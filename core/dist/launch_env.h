@@ -18,10 +18,15 @@ struct LaunchEnv {
 
 // RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/MASTER_ADDR/MASTER_PORT when
 // RANK is set; else SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID (master: the
-// first host of SLURM_NODELIST unless MASTER_ADDR is set) when SLURM_PROCID
+// first host of SLURM_JOB_NODELIST, else SLURM_NODELIST, unless MASTER_ADDR
+// is set; the local world size from SLURM_TASKS_PER_NODE) when SLURM_PROCID
 // is set; else a single process. Throws sdk::ConfigError naming the variable
 // that is missing or malformed.
 LaunchEnv read_launch_env();
+
+// This node's task count in SLURM_TASKS_PER_NODE ("4(x2),3": nodes 0 and 1
+// run 4, node 2 runs 3). Throws sdk::ConfigError on a malformed list.
+int slurm_tasks_on_node(const std::string& tasks_per_node, int node_id);
 
 // The first host of a Slurm node list: "node[03-05,9],gpu1" → "node03".
 std::string first_slurm_host(const std::string& node_list);

@@ -97,6 +97,17 @@ std::string torch_dtype_name(at::ScalarType dtype) {
   }
 }
 
+// A stored weight as float32 on `device`. Moved in the stored dtype, widened
+// on the device: a bf16 checkpoint crosses to the GPU at half the bytes, and
+// no float32 copy of the whole model is ever held on the host.
+at::Tensor float_on_device(const fs::path& dir, const std::string& name, const at::Tensor& t, at::Device device) {
+  if (!at::isFloatingType(t.scalar_type())) {
+    throw sdk::ModelError(dir.string() + ": tensor '" + name + "' has dtype " + c10::toString(t.scalar_type()) +
+                          ", expected a floating type");
+  }
+  return t.to(device).to(at::kFloat).contiguous();
+}
+
 // [min, max] of a non-empty int64 tensor on the host, read from its memory:
 // one pass, and no tensor-to-scalar read inside the training loop.
 std::pair<int64_t, int64_t> host_value_range(const at::Tensor& ids) {
@@ -124,6 +135,7 @@ void CausalLm::bind_handles() {
   embed_tokens_ = take("model.embed_tokens.weight");
   layers_.assign(config_.num_layers, Layer{});
   for (Layer& layer : layers_) {
+    layer.index = static_cast<size_t>(&layer - layers_.data());
     layer.q_weight = take("q_proj.weight");
     if (qkv_bias) layer.q_bias = take("q_proj.bias");
     layer.k_weight = take("k_proj.weight");
@@ -145,6 +157,7 @@ void CausalLm::bind_handles() {
   final_norm_ = take("model.norm.weight");
   if (!config_.tie_word_embeddings) lm_head_ = take("lm_head.weight");
   TORCH_INTERNAL_ASSERT(next == params_.size(), "parameter order: ", params_.size() - next, " unused tensors");
+  bind_lora_handles();
 }
 
 std::vector<std::pair<std::string, std::vector<int64_t>>> CausalLm::expected_parameters(const ModelConfig& c) {
@@ -200,49 +213,25 @@ std::unique_ptr<CausalLm> CausalLm::init_random(const ModelConfig& config, uint6
 std::unique_ptr<CausalLm> CausalLm::load_hf_dir(const std::filesystem::path& dir, at::Device device) {
   if (!fs::is_directory(dir)) throw sdk::ModelError(dir.string() + ": model directory does not exist");
   const fs::path config_path = dir / "config.json";
+  if (!fs::exists(config_path) && fs::exists(dir / "adapter_config.json")) {
+    throw sdk::ModelError(dir.string() +
+                          ": a LoRA adapter directory, not a model: start from its base model (model.init) with "
+                          "lora.init = this directory, or from its merged/ model (lora.save_merged)");
+  }
   const ModelConfig config = ModelConfig::from_hf_json(read_json_file(config_path), config_path.string());
 
-  std::map<std::string, at::Tensor> loaded;
-  for (auto& [name, tensor] : read_model_tensors(dir)) {
-    if (!loaded.emplace(name, std::move(tensor)).second) {
-      throw sdk::ModelError(dir.string() + ": tensor '" + name + "' appears in more than one file");
-    }
-  }
-  auto fail = [&](const std::string& name, const std::string& what) {
-    throw sdk::ModelError(dir.string() + ": tensor '" + name + "' " + what);
-  };
-  auto to_float = [&](const std::string& name, const at::Tensor& t) {
-    if (!at::isFloatingType(t.scalar_type())) {
-      fail(name, std::string("has dtype ") + c10::toString(t.scalar_type()) + ", expected a floating type");
-    }
-    // Moved in the stored dtype, widened on the device: a bf16 checkpoint
-    // crosses to the GPU at half the bytes, and no float32 copy of the whole
-    // model is ever held on the host.
-    return t.to(device).to(at::kFloat).contiguous();
-  };
-
-  NamedTensors params;
-  at::ScalarType loaded_dtype = at::kFloat;
-  for (const auto& [name, shape] : expected_parameters(config)) {
-    auto it = loaded.find(name);
-    if (it == loaded.end()) fail(name, "is missing (expected shape " + format_shape(shape) + ")");
-    if (it->second.sizes() != at::IntArrayRef(shape)) {
-      fail(name, "has shape " + format_shape(it->second.sizes()) + ", expected " + format_shape(shape));
-    }
-    if (params.empty()) loaded_dtype = it->second.scalar_type();
-    params.emplace_back(name, to_float(name, it->second).requires_grad_(true));
-    loaded.erase(it);
-  }
-
+  std::map<std::string, at::Tensor> rest;
+  std::unique_ptr<CausalLm> model = load_hf_decoder(dir, config, device, rest);
   std::vector<std::string> unexpected;
-  for (const auto& [name, tensor] : loaded) {
+  for (const auto& [name, tensor] : rest) {
     // Older checkpoints store the rotary buffer; it is recomputed from rope_theta.
     if (ends_with(name, ".rotary_emb.inv_freq")) continue;
     // Some exporters write the tied head anyway; accept only an exact copy.
     if (config.tie_word_embeddings && name == "lm_head.weight") {
-      const at::Tensor& embed = params.front().second;
-      if (tensor.sizes() != embed.sizes() || !at::equal(to_float(name, tensor), embed.detach())) {
-        fail(name, "differs from model.embed_tokens.weight although tie_word_embeddings is true");
+      const at::Tensor& embed = model->embed_tokens_;
+      if (tensor.sizes() != embed.sizes() || !at::equal(float_on_device(dir, name, tensor, device), embed.detach())) {
+        throw sdk::ModelError(dir.string() + ": tensor '" + name +
+                              "' differs from model.embed_tokens.weight although tie_word_embeddings is true");
       }
       continue;
     }
@@ -255,9 +244,36 @@ std::unique_ptr<CausalLm> CausalLm::load_hf_dir(const std::filesystem::path& dir
     throw sdk::ModelError(dir.string() + ": unexpected tensors for a " + config.model_type +
                           " model with this config: " + list);
   }
-  const at::ScalarType stored_dtype = loaded_dtype;
+  return model;
+}
+
+std::unique_ptr<CausalLm> CausalLm::load_hf_decoder(const std::filesystem::path& dir, const ModelConfig& config,
+                                                    at::Device device, std::map<std::string, at::Tensor>& rest) {
+  rest.clear();
+  for (auto& [name, tensor] : read_model_tensors(dir)) {
+    if (!rest.emplace(name, std::move(tensor)).second) {
+      throw sdk::ModelError(dir.string() + ": tensor '" + name + "' appears in more than one file");
+    }
+  }
+  NamedTensors params;
+  at::ScalarType loaded_dtype = at::kFloat;
+  for (const auto& [name, shape] : expected_parameters(config)) {
+    auto it = rest.find(name);
+    if (it == rest.end()) {
+      throw sdk::ModelError(dir.string() + ": tensor '" + name + "' is missing (expected shape " + format_shape(shape) +
+                            ")");
+    }
+    if (it->second.sizes() != at::IntArrayRef(shape)) {
+      throw sdk::ModelError(dir.string() + ": tensor '" + name + "' has shape " + format_shape(it->second.sizes()) +
+                            ", expected " + format_shape(shape));
+    }
+    if (params.empty()) loaded_dtype = it->second.scalar_type();
+    params.emplace_back(name, float_on_device(dir, name, it->second, device).requires_grad_(true));
+    rest.erase(it);
+  }
   auto model = std::unique_ptr<CausalLm>(new CausalLm(config, std::move(params)));
-  model->stored_dtype_ = stored_dtype;
+  model->stored_dtype_ = loaded_dtype;
+  model->source_dir_ = dir;
   return model;
 }
 
@@ -292,6 +308,7 @@ void CausalLm::set_compute_dtype(at::ScalarType dtype) {
 void CausalLm::to_device(at::Device device) {
   if (device == this->device()) return;
   for (auto& [name, t] : params_) t = t.detach().to(device).requires_grad_(t.requires_grad());
+  for (auto& [name, t] : lora_params_) t = t.detach().to(device).requires_grad_(t.requires_grad());
   bind_handles();
   rope_length_ = 0;  // the rotary tables are rebuilt on the new device
 }
@@ -300,15 +317,22 @@ at::Tensor CausalLm::dense(const at::Tensor& x, const at::Tensor& weight, const 
   return model::linear(x, weight, bias, compute_dtype_);
 }
 
-NamedTensors CausalLm::named_parameters() const { return params_; }
+NamedTensors CausalLm::named_parameters() const { return lora_ ? lora_params_ : params_; }
 
 std::unique_ptr<CausalLm> CausalLm::frozen_copy() const {
+  // A LoRA model's base weights never change: the copy shares them.
   NamedTensors copies;
   copies.reserve(params_.size());
-  for (const auto& [name, t] : params_) copies.emplace_back(name, t.detach().clone());
+  for (const auto& [name, t] : params_) copies.emplace_back(name, lora_ ? t.detach() : t.detach().clone());
   auto copy = std::unique_ptr<CausalLm>(new CausalLm(config_, std::move(copies)));
   copy->stored_dtype_ = stored_dtype_;
   copy->compute_dtype_ = compute_dtype_;
+  copy->source_dir_ = source_dir_;
+  if (lora_) {
+    copy->lora_ = lora_;
+    for (const auto& [name, t] : lora_params_) copy->lora_params_.emplace_back(name, t.detach().clone());
+    copy->bind_lora_handles();
+  }
   return copy;
 }
 
@@ -316,6 +340,13 @@ void CausalLm::soft_update_from(const sdk::LanguageModel& source, double alpha) 
   const auto* other = dynamic_cast<const CausalLm*>(&source);
   if (other == nullptr || other->config_ != config_) {
     throw sdk::ModelError("soft_update_from: the source model has a different architecture");
+  }
+  // Mixing W + B·A products is no mix of the factors, and a LoRA model's
+  // reference shares its base weights: neither can be blended in place.
+  if (lora_ || other->lora_) {
+    throw sdk::ModelError(
+        "soft_update_from: not supported with LoRA adapters ([lora] rank > 0), e.g. for a TR-DPO "
+        "reference sync; train without [lora] or turn the sync off");
   }
   at::NoGradGuard no_grad;
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -326,6 +357,7 @@ void CausalLm::soft_update_from(const sdk::LanguageModel& source, double alpha) 
 int64_t CausalLm::num_parameters() const {
   int64_t total = 0;
   for (const auto& [name, t] : params_) total += t.numel();
+  for (const auto& [name, t] : lora_params_) total += t.numel();
   return total;
 }
 
@@ -361,28 +393,29 @@ at::Tensor CausalLm::attention(const Layer& layer, const at::Tensor& x, const At
   const int64_t heads = config_.num_heads;
   const int64_t kv_heads = config_.num_kv_heads;
 
-  auto project = [&](const at::Tensor& w, const at::Tensor& bias, int64_t n) {
-    return dense(x, w, bias).view({b, t, n, d});  // [B, T, n, d]
+  auto project = [&](LoraTarget target, int64_t n) {
+    return projection(layer, target, x, layout.lora_dropout).view({b, t, n, d});  // [B, T, n, d]
   };
   // Rotary embeddings write the [B, n, T, d] layout attention reads.
-  const at::Tensor q = normed_rotary(project(layer.q_weight, layer.q_bias, heads), layer.q_norm, layout.cos, layout.sin,
+  const at::Tensor q = normed_rotary(project(LoraTarget::kQ, heads), layer.q_norm, layout.cos, layout.sin,
                                      attention_compat::query_scale(d));
-  const at::Tensor k =
-      normed_rotary(project(layer.k_weight, layer.k_bias, kv_heads), layer.k_norm, layout.cos, layout.sin, 1.0);
-  const at::Tensor v = project(layer.v_weight, layer.v_bias, kv_heads).transpose(1, 2);  // [B, kv_heads, T, d]
+  const at::Tensor k = normed_rotary(project(LoraTarget::kK, kv_heads), layer.k_norm, layout.cos, layout.sin, 1.0);
+  const at::Tensor v = project(LoraTarget::kV, kv_heads).transpose(1, 2);  // [B, kv_heads, T, d]
   const at::Tensor out =
       attention_compat::attend(q, k, v, layout.allowed, layout.blocked, compute_dtype_);  // [B, heads, T, d]
-  return dense(out.transpose(1, 2).reshape({b, t, heads * d}), layer.o_weight, layer.o_bias);
+  return projection(layer, LoraTarget::kO, out.transpose(1, 2).reshape({b, t, heads * d}), layout.lora_dropout);
 }
 
-at::Tensor CausalLm::mlp(const Layer& layer, const at::Tensor& x) const {
-  return dense(at::silu(dense(x, layer.gate_weight)) * dense(x, layer.up_weight), layer.down_weight);
+at::Tensor CausalLm::mlp(const Layer& layer, const at::Tensor& x, const LoraDropout& dropout) const {
+  const at::Tensor gate = projection(layer, LoraTarget::kGate, x, dropout);
+  const at::Tensor up = projection(layer, LoraTarget::kUp, x, dropout);
+  return projection(layer, LoraTarget::kDown, at::silu(gate) * up, dropout);
 }
 
 at::Tensor CausalLm::decoder_layer(size_t index, const at::Tensor& x, const AttentionLayout& layout) const {
   const Layer& layer = layers_.at(index);
   const at::Tensor h = x + attention(layer, rms_norm(x, layer.input_norm), layout);
-  return h + mlp(layer, rms_norm(h, layer.post_norm));
+  return h + mlp(layer, rms_norm(h, layer.post_norm), layout.lora_dropout);
 }
 
 CausalLm::AttentionLayout CausalLm::attention_layout(int64_t t, const at::Tensor& position_ids,
@@ -452,7 +485,12 @@ at::Tensor CausalLm::hidden_states(const at::Tensor& input_ids, const at::Tensor
     TORCH_CHECK(min_position >= 0 && max_position < t, "position_ids values must be in [0, ", t, ")");
   }
 
-  const AttentionLayout layout = attention_layout(t, position_ids, document_ids);
+  AttentionLayout layout = attention_layout(t, position_ids, document_ids);
+  // Adapter dropout is for training: a forward that records gradients.
+  // Scoring without them (references, evaluation, old log-probs) sees no dropout.
+  if (lora_ && lora_->dropout > 0.0 && at::GradMode::is_enabled()) {
+    layout.lora_dropout = {lora_->dropout, true, dropout_seed()};
+  }
   // Recomputing layers in backward only pays when there is a backward.
   const bool grad = at::GradMode::is_enabled();
   const bool checkpoint = (activation_checkpointing_ || layer_source_ != nullptr) && grad;

@@ -19,6 +19,7 @@
 // never attend to padding.
 #pragma once
 
+#include "core/model/lora.h"
 #include "core/model/model_config.h"
 
 #include "ptrain/sdk/model.h"
@@ -26,9 +27,12 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,6 +55,15 @@ class CausalLm : public sdk::LanguageModel {
   // sdk::ModelError naming the directory and the tensor. Each tensor moves to
   // `device` in its stored dtype and is widened there.
   static std::unique_ptr<CausalLm> load_hf_dir(const std::filesystem::path& dir, at::Device device = at::kCPU);
+
+  // The decoder of a directory whose head is not lm_head (a sequence
+  // classifier's score head, sequence_classifier.h): the tensors of
+  // `config` read and checked as load_hf_dir reads them, and every tensor
+  // of the directory the decoder does not use left in `rest`, as stored on
+  // the host, for the caller to check. `config` decides whether an
+  // lm_head.weight is read: a caller without one sets tie_word_embeddings.
+  static std::unique_ptr<CausalLm> load_hf_decoder(const std::filesystem::path& dir, const ModelConfig& config,
+                                                   at::Device device, std::map<std::string, at::Tensor>& rest);
 
   // What a saved directory carries besides the architecture and the weights.
   struct SaveOptions {
@@ -87,12 +100,42 @@ class CausalLm : public sdk::LanguageModel {
   at::Device device() const { return embed_tokens_.device(); }
 
   // Trainable leaves with transformers' names, in transformers' module order.
-  // A tied lm_head is not listed (it is model.embed_tokens.weight).
+  // A tied lm_head is not listed (it is model.embed_tokens.weight). With
+  // LoRA, the adapters only, by PEFT key (lora.h), layer by layer, A before B.
   std::vector<std::pair<std::string, at::Tensor>> named_parameters() const override;
+
+  // The base model's weights with transformers' names, LoRA or not (what
+  // save_hf_dir writes).
+  const std::vector<std::pair<std::string, at::Tensor>>& base_parameters() const { return params_; }
+
+  // LoRA (lora.h): freezes every base weight and wraps spec.targets of every
+  // layer with a fresh adapter (A from `seed`, B = 0) on the model's device.
+  // From then on only the adapters are trainable. Once per model.
+  void add_lora(const LoraSpec& spec, uint64_t seed);
+  const std::optional<LoraSpec>& lora() const { return lora_; }
+  // The update step about to run: LoRA's dropout masks follow from (seed,
+  // step, forward within the step), so a resumed run draws the same ones.
+  void set_dropout_step(int64_t step) {
+    lora_step_ = static_cast<uint64_t>(step);
+    lora_forwards_ = 0;
+  }
+  // Replaces the adapters' values with `weights` (PEFT keys, every adapter
+  // with its exact shape, nothing else). Throws sdk::ModelError starting
+  // with `source` and naming the tensor.
+  void load_lora_weights(const std::vector<std::pair<std::string, at::Tensor>>& weights, const std::string& source);
+  // The base model alone: the same frozen weight tensors (no copy), no
+  // adapters. What a LoRA run's reference model is.
+  std::unique_ptr<CausalLm> base_model() const;
+  // A model without adapters whose weights are W + (alpha / r) · B A
+  // (copies), for a merged model directory.
+  std::unique_ptr<CausalLm> merged_copy() const;
+  // The directory load_hf_dir read; empty for init_random.
+  const std::filesystem::path& source_dir() const { return source_dir_; }
 
   const ModelConfig& config() const { return config_; }
 
   // Detached clones with requires_grad = false (reference / old policy).
+  // With LoRA only the adapters are cloned: the frozen base weights are shared.
   std::unique_ptr<CausalLm> frozen_copy() const;
 
   // input_ids: [B, T] int64, right-padded, values in [0, vocab_size)
@@ -123,8 +166,9 @@ class CausalLm : public sdk::LanguageModel {
   // `source` outlives the model's forwards and backwards; nullptr: none.
   void set_layer_parameter_source(LayerParameterSource* source) { layer_source_ = source; }
   size_t num_layers() const { return layers_.size(); }
-  // Decoder layer `index`'s trainable tensors (the same objects as in
-  // named_parameters()), in a fixed order.
+  // Decoder layer `index`'s tensors that take gradients (the same objects
+  // as in named_parameters(): trainable base tensors, or with LoRA the
+  // adapters), in a fixed order; the inputs its recomputation differentiates.
   std::vector<at::Tensor> layer_parameters(size_t index) const;
 
   // sdk::LanguageModel. target_log_probs projects only the loss_mask rows
@@ -172,15 +216,27 @@ class CausalLm : public sdk::LanguageModel {
     at::Tensor gate_weight;  // [I, H]
     at::Tensor up_weight;    // [I, H]
     at::Tensor down_weight;  // [H, I]
+
+    // The LoRA adapters by LoraTarget (undefined where not wrapped), and
+    // the layer's position in layers_ (which picks its dropout masks).
+    std::array<LoraPair, kLoraTargetCount> lora;
+    size_t index = 0;
+
+    const at::Tensor& weight(LoraTarget target) const;
+    const at::Tensor& bias(LoraTarget target) const;  // undefined where the projection has none
   };
 
   // Takes tensors in expected_parameters() order; binds the typed handles.
   CausalLm(ModelConfig config, std::vector<std::pair<std::string, at::Tensor>> params);
   void bind_handles();
+  void bind_lora_handles();
   // `t` on the weights' device (moved when it is elsewhere, e.g. a host batch).
   at::Tensor on_model_device(const at::Tensor& t) const;
   // model::linear at the model's compute dtype.
   at::Tensor dense(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias = {}) const;
+  // One of a layer's seven projections: dense, plus its LoRA update when wrapped.
+  at::Tensor projection(const Layer& layer, LoraTarget target, const at::Tensor& x,
+                        const LoraDropout& dropout = {}) const;
 
   // Names and shapes of all parameters for a config, in named_parameters() order.
   static std::vector<std::pair<std::string, std::vector<int64_t>>> expected_parameters(const ModelConfig& config);
@@ -195,6 +251,7 @@ class CausalLm : public sdk::LanguageModel {
     at::Tensor sin;
     at::Tensor allowed;
     at::Tensor blocked;
+    LoraDropout lora_dropout;  // the adapters' input dropout of this forward
   };
   AttentionLayout attention_layout(int64_t t, const at::Tensor& position_ids, const at::Tensor& document_ids);
 
@@ -205,7 +262,7 @@ class CausalLm : public sdk::LanguageModel {
   at::Tensor normed_rotary(const at::Tensor& heads, const at::Tensor& norm, const at::Tensor& cos,
                            const at::Tensor& sin, double scale) const;
   at::Tensor attention(const Layer& layer, const at::Tensor& x, const AttentionLayout& layout) const;
-  at::Tensor mlp(const Layer& layer, const at::Tensor& x) const;
+  at::Tensor mlp(const Layer& layer, const at::Tensor& x, const LoraDropout& dropout = {}) const;
   // Decoder layer `index`: x + attention, then + MLP. [B, T, H] → [B, T, H].
   at::Tensor decoder_layer(size_t index, const at::Tensor& x, const AttentionLayout& layout) const;
   // decoder_layer without keeping activations; recomputed in backward
@@ -222,6 +279,8 @@ class CausalLm : public sdk::LanguageModel {
   at::Tensor blocked_cache_slots(const KvCache& cache, const at::Tensor& positions, int64_t start, int64_t t) const;
   const at::Tensor& lm_head_weight() const { return config_.tie_word_embeddings ? embed_tokens_ : lm_head_; }
   void ensure_rope_cache(int64_t length);
+  // The next training forward's LoRA dropout seed (counts the forward).
+  uint64_t dropout_seed();
 
   ModelConfig config_;
   std::vector<std::pair<std::string, at::Tensor>> params_;
@@ -236,6 +295,16 @@ class CausalLm : public sdk::LanguageModel {
   at::Tensor rope_cos_;
   at::Tensor rope_sin_;
   int64_t rope_length_ = 0;
+
+  // LoRA: the adapters by PEFT key (named_parameters() order); each
+  // training forward's dropout seed mixes the seed, the step and the
+  // forward's count within the step.
+  std::optional<LoraSpec> lora_;
+  std::vector<std::pair<std::string, at::Tensor>> lora_params_;
+  uint64_t lora_seed_ = 0;
+  uint64_t lora_step_ = 0;
+  uint64_t lora_forwards_ = 0;
+  std::filesystem::path source_dir_;
 
   bool activation_checkpointing_ = false;
   LayerParameterSource* layer_source_ = nullptr;

@@ -3,7 +3,8 @@
 // forward pass and runs again in backward to rebuild what its gradient needs.
 // Activations then cost one [B, T, H] tensor per layer instead of every
 // intermediate, for one extra layer forward per backward. The recomputation
-// is deterministic (no dropout), so gradients are the same.
+// is deterministic (LoRA's dropout masks are drawn again from the same seed),
+// so gradients are the same.
 //
 // Under sharding "full" the same node gathers the layer's parameters around
 // its forward and its recomputation, and hands their gradients to the
@@ -35,6 +36,10 @@ struct CausalLm::CheckpointFunction : public torch::autograd::Function<CausalLm:
     ctx->saved_data["sin"] = layout->sin;
     if (layout->allowed.defined()) ctx->saved_data["allowed"] = layout->allowed;
     if (layout->blocked.defined()) ctx->saved_data["blocked"] = layout->blocked;
+    // The adapters' dropout masks follow from the seed: the recomputation draws the same ones.
+    ctx->saved_data["dropout_active"] = layout->lora_dropout.active;
+    ctx->saved_data["dropout_probability"] = layout->lora_dropout.probability;
+    ctx->saved_data["dropout_seed"] = static_cast<int64_t>(layout->lora_dropout.seed);
     LayerParameterSource* source = model->layer_source_;
     if (source != nullptr) source->gather(static_cast<size_t>(index));
     at::Tensor y = model->decoder_layer(static_cast<size_t>(index), x, *layout);  // autograd is off in forward
@@ -50,6 +55,9 @@ struct CausalLm::CheckpointFunction : public torch::autograd::Function<CausalLm:
     layout.sin = ctx->saved_data["sin"].toTensor();
     if (ctx->saved_data.count("allowed")) layout.allowed = ctx->saved_data["allowed"].toTensor();
     if (ctx->saved_data.count("blocked")) layout.blocked = ctx->saved_data["blocked"].toTensor();
+    layout.lora_dropout.active = ctx->saved_data["dropout_active"].toBool();
+    layout.lora_dropout.probability = ctx->saved_data["dropout_probability"].toDouble();
+    layout.lora_dropout.seed = static_cast<uint64_t>(ctx->saved_data["dropout_seed"].toInt());
 
     const at::Tensor x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
     LayerParameterSource* source = model->layer_source_;
@@ -85,7 +93,10 @@ std::vector<at::Tensor> CausalLm::layer_parameters(size_t index) const {
        {&layer.input_norm, &layer.q_weight, &layer.q_bias, &layer.k_weight, &layer.k_bias, &layer.v_weight,
         &layer.v_bias, &layer.o_weight, &layer.o_bias, &layer.q_norm, &layer.k_norm, &layer.post_norm,
         &layer.gate_weight, &layer.up_weight, &layer.down_weight}) {
-    if (t->defined()) parameters.push_back(*t);
+    if (t->defined() && t->requires_grad()) parameters.push_back(*t);
+  }
+  for (const LoraPair& pair : layer.lora) {
+    if (pair.defined() && pair.a.requires_grad()) parameters.insert(parameters.end(), {pair.a, pair.b});
   }
   return parameters;
 }

@@ -48,15 +48,15 @@ at::Tensor CausalLm::cached_attention(const Layer& layer, const at::Tensor& x, c
   const int64_t kv_heads = config_.num_kv_heads;
   const int64_t length = start + t;
 
-  auto project = [&](const at::Tensor& w, const at::Tensor& bias, int64_t n) {
-    return dense(x, w, bias).view({b, t, n, d});  // [B, t, n, d]
+  auto project = [&](LoraTarget target, int64_t n) {
+    return projection(layer, target, x).view({b, t, n, d});  // [B, t, n, d]
   };
   // As in the training forward (attention_compat.h), the 1/√d scale goes on
   // the queries, folded into the rotary kernel, so both paths round alike.
-  const at::Tensor q = normed_rotary(project(layer.q_weight, layer.q_bias, heads), layer.q_norm, cos, sin,
+  const at::Tensor q = normed_rotary(project(LoraTarget::kQ, heads), layer.q_norm, cos, sin,
                                      1.0 / std::sqrt(static_cast<double>(d)));  // [B, heads, t, d]
-  const at::Tensor k = normed_rotary(project(layer.k_weight, layer.k_bias, kv_heads), layer.k_norm, cos, sin, 1.0);
-  const at::Tensor v = project(layer.v_weight, layer.v_bias, kv_heads).transpose(1, 2);  // [B, kv_heads, t, d]
+  const at::Tensor k = normed_rotary(project(LoraTarget::kK, kv_heads), layer.k_norm, cos, sin, 1.0);
+  const at::Tensor v = project(LoraTarget::kV, kv_heads).transpose(1, 2);  // [B, kv_heads, t, d]
   key_cache.narrow(2, start, t).copy_(k);
   value_cache.narrow(2, start, t).copy_(v);
 
@@ -73,7 +73,7 @@ at::Tensor CausalLm::cached_attention(const Layer& layer, const at::Tensor& x, c
                              .view({b, heads, t, d})
                              .transpose(1, 2)
                              .reshape({b, t, heads * d});
-  return dense(out, layer.o_weight, layer.o_bias);
+  return projection(layer, LoraTarget::kO, out);
 }
 
 // Query slot s reads key slot j ≤ s when j holds a real token and, with a

@@ -7,6 +7,7 @@
 #include "core/plugin/host_logger.h"
 #include "core/plugin/plugin_loader.h"
 #include "core/plugin/reward_library.h"
+#include "core/plugin/reward_model_loader.h"
 #include "ptrain/sdk/context.h"
 
 #include <functional>
@@ -31,7 +32,14 @@ class HostContext final : public sdk::Context {
   sdk::LanguageModel& policy() override { return policy_; }
   std::unique_ptr<sdk::LanguageModel> frozen_policy_copy() override { return policy_.frozen_copy(); }
   // On the policy's device and at its compute dtype, as a reference model must be.
+  // A LoRA policy's own base directory is the policy with its adapters off:
+  // the same weight tensors, no second copy.
   std::unique_ptr<sdk::LanguageModel> load_frozen_model(const std::string& model_dir) override {
+    if (policy_.lora() && is_policy_base_dir(model_dir)) {
+      logger_.info("lora", "reference model " + model_dir +
+                               " is the policy's base: its weights with the adapters off (shared, not copied)");
+      return policy_.base_model();
+    }
     std::unique_ptr<model::CausalLm> model = model::CausalLm::load_hf_dir(model_dir, policy_.device())->frozen_copy();
     model->set_compute_dtype(policy_.compute_dtype());
     model->to_device(policy_.device());
@@ -52,6 +60,10 @@ class HostContext final : public sdk::Context {
   std::unique_ptr<sdk::RewardLibrary> open_reward_library(const std::string& name_or_path) override {
     return load_reward_library(name_or_path, plugin_search_dirs(extra_plugin_dirs_));
   }
+  // On the policy's device and at its compute dtype, as a reference model.
+  std::unique_ptr<sdk::RewardModel> load_reward_model(const std::string& model_dir) override {
+    return plugin::load_reward_model(model_dir, policy_.device(), policy_.compute_dtype());
+  }
   // The examples this rank takes in a later step, from the run's sampler.
   std::vector<const sdk::Example*> upcoming_examples(int64_t steps_ahead) override {
     if (steps_ahead < 1) {
@@ -69,9 +81,15 @@ class HostContext final : public sdk::Context {
   void set_step(int64_t step, int64_t epoch) {
     run_info_.step = step;
     run_info_.epoch = epoch;
+    policy_.set_dropout_step(step);
   }
 
  private:
+  bool is_policy_base_dir(const std::string& model_dir) const {
+    std::error_code error;
+    return !policy_.source_dir().empty() && std::filesystem::equivalent(model_dir, policy_.source_dir(), error);
+  }
+
   model::CausalLm& policy_;
   const sdk::Tokenizer& tokenizer_;
   const sdk::ConfigValues& module_config_;

@@ -19,12 +19,14 @@ std::string device_key_error(const config::RunConfig& config, const std::string&
 
 bool cuda_usable() { return visible_gpus() > 0; }
 
-at::Device resolve_device(const config::RunConfig& config, int local_rank) {
+at::Device resolve_device(const config::RunConfig& config, int local_rank, int local_world_size) {
   switch (config.runtime.device) {
     case config::DeviceChoice::kCpu:
       return at::kCPU;
     case config::DeviceChoice::kAuto:
-      if (!cuda_usable()) return at::kCPU;
+      // Every process of the node decides alike: a GPU each, or all on the CPU
+      // (one backend for the whole job; two ranks cannot share a GPU under NCCL).
+      if (!cuda_usable() || local_world_size > visible_gpus()) return at::kCPU;
       break;
     case config::DeviceChoice::kCuda:
       if (!at::hasCUDA()) {

@@ -22,7 +22,11 @@ at::ScalarType export_dtype(config::SaveDtype choice, const model::CausalLm& pol
 
 void export_model(const config::RunConfig& config, const model::CausalLm& policy,
                   const checkpoint::ModelDirFiles& files, const std::filesystem::path& target) {
-  checkpoint::save_model_atomically(policy, target, export_dtype(config.checkpoint.save_dtype, policy), files);
+  // A LoRA run's directory is its adapter; lora.save_merged adds the model with ΔW folded in.
+  const std::unique_ptr<model::CausalLm> merged =
+      policy.lora() && config.lora.save_merged ? policy.merged_copy() : nullptr;
+  checkpoint::save_model_atomically(policy, target, export_dtype(config.checkpoint.save_dtype, policy), files,
+                                    merged.get());
 }
 
 }  // namespace ptrain::train

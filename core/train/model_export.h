@@ -14,7 +14,8 @@ namespace ptrain::train {
 
 // Writes `policy` to `target` as a complete model directory with `files`
 // (output_model_files.h), atomically (an existing `target` is replaced only
-// once the new one is complete).
+// once the new one is complete). With LoRA, `target` is the PEFT adapter
+// directory, plus merged/ (a complete model) when lora.save_merged is set.
 void export_model(const config::RunConfig& config, const model::CausalLm& policy,
                   const checkpoint::ModelDirFiles& files, const std::filesystem::path& target);
 

@@ -2,6 +2,7 @@
 
 #include "core/checkpoint/atomic_dir.h"
 #include "core/log/logger.h"
+#include "core/model/lora_adapter_dir.h"
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
@@ -72,13 +73,24 @@ void restore_policy(const checkpoint::LoadedCheckpoint& loaded, const std::strin
     throw sdk::ConfigError(where + ": checkpoint of plugin '" + loaded.trainer.plugin +
                            "' cannot resume with plugin '" + plugin_name + "'");
   }
-  if (loaded.model->config() != policy.config()) {
+  if (loaded.adapter.has_value() != policy.lora().has_value()) {
+    throw sdk::ConfigError(where + (loaded.adapter ? ": a LoRA checkpoint (adapter_config.json) cannot resume a run "
+                                                     "without [lora] rank > 0"
+                                                   : ": a full-model checkpoint cannot resume a run with [lora] "
+                                                     "rank > 0 (it would need adapter_config.json)"));
+  }
+  if (loaded.model && loaded.model->config() != policy.config()) {
     throw sdk::ConfigError(where + ": the checkpoint's model (" + loaded.model->config().to_hf_json().dump() +
                            ") differs in shape from the configured one (" + policy.config().to_hf_json().dump() + ")");
   }
   for (const ConfigChange& change : config_changes(loaded.config_toml, resolved_config_toml)) {
     if (change.key == "output_dir") continue;
     log::warn("resume", change.key + " changed from " + change.before + " to " + change.after);
+  }
+  if (loaded.adapter) {
+    // The base weights are model.init's again; only the adapters were trained.
+    model::load_lora_adapter_dir(policy, loaded.dir);
+    return;
   }
   const auto source = loaded.model->named_parameters();
   const auto target = policy.named_parameters();

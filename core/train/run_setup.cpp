@@ -2,11 +2,14 @@
 
 #include "core/data/jsonl_reader.h"
 #include "core/log/logger.h"
+#include "core/model/lora_adapter_dir.h"
 #include "core/tokenizer/byte_tokenizer.h"
 #include "core/tokenizer/hf_tokenizer.h"
 #include "core/train/best_model.h"
 #include "core/train/compute_device.h"
 #include "ptrain/sdk/errors.h"
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 
@@ -90,6 +93,31 @@ model::ModelConfig model_config_from(const config::ModelSection& section) {
   return config;
 }
 
+std::optional<model::LoraSpec> lora_spec(const config::LoraSection& section) {
+  if (section.rank <= 0) return std::nullopt;
+  model::LoraSpec spec;
+  spec.rank = section.rank;
+  spec.alpha = section.alpha;
+  spec.dropout = section.dropout;
+  // config::LoraModule lists the projections in model::LoraTarget's order.
+  for (const config::LoraModule module : section.target_modules) {
+    spec.targets.push_back(model::all_lora_targets().at(static_cast<size_t>(module)));
+  }
+  return spec;
+}
+
+void add_lora_adapters(const config::RunConfig& config, model::CausalLm& policy) {
+  const std::optional<model::LoraSpec> spec = lora_spec(config.lora);
+  if (!spec) return;
+  policy.add_lora(*spec, config.seed);
+  if (!config.lora.init.empty()) model::load_lora_adapter_dir(policy, config.lora.init);
+  int64_t trainable = 0;
+  for (const auto& [name, t] : policy.named_parameters()) trainable += t.numel();
+  log::info("lora", "rank " + std::to_string(spec->rank) + ", alpha " + nlohmann::json(spec->alpha).dump() + ": " +
+                        std::to_string(trainable) + " trainable adapter parameters on frozen base weights" +
+                        (config.lora.init.empty() ? "" : ", continuing from " + config.lora.init));
+}
+
 std::unique_ptr<model::CausalLm> make_policy(const config::RunConfig& config, const sdk::Tokenizer& tokenizer,
                                              at::Device device) {
   std::unique_ptr<model::CausalLm> policy;
@@ -103,6 +131,7 @@ std::unique_ptr<model::CausalLm> make_policy(const config::RunConfig& config, co
   policy->set_activation_checkpointing(config.model.activation_checkpointing);
   policy->set_compute_dtype(compute_dtype(config.runtime.precision));
   policy->to_device(device);
+  add_lora_adapters(config, *policy);
   const model::ModelConfig& loaded = policy->config();
   if (loaded.vocab_size < tokenizer.vocab_size()) {
     throw sdk::ConfigError("model vocab_size " + std::to_string(loaded.vocab_size) +
@@ -187,7 +216,7 @@ sdk::MicrobatchPlan microbatch_plan(const config::RunConfig& config) {
 
 RunParts load_run_parts(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,
                         dist::Communicator& communicator) {
-  const at::Device device = resolve_device(config, communicator.local_rank());
+  const at::Device device = resolve_device(config, communicator.local_rank(), communicator.local_world_size());
   auto tokenizer = make_tokenizer(config.tokenizer);
   auto policy = make_policy(config, *tokenizer, device);
   plugin::ModuleHandle module = plugin.create_module();

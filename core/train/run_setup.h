@@ -31,9 +31,17 @@ std::optional<sdk::ChatTemplate> make_chat_template(const config::TokenizerSecti
 
 model::ModelConfig model_config_from(const config::ModelSection& section);
 
+// [lora] as the model's adapter spec; nullopt for rank 0 (full fine-tuning).
+std::optional<model::LoraSpec> lora_spec(const config::LoraSection& section);
+
+// With lora.rank > 0: freezes the policy's base weights and adds adapters
+// (fresh from the seed, or lora.init's), so that only they train.
+void add_lora_adapters(const config::RunConfig& config, model::CausalLm& policy);
+
 // Loads model.init, or builds the configured sizes with a seeded init; checks
 // the vocabulary covers the tokenizer's and that max_length fits the
-// positions; puts it on `device` at runtime.precision's compute dtype.
+// positions; puts it on `device` at runtime.precision's compute dtype; adds
+// [lora]'s adapters.
 std::unique_ptr<model::CausalLm> make_policy(const config::RunConfig& config, const sdk::Tokenizer& tokenizer,
                                              at::Device device = at::kCPU);
 

@@ -17,6 +17,7 @@ class ShardedLayers final : public model::CausalLm::LayerParameterSource {
   // Collective-free: keeps this rank's chunk of every layer (the same
   // values on every rank) and releases the layers' full tensors; attaches
   // itself to `model`, which it must not outlive while attached (detach()).
+  // Throws sdk::Error for a model with LoRA adapters.
   ShardedLayers(model::CausalLm& model, dist::Communicator& communicator);
 
   void gather(size_t layer) override { shards_.at(layer).gather(); }

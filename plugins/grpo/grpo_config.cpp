@@ -1,5 +1,6 @@
 #include "grpo_config.h"
 
+#include "grpo_reward_models.h"
 #include "grpo_rewards.h"
 
 #include "ptrain/sdk/errors.h"
@@ -35,21 +36,27 @@ void bind_generation(sdk::ConfigBinder<C>& binder) {
            "G: completions sampled per prompt; a prompt's G completions form its group", sdk::at_least(2))
       .key("max_completion_length", &C::max_completion_length, 256,
            "most tokens a completion may have (<eos> included)", sdk::at_least(1))
-      .key("temperature", [](auto& c) -> auto& { return c.sampling.temperature; }, 1.0,
-           "sampling temperature; 0: greedy", sdk::at_least(0.0))
+      .key(
+          "temperature", [](auto& c) -> auto& { return c.sampling.temperature; }, 1.0,
+          "sampling temperature; 0: greedy", sdk::at_least(0.0))
       .key("eval_temperature", &C::eval_temperature, 0.0,
            "temperature of the one completion per held-out prompt an evaluation ([eval]) scores; 0: greedy",
            sdk::at_least(0.0))
-      .key("top_k", [](auto& c) -> auto& { return c.sampling.top_k; }, 0,
-           "sample among the k most likely tokens; 0: off", sdk::at_least(0))
-      .key("top_p", [](auto& c) -> auto& { return c.sampling.top_p; }, 1.0,
-           "nucleus sampling: the smallest set of tokens with probability ≥ top_p", sdk::between(1e-9, 1.0))
-      .key("min_p", [](auto& c) -> auto& { return c.sampling.min_p; }, 0.0,
-           "drop tokens less likely than min_p × the most likely one", sdk::between(0.0, 1.0))
-      .key("repetition_penalty", [](auto& c) -> auto& { return c.sampling.repetition_penalty; }, 1.0,
-           "CTRL's penalty on tokens already in prompt or completion; 1: off", sdk::at_least(1e-9))
-      .key("stop_strings", [](auto& c) -> auto& { return c.sampling.stop_strings; }, std::vector<std::string>{},
-           "texts that end a completion (kept in it); empty: none")
+      .key(
+          "top_k", [](auto& c) -> auto& { return c.sampling.top_k; }, 0,
+          "sample among the k most likely tokens; 0: off", sdk::at_least(0))
+      .key(
+          "top_p", [](auto& c) -> auto& { return c.sampling.top_p; }, 1.0,
+          "nucleus sampling: the smallest set of tokens with probability ≥ top_p", sdk::between(1e-9, 1.0))
+      .key(
+          "min_p", [](auto& c) -> auto& { return c.sampling.min_p; }, 0.0,
+          "drop tokens less likely than min_p × the most likely one", sdk::between(0.0, 1.0))
+      .key(
+          "repetition_penalty", [](auto& c) -> auto& { return c.sampling.repetition_penalty; }, 1.0,
+          "CTRL's penalty on tokens already in prompt or completion; 1: off", sdk::at_least(1e-9))
+      .key(
+          "stop_strings", [](auto& c) -> auto& { return c.sampling.stop_strings; }, std::vector<std::string>{},
+          "texts that end a completion (kept in it); empty: none")
       .key("generation_batch_size", &C::generation_batch_size, 0,
            "sequences decoded together; 0: all of a rank's step at once", sdk::at_least(0))
       .key("num_iterations", &C::num_iterations, 1,
@@ -67,7 +74,12 @@ void bind_rewards(sdk::ConfigBinder<C>& binder) {
       .key("reward_plugins", &C::reward_plugins, std::vector<std::string>{},
            "reward libraries whose functions reward_funcs may name: paths to their .so, or names found as "
            "libptrain_reward_<name>.so on the plugin path (docs/grpo.md)")
-      .key("reward_weights", &C::reward_weights, std::vector<double>{}, "one weight per reward function; empty: all 1")
+      .key("reward_models", &C::reward_models, std::vector<std::string>{},
+           "reward models: Hugging Face sequence-classification model directories (config.json, safetensors with "
+           "score.weight, tokenizer.json, tokenizer_config.json with a chat template), each a reward named after "
+           "its directory that scores the prompt and completion as a conversation (docs/grpo.md)")
+      .key("reward_weights", &C::reward_weights, std::vector<double>{},
+           "one weight per reward function, then one per reward model; empty: all 1")
       .choice("reward_aggregation", &C::reward_aggregation,
               sdk::Choices<RewardAggregation>{{"sum_then_normalize", RewardAggregation::kSumThenNormalize},
                                               {"normalize_then_sum", RewardAggregation::kNormalizeThenSum}},
@@ -162,8 +174,9 @@ std::string join(const std::vector<std::string>& names) {
 // function must be a built-in one (library functions are checked in setup(),
 // once the libraries are loaded).
 void check_reward_names(const sdk::ConfigValues& values, const C& config) {
-  if (config.reward_funcs.empty()) {
-    throw sdk::ConfigError(values.where("reward_funcs") + ": expected at least one reward function");
+  if (config.reward_funcs.empty() && config.reward_models.empty()) {
+    throw sdk::ConfigError(values.where("reward_funcs") +
+                           ": expected at least one reward function (or a reward model in module.reward_models)");
   }
   const std::vector<std::string> builtins = builtin_reward_list();
   for (const std::string& name : config.reward_funcs) {
@@ -178,10 +191,14 @@ void check_reward_names(const sdk::ConfigValues& values, const C& config) {
                              ") or a function of a library listed in module.reward_plugins (none is)");
     }
   }
-  for (const std::string& library : config.reward_plugins) {
-    if (library.empty()) throw sdk::ConfigError(values.where("reward_plugins") + ": an entry is empty");
-    if (std::count(config.reward_plugins.begin(), config.reward_plugins.end(), library) > 1) {
-      throw sdk::ConfigError(values.where("reward_plugins") + ": '" + library + "' is listed twice");
+  for (const char* key : {"reward_plugins", "reward_models"}) {
+    const std::vector<std::string>& entries =
+        std::string(key) == "reward_plugins" ? config.reward_plugins : config.reward_models;
+    for (const std::string& entry : entries) {
+      if (entry.empty()) throw sdk::ConfigError(values.where(key) + ": an entry is empty");
+      if (std::count(entries.begin(), entries.end(), entry) > 1) {
+        throw sdk::ConfigError(values.where(key) + ": '" + entry + "' is listed twice");
+      }
     }
   }
 }
@@ -200,16 +217,32 @@ void resolve_reward_names(const sdk::ConfigValues& values, C& config) {
     }
     config.reward_names.push_back(name);
   }
+  for (const std::string& dir : config.reward_models) {
+    const std::string name = reward_model_name(dir);
+    if (name.empty() || name == "." || name == "..") {
+      throw sdk::ConfigError(values.where("reward_models") + ": '" + dir +
+                             "' names no directory the reward can be named after; give its path, e.g. models/rm");
+    }
+    if (std::find(config.reward_names.begin(), config.reward_names.end(), name) != config.reward_names.end()) {
+      throw sdk::ConfigError(values.where("reward_models") + ": the reward model '" + dir + "' would be named '" +
+                             name + "' (its metrics rewards/" + name +
+                             "/...) like another reward; rename its directory");
+    }
+    config.reward_names.push_back(name);
+  }
 }
 
 // reward_weights as given (one per function), or all 1; format_pattern a
 // valid regex; overlong_cache resolved and within the completion length.
 void resolve_reward_options(const sdk::ConfigValues& values, C& config) {
+  const size_t num_rewards = config.reward_names.size();
   if (config.reward_weights.empty()) {
-    config.reward_weights.assign(config.reward_funcs.size(), 1.0);
-  } else if (config.reward_weights.size() != config.reward_funcs.size()) {
-    throw sdk::ConfigError(values.where("reward_weights") + ": expected " + std::to_string(config.reward_funcs.size()) +
-                           " weights (one per reward function), got " + std::to_string(config.reward_weights.size()));
+    config.reward_weights.assign(num_rewards, 1.0);
+  } else if (config.reward_weights.size() != num_rewards) {
+    throw sdk::ConfigError(values.where("reward_weights") + ": expected " + std::to_string(num_rewards) +
+                           " weights (one per reward function in reward_funcs, then one per reward model in "
+                           "reward_models), got " +
+                           std::to_string(config.reward_weights.size()));
   }
   try {
     std::regex check(config.format_pattern);
@@ -292,6 +325,12 @@ void resolve_loss_options(const sdk::ConfigValues& values, C& config) {
 const char* loss_type_name(GrpoLossType type) { return sdk::choice_name(loss_type_choices(), type).c_str(); }
 
 const char* policy_loss_name(PolicyLoss loss) { return sdk::choice_name(policy_loss_choices(), loss).c_str(); }
+
+std::vector<std::string> reward_entries(const GrpoConfig& config) {
+  std::vector<std::string> entries = config.reward_funcs;
+  entries.insert(entries.end(), config.reward_models.begin(), config.reward_models.end());
+  return entries;
+}
 
 void declare_grpo_config(sdk::ConfigSchema& schema) { binder().declare(schema); }
 

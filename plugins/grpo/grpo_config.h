@@ -36,9 +36,10 @@ struct GrpoConfig {
   double eval_temperature = 0.0;      // held-out completions ([eval]); 0: greedy
 
   std::vector<std::string> reward_funcs;    // built-in names, functions of reward_plugins, python:/http:// specs
-  std::vector<std::string> reward_names;    // one per reward_funcs entry, for metrics (resolved: a spec's function)
+  std::vector<std::string> reward_names;    // one per reward_funcs entry then per reward model, for metrics (resolved)
   std::vector<std::string> reward_plugins;  // reward libraries: paths or names
-  std::vector<double> reward_weights;       // one per reward function (resolved: never empty)
+  std::vector<std::string> reward_models;   // sequence-classification model directories, rewards after reward_funcs
+  std::vector<double> reward_weights;       // one per reward_names entry (resolved: never empty)
   RewardAggregation reward_aggregation = RewardAggregation::kSumThenNormalize;
   ScaleRewards scale_rewards = ScaleRewards::kGroup;
   std::string answer_field;
@@ -64,6 +65,10 @@ struct GrpoConfig {
   GrpoLossType loss_type = GrpoLossType::kDapo;
   sdk::AggregationSpec aggregation;  // loss_type mapped onto the SDK's modes
 };
+
+// Every reward as the config names it: the reward_funcs entries, then the
+// reward_models directories (the order of reward_names and reward_weights).
+std::vector<std::string> reward_entries(const GrpoConfig& config);
 
 void declare_grpo_config(sdk::ConfigSchema& schema);
 

@@ -24,7 +24,7 @@ Round sample_round(sdk::Context& ctx, const GrpoConfig& config,
   Round out;
   out.examples = std::move(examples);
   out.groups = generate_rollouts(ctx, config, out.examples, round * config.num_generations);
-  out.rewards = score_rollouts(ctx.tokenizer(), functions, config.reward_funcs, out.examples, out.groups);
+  out.rewards = score_rollouts(ctx.tokenizer(), functions, reward_entries(config), out.examples, out.groups);
   return out;
 }
 

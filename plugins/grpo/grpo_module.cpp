@@ -107,8 +107,8 @@ void GrpoModule::setup(sdk::Context& ctx) {
   std::ostringstream summary;
   summary << "G = " << config_.num_generations << ", policy_loss " << policy_loss_name(config_.policy_loss)
           << ", loss_type " << loss_type_name(config_.loss_type) << ", rewards";
-  for (size_t f = 0; f < config_.reward_funcs.size(); ++f) {
-    summary << (f == 0 ? " " : " + ") << config_.reward_weights[f] << "·" << config_.reward_funcs[f];
+  for (size_t f = 0; f < config_.reward_names.size(); ++f) {
+    summary << (f == 0 ? " " : " + ") << config_.reward_weights[f] << "·" << config_.reward_names[f];
   }
   summary << ", num_iterations " << config_.num_iterations << ", beta " << config_.beta;
   if (config_.beta > 0.0) {
@@ -256,7 +256,7 @@ std::unique_ptr<GrpoMicrobatch> GrpoModule::collate(const std::vector<int64_t>& 
   batch->tokens.loss_mask = at::zeros({b, length}, at::kBool);
   batch->advantages = at::zeros({b}, at::kDouble);
   batch->rewards = at::zeros({b}, at::kDouble);
-  batch->function_rewards = at::zeros({b, static_cast<int64_t>(config_.reward_funcs.size())}, at::kDouble);
+  batch->function_rewards = at::zeros({b, static_cast<int64_t>(config_.reward_names.size())}, at::kDouble);
   batch->group_stds = at::zeros({b}, at::kDouble);
   batch->lengths = at::zeros({b}, at::kDouble);
   batch->truncated = at::zeros({b}, at::kBool);
@@ -350,7 +350,7 @@ std::vector<std::unique_ptr<sdk::Microbatch>> GrpoModule::prepare_eval(sdk::Cont
   eval.sampling.temperature = config_.eval_temperature;
   const RolloutGroups groups = generate_rollouts(ctx, eval, examples);
   const at::Tensor rewards =
-      score_rollouts(ctx.tokenizer(), reward_functions_, config_.reward_funcs, examples, groups);  // [P, 1, F]
+      score_rollouts(ctx.tokenizer(), reward_functions_, reward_entries(config_), examples, groups);  // [P, 1, F]
   // The training rollouts stay for the steps that reuse them (num_iterations > 1).
   std::vector<ScoredCompletion> training = std::move(completions_);
   completions_ = evaluated_completions(groups, rewards, config_);
@@ -421,7 +421,7 @@ sdk::LossOut GrpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatc
     sdk::add_row_mean(metrics, "reward_std", batch.group_stds);
     sdk::add_row_mean(metrics, "frac_reward_zero_std", batch.group_stds <= kZeroStdTolerance);
   }
-  for (size_t f = 0; f < config_.reward_funcs.size(); ++f) {
+  for (size_t f = 0; f < config_.reward_names.size(); ++f) {
     sdk::add_row_mean(metrics, "rewards/" + config_.reward_names[f] + "/mean",
                       batch.function_rewards.select(1, static_cast<int64_t>(f)));
     if (!batch.evaluation) metrics.add("rewards/" + config_.reward_names[f] + "/std", function_batch_stds_[f]);

@@ -1,5 +1,7 @@
 #include "grpo_rewards.h"
 
+#include "grpo_reward_models.h"
+
 #include "ptrain/sdk/errors.h"
 #include "ptrain/sdk/util/example_fields.h"
 
@@ -204,6 +206,9 @@ std::vector<std::unique_ptr<sdk::RewardFunction>> make_reward_functions(sdk::Con
       throw sdk::ConfigError(values.where("reward_funcs") + ": unknown reward function '" + name +
                              "'; the built-in ones and those of module.reward_plugins are " + known);
     }
+  }
+  for (auto& reward : make_reward_model_rewards(ctx, config.reward_models, config.generation_batch_size)) {
+    functions.push_back(std::move(reward));
   }
   return functions;
 }

@@ -3,6 +3,7 @@
 #include "check_support.h"
 
 #include "core/model/causal_lm.h"
+#include "core/model/lora_adapter_dir.h"
 
 #include <ATen/ATen.h>
 
@@ -74,7 +75,11 @@ CheckResult check_world_size_2(const TwoRankCheck& input) {
     return check;
   }
 
-  const auto trained = model::CausalLm::load_hf_dir(output_dir / "final")->named_parameters();
+  // The trained parameters: the weights, or with [lora] the adapters (final/ is then their PEFT directory).
+  const fs::path final_dir = output_dir / "final";
+  const auto trained = model::is_lora_adapter_dir(final_dir)
+                           ? model::read_lora_adapter_dir(final_dir).weights
+                           : model::CausalLm::load_hf_dir(final_dir)->named_parameters();
   std::vector<at::Tensor> update;
   for (size_t i = 0; i < trained.size(); ++i) {
     update.push_back(input.initial_parameters.at(i) - trained[i].second.detach());

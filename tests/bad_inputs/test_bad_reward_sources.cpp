@@ -3,6 +3,7 @@
 // line and key, and the file, function or URL at fault.
 #include "catch.h"
 
+#include "bad_inputs/grpo_validate_config.h"
 #include "support/run_command.h"
 #include "support/test_util.h"
 
@@ -16,23 +17,6 @@ namespace fs = std::filesystem;
 namespace {
 
 const fs::path kRewardFile = fs::path(PTRAIN_TEST_FIXTURE_DIR) / "rewards" / "python_rewards.py";
-
-// A GRPO config whose reward_funcs (line 18) is `reward_funcs`.
-fs::path write_config(const fs::path& dir, const std::string& reward_funcs) {
-  std::ofstream(dir / "prompts.jsonl") << R"({"prompt": "1+1=", "answer": "2"})"
-                                       << "\n";
-  const fs::path path = dir / "grpo.toml";
-  std::ofstream(path) << "plugin = \"grpo\"\n"                                               // 1
-                      << "output_dir = \"" << (dir / "run").string() << "\"\n"               // 2
-                      << "[model]\nvocab_size = 259\nhidden_size = 16\n"                     // 3-5
-                      << "intermediate_size = 32\nnum_layers = 1\nnum_heads = 2\n"           // 6-8
-                      << "num_kv_heads = 1\n"                                                // 9
-                      << "[data]\ntrain = \"" << (dir / "prompts.jsonl").string() << "\"\n"  // 10-11
-                      << "[batch]\nglobal_size = 1\n[train]\nmax_steps = 1\n"                // 12-15
-                      << "[module]\nnum_generations = 2\n"                                   // 16-17
-                      << "reward_funcs = [" << reward_funcs << "]\n";                        // 18
-  return path;
-}
 
 struct SourceCase {
   const char* name;
@@ -72,7 +56,8 @@ TEST_CASE("unusable Python rewards and reward servers are refused naming the key
   for (const SourceCase& source : cases) {
     DYNAMIC_SECTION(source.name) {
       const fs::path dir = ptrain::testing::fresh_test_dir("bad_reward_source");
-      const fs::path config = write_config(dir, source.reward_funcs);
+      const fs::path config =
+          ptrain::testing::write_grpo_validate_config(dir, "reward_funcs = [" + source.reward_funcs + "]");
       const ptrain::testing::CommandResult result = ptrain::testing::run_ptrain("validate -c " + config.string());
       INFO(result.output);
       CHECK(result.exit_code == 2);  // a config error

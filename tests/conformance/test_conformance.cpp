@@ -219,6 +219,47 @@ TEST_CASE("every bundled plugin passes the conformance harness under bf16-mixed"
   }
 }
 
+TEST_CASE("every bundled plugin passes the conformance harness with LoRA adapters", "[conformance][lora]") {
+  // Only the adapters train; DPO's and GRPO's references are the policy's
+  // shared base weights. Two ranks for SFT, with activation checkpointing
+  // (the layer's recomputation must reach the adapters); DPO under bf16-mixed.
+  struct Plugin {
+    std::string name;
+    fs::path library;
+    std::vector<nlohmann::json> data;
+    std::string module;
+    std::vector<std::string> overrides;
+  };
+  const std::vector<Plugin> plugins{
+      {"sft", PTRAIN_SFT_PLUGIN, sft_data(), "loss_agg = \"token_mean\"\n", {"model.activation_checkpointing=true"}},
+      {"dpo",
+       PTRAIN_DPO_PLUGIN,
+       dpo_data(),
+       "loss = [\"sigmoid\", \"sft\"]\nloss_weights = [1, 0.5]\nbeta = 0.5\nreference_free = true\n",
+       {"lora.target_modules=[\"q_proj\", \"v_proj\", \"down_proj\"]", "runtime.precision=\"bf16-mixed\""}},
+      {"grpo", PTRAIN_GRPO_PLUGIN, grpo_data(), kGrpoModule, {}}};
+  for (const Plugin& plugin : plugins) {
+    DYNAMIC_SECTION(plugin.name) {
+      const fs::path dir = scratch_dir("lora_" + plugin.name);
+      ptrain::testing::ConformanceSpec spec;
+      spec.plugin = plugin.library;
+      spec.config = write_config(dir, plugin.data, plugin.module);
+      spec.overrides = {"lora.rank=4", "lora.alpha=8.0"};
+      spec.overrides.insert(spec.overrides.end(), plugin.overrides.begin(), plugin.overrides.end());
+#ifndef PTRAIN_HAVE_ONEDNN
+      if (plugin.name == "dpo") spec.tolerance = 5e-3;  // ATen rounds bf16 products per microbatch (see above)
+#endif
+      if (plugin.name == "sft") spec.zero_unit_examples = {kUntrainableSftExample};
+      spec.work_dir = dir / "work";
+      spec.check_world_size_2 = plugin.name == "sft";
+      const ptrain::testing::ConformanceReport report = ptrain::testing::check_plugin_conformance(spec);
+      INFO(report.text());
+      CHECK(report.passed());
+      CHECK(report.checks.size() == (spec.check_world_size_2 ? 7u : 6u));
+    }
+  }
+}
+
 TEST_CASE("the harness names the check a plugin that normalises per microbatch fails", "[conformance]") {
   const fs::path dir = scratch_dir("broken");
   ptrain::testing::ConformanceSpec spec;

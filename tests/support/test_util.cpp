@@ -77,6 +77,20 @@ std::vector<at::Tensor> parameters_of(const sdk::LanguageModel& model) {
   return parameters;
 }
 
+model::ModelConfig byte_llama_config(int64_t hidden_size, int64_t intermediate_size, int64_t num_layers,
+                                     int64_t num_heads, int64_t num_kv_heads, int64_t max_position_embeddings) {
+  model::ModelConfig config;
+  config.vocab_size = 259;
+  config.hidden_size = hidden_size;
+  config.intermediate_size = intermediate_size;
+  config.num_layers = num_layers;
+  config.num_heads = num_heads;
+  config.num_kv_heads = num_kv_heads;
+  config.max_position_embeddings = max_position_embeddings;
+  config.tie_word_embeddings = true;
+  return config;
+}
+
 model::ModelConfig tiny_model_config() {
   model::ModelConfig config;
   config.vocab_size = 272;

@@ -72,6 +72,10 @@ std::vector<nlohmann::json> read_metrics_jsonl(const std::filesystem::path& path
 // grouped-query attention (4 heads, 2 kv heads), q/k/v bias, untied lm_head,
 // vocab 272 (the byte tokenizer's 259 ids and spare ones).
 model::ModelConfig tiny_model_config();
+// A Llama of the given sizes for the byte tokenizer (vocab 259, tied
+// embeddings), as a run's [model] section with those sizes builds it.
+model::ModelConfig byte_llama_config(int64_t hidden_size, int64_t intermediate_size, int64_t num_layers,
+                                     int64_t num_heads, int64_t num_kv_heads, int64_t max_position_embeddings);
 
 // The model's trainable tensors, in named_parameters() order.
 std::vector<at::Tensor> parameters_of(const sdk::LanguageModel& model);

@@ -7,6 +7,7 @@
 #include "ptrain/sdk/generation.h"
 #include "ptrain/sdk/model.h"
 #include "ptrain/sdk/progress.h"
+#include "ptrain/sdk/reward_model.h"
 #include "ptrain/sdk/rewards.h"
 #include "ptrain/sdk/tokenizer.h"
 
@@ -108,6 +109,17 @@ class Context {
   // default is for contexts that load no libraries.
   virtual std::unique_ptr<RewardLibrary> open_reward_library(const std::string& name_or_path) {
     throw PluginError("this context loads no reward libraries (asked for '" + name_or_path + "')");
+  }
+  // Loads a reward model (sdk/reward_model.h) from a Hugging Face
+  // sequence-classification directory: config.json (architectures
+  // *ForSequenceClassification, one label), its weights (the decoder and
+  // score.weight [1, hidden]) onto device() at compute_dtype(), like a
+  // reference model, and its tokenizer.json with tokenizer_config.json's
+  // chat template. Throws sdk::ModelError naming the file and the key or
+  // tensor, sdk::ConfigError naming a tokenizer file. The default is for
+  // contexts that load no models.
+  virtual std::unique_ptr<RewardModel> load_reward_model(const std::string& model_dir) {
+    throw PluginError("this context loads no reward models (asked for '" + model_dir + "')");
   }
 };
 

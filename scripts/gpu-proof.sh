@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Issue 23's proof on a GPU machine, in phases that each fit one 10-minute
+# device command; every phase writes its log and results under $OUT (or ./gpu-proof).
+#
+#   scripts/gpu-proof.sh build    scripts/build-gpu.sh (carry .gpu-deps from scripts/gpu-deps.sh)
+#   scripts/gpu-proof.sh test     the whole ctest suite; runtime.device = "auto" resolves to CUDA
+#   scripts/gpu-proof.sh bench    bench/gpu_suite.py → bench/results_gpu.json
+#   scripts/gpu-proof.sh parity   bench/hf_parity.py → bench/results_hf_parity.json
+#
+# Several phases in one call run in order ("build test"); a failing phase is
+# recorded in $OUT/status.txt and the next one still runs.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${OUT:-$PWD/gpu-proof}"
+mkdir -p "$out"
+export PTRAIN_BUILD_DIR=build-gpu PTRAIN_BENCH_PYTHON="${PYTHON:-python3}"
+export LD_LIBRARY_PATH="$(scripts/build-gpu.sh --print-library-path)"
+
+phase() {
+  case "$1" in
+    build) scripts/build-gpu.sh ;;
+    test) ctest --test-dir build-gpu -j "${PTRAIN_TEST_JOBS:-8}" --timeout 600 --output-on-failure ;;
+    bench) (cd bench && "$PTRAIN_BENCH_PYTHON" gpu_suite.py) && cp bench/results_gpu.json "$out/" ;;
+    parity) "$PTRAIN_BENCH_PYTHON" bench/hf_parity.py --device cuda && cp bench/results_hf_parity.json "$out/" ;;
+    *) echo "gpu-proof: unknown phase '$1' (build, test, bench, parity)" >&2; return 2 ;;
+  esac
+}
+
+for name in "$@"; do
+  start=$(date +%s)
+  phase "$name" >"$out/$name.log" 2>&1
+  status=$?
+  echo "$name: exit $status in $(($(date +%s) - start)) s" | tee -a "$out/status.txt"
+  tail -n 25 "$out/$name.log"
+done
+nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || true
