@@ -492,10 +492,19 @@ at::Tensor CausalLm::hidden_states(const at::Tensor& input_ids, const at::Tensor
     layout.lora_dropout = {lora_->dropout, true, dropout_seed()};
   }
   // Recomputing layers in backward only pays when there is a backward.
-  const bool checkpoint = activation_checkpointing_ && at::GradMode::is_enabled();
+  const bool grad = at::GradMode::is_enabled();
+  const bool checkpoint = (activation_checkpointing_ || layer_source_ != nullptr) && grad;
   at::Tensor x = at::embedding(embed_tokens_, input_ids);  // [B, T, H]
   for (size_t i = 0; i < layers_.size(); ++i) {
-    x = checkpoint ? checkpointed_layer(i, x, layout) : decoder_layer(i, x, layout);
+    if (checkpoint) {
+      x = checkpointed_layer(i, x, layout);
+    } else if (layer_source_ != nullptr) {
+      layer_source_->gather(i);
+      x = decoder_layer(i, x, layout);
+      layer_source_->release(i);
+    } else {
+      x = decoder_layer(i, x, layout);
+    }
   }
   return rms_norm(x, final_norm_);
 }

@@ -149,6 +149,28 @@ class CausalLm : public sdk::LanguageModel {
   // forward of compute). Same gradients.
   void set_activation_checkpointing(bool enabled) { activation_checkpointing_ = enabled; }
 
+  // Sharding "full" (ZeRO-3): where the decoder layers' parameters live
+  // between uses (dist::LayerShards behind it). With a source set, each
+  // layer's forward gathers its parameters, runs and releases them, keeping
+  // only its input as activation checkpointing does; its backward gathers
+  // them again, recomputes the layer and hands the parameters' gradients
+  // to the source (none reach their .grad) before releasing them.
+  class LayerParameterSource {
+   public:
+    virtual ~LayerParameterSource() = default;
+    virtual void gather(size_t layer) = 0;
+    virtual void release(size_t layer) = 0;
+    // One per layer_parameters(layer) tensor, in order; undefined: no gradient.
+    virtual void add_gradients(size_t layer, const std::vector<at::Tensor>& gradients) = 0;
+  };
+  // `source` outlives the model's forwards and backwards; nullptr: none.
+  void set_layer_parameter_source(LayerParameterSource* source) { layer_source_ = source; }
+  size_t num_layers() const { return layers_.size(); }
+  // Decoder layer `index`'s tensors that take gradients (the same objects
+  // as in named_parameters(): trainable base tensors, or with LoRA the
+  // adapters), in a fixed order; the inputs its recomputation differentiates.
+  std::vector<at::Tensor> layer_parameters(size_t index) const;
+
   // sdk::LanguageModel. target_log_probs projects only the loss_mask rows
   // through lm_head and computes log p = logit[target] - logsumexp(logits).
   sdk::TargetLogProbs target_log_probs(const sdk::TokenBatch& batch) override;
@@ -246,8 +268,6 @@ class CausalLm : public sdk::LanguageModel {
   // decoder_layer without keeping activations; recomputed in backward
   // (causal_lm_checkpoint.cpp).
   at::Tensor checkpointed_layer(size_t index, const at::Tensor& x, const AttentionLayout& layout) const;
-  // The layer's tensors that take gradients, the inputs its recomputation differentiates.
-  std::vector<at::Tensor> layer_parameters(size_t index) const;
   struct CheckpointFunction;  // the autograd node of checkpointed_layer
   sdk::TargetLogProbs score_targets(const sdk::TokenBatch& batch, bool with_entropy);
   // decode_step's attention: writes this step's keys and values into the
@@ -287,6 +307,7 @@ class CausalLm : public sdk::LanguageModel {
   std::filesystem::path source_dir_;
 
   bool activation_checkpointing_ = false;
+  LayerParameterSource* layer_source_ = nullptr;
   at::ScalarType stored_dtype_ = at::kFloat;
   at::ScalarType compute_dtype_ = at::kFloat;
 };

@@ -5,6 +5,10 @@
 // intermediate, for one extra layer forward per backward. The recomputation
 // is deterministic (LoRA's dropout masks are drawn again from the same seed),
 // so gradients are the same.
+//
+// Under sharding "full" the same node gathers the layer's parameters around
+// its forward and its recomputation, and hands their gradients to the
+// LayerParameterSource instead of returning them (causal_lm.h).
 #include "core/model/causal_lm.h"
 
 #include <ATen/ATen.h>
@@ -22,7 +26,7 @@ struct CausalLm::CheckpointFunction : public torch::autograd::Function<CausalLm:
   // links this node to their gradient accumulators.
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const CausalLm* model, int64_t index,
                                const AttentionLayout* layout, at::TensorList parameters) {
-    (void)parameters;
+    ctx->saved_data["parameter_inputs"] = static_cast<int64_t>(parameters.size());
     ctx->save_for_backward({x});
     // An autograd context stores only IValues: the model by address (it
     // outlives the backward of its own forward) and the layout's tensors.
@@ -36,7 +40,11 @@ struct CausalLm::CheckpointFunction : public torch::autograd::Function<CausalLm:
     ctx->saved_data["dropout_active"] = layout->lora_dropout.active;
     ctx->saved_data["dropout_probability"] = layout->lora_dropout.probability;
     ctx->saved_data["dropout_seed"] = static_cast<int64_t>(layout->lora_dropout.seed);
-    return {model->decoder_layer(static_cast<size_t>(index), x, *layout)};  // autograd is off in forward
+    LayerParameterSource* source = model->layer_source_;
+    if (source != nullptr) source->gather(static_cast<size_t>(index));
+    at::Tensor y = model->decoder_layer(static_cast<size_t>(index), x, *layout);  // autograd is off in forward
+    if (source != nullptr) source->release(static_cast<size_t>(index));
+    return {y};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
@@ -52,18 +60,28 @@ struct CausalLm::CheckpointFunction : public torch::autograd::Function<CausalLm:
     layout.lora_dropout.seed = static_cast<uint64_t>(ctx->saved_data["dropout_seed"].toInt());
 
     const at::Tensor x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
+    LayerParameterSource* source = model->layer_source_;
+    if (source != nullptr) source->gather(index);
+    const std::vector<at::Tensor> parameters = model->layer_parameters(index);
     std::vector<at::Tensor> inputs{x};
-    for (const at::Tensor& parameter : model->layer_parameters(index)) inputs.push_back(parameter);
+    inputs.insert(inputs.end(), parameters.begin(), parameters.end());
     at::Tensor y;
     {
       const at::AutoGradMode enable_grad(true);
       y = model->decoder_layer(index, x, layout);
     }
-    const variable_list grads = torch::autograd::grad({y}, inputs, {grad_outputs[0]}, /*retain_graph=*/false,
-                                                      /*create_graph=*/false, /*allow_unused=*/true);
+    variable_list grads = torch::autograd::grad({y}, inputs, {grad_outputs[0]}, /*retain_graph=*/false,
+                                                /*create_graph=*/false, /*allow_unused=*/true);
     // One entry per forward argument: x, model, index, layout, then each parameter.
     variable_list result{grads[0], at::Tensor(), at::Tensor(), at::Tensor()};
-    result.insert(result.end(), grads.begin() + 1, grads.end());
+    if (source != nullptr) {
+      source->add_gradients(index, std::vector<at::Tensor>(grads.begin() + 1, grads.end()));
+      grads.clear();  // the full-size gradients go before the parameters do
+      source->release(index);
+      result.resize(result.size() + ctx->saved_data["parameter_inputs"].toInt());  // nothing for .grad
+    } else {
+      result.insert(result.end(), grads.begin() + 1, grads.end());
+    }
     return result;
   }
 };
@@ -84,7 +102,12 @@ std::vector<at::Tensor> CausalLm::layer_parameters(size_t index) const {
 }
 
 at::Tensor CausalLm::checkpointed_layer(size_t index, const at::Tensor& x, const AttentionLayout& layout) const {
-  const std::vector<at::Tensor> parameters = layer_parameters(index);
+  // Sharded, the parameters are empty now: as inputs they would fix their
+  // gradient accumulators' shape at 0 elements. A 0-element stand-in that
+  // requires grad keeps the node in the graph even where x does not.
+  const std::vector<at::Tensor> parameters =
+      layer_source_ == nullptr ? layer_parameters(index)
+                               : std::vector<at::Tensor>{at::empty({0}, x.options()).requires_grad_(true)};
   return CheckpointFunction::apply(x, this, static_cast<int64_t>(index), &layout, at::TensorList(parameters))[0];
 }
 

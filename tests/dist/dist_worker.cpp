@@ -8,6 +8,8 @@
 //   dist_worker die|hang|mismatch|loop TIMEOUT_S PID_DIR
 //   dist_worker grpo LOSS_TYPE MICRO_SIZE GRADIENT_FILE [KEY=VALUE ...]   ([module] overrides, worker options)
 //   dist_worker rollouts SEED TEMPERATURE
+//   dist_worker layer_shards|sharded_layers
+//   dist_worker full_adamw DIR
 #include "grpo_test_support.h"
 
 #include "core/data/global_batch_sampler.h"
@@ -19,6 +21,7 @@
 #include "core/train/update_step.h"
 #include "grpo_module.h"
 #include "ptrain/sdk/errors.h"
+#include "worker_layer_shards.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -300,6 +303,9 @@ int main(int argc, char** argv) {
     }
     if (mode == "grpo" && argc >= 5) return run_grpo(launch, argc, argv);
     if (mode == "rollouts" && argc == 4) return run_rollouts(launch, argv);
+    if (mode == "layer_shards" && argc == 2) return dist_test::run_layer_shards(launch);
+    if (mode == "sharded_layers" && argc == 2) return dist_test::run_sharded_layers(launch);
+    if (mode == "full_adamw" && argc == 3) return dist_test::run_full_adamw(launch, argv[2]);
     std::cerr << "dist_worker: bad arguments for mode '" << mode << "'\n";
     return 2;
   } catch (const std::exception& error) {

@@ -3,6 +3,7 @@
 // decay and clipping, for each plugin, and checkpoints that resume across
 // world sizes and sharding modes with the same batches.
 #include "catch.h"
+#include "dist_test_support.h"
 
 #include "support/test_util.h"
 
@@ -15,6 +16,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -182,5 +184,84 @@ TEST_CASE("a checkpoint resumes across world sizes 1, 2, 4 and sharding modes wi
     const double error = testing::relative_error(final_weights(run), final_weights(dir / "straight"));
     INFO("relative weight error " << error);
     CHECK(error <= 1e-5);
+  }
+}
+
+namespace {
+
+// The RESULT of every rank of `dist_worker MODE` on `world` ranks.
+std::map<int, nlohmann::json> worker_results(int world, const std::string& mode) {
+  const CommandResult result = run_ptrain(dist_test::launch_worker(world, mode));
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  auto by_rank = dist_test::results_by_rank(result.output);
+  REQUIRE(static_cast<int>(by_rank.size()) == world);
+  return by_rank;
+}
+
+}  // namespace
+
+TEST_CASE("full sharding's layer shards gather the weights and reduce-scatter gradients into each rank's chunk",
+          "[dist][sharding]") {
+  // A 26-element layer (dist_worker.cpp, worker_layer_shards.cpp); the
+  // expectations are closed forms of small integers, exact in float32.
+  for (const int world : {2, 4}) {
+    INFO("world size " << world);
+    for (const auto& [rank, values] : worker_results(world, "layer_shards")) {
+      INFO("rank " << rank);
+      CHECK(values["released"].get<bool>());
+      CHECK(values["chunk"].get<int64_t>() == (26 + world - 1) / world);
+      CHECK(values["gather_error"].get<double>() == 0.0);
+      CHECK(values["single_error"].get<double>() == 0.0);
+      CHECK(values["accumulated_error"].get<double>() == 0.0);
+      CHECK(values["update_error"].get<double>() == 0.0);
+      CHECK(values["grad_zeroed"].get<bool>());
+    }
+  }
+}
+
+TEST_CASE("full sharding: a model's sharded layers give the summed gradients of every rank's microbatches",
+          "[dist][sharding]") {
+  // dist_worker.cpp, worker_sharded_layers.cpp: two microbatches per rank
+  // against unsharded copies of the same model, one running every rank's
+  // microbatches; float32 sums in another order, hence the tolerance.
+  for (const int world : {1, 2, 4}) {
+    INFO("world size " << world);
+    for (const auto& [rank, values] : worker_results(world, "sharded_layers")) {
+      INFO("rank " << rank);
+      CHECK(values["released"].get<bool>());
+      CHECK(values["loss_error"].get<double>() <= 1e-6);
+      CHECK(values["layer_error"].get<double>() <= 1e-6);
+      CHECK(values["replicated_error"].get<double>() <= 1e-6);
+      CHECK(values["eval_error"].get<double>() <= 1e-6);
+      CHECK(values["detached_error"].get<double>() == 0.0);
+    }
+  }
+}
+
+TEST_CASE("full sharding: AdamW steps on sharded layers give the weights and optimizer state of unsharded training",
+          "[dist][sharding]") {
+  // dist_worker.cpp, worker_sharded_layers.cpp: 3 steps of 2 microbatches
+  // per rank, weight decay, every step clipped, against an unsharded copy
+  // stepped on every rank's microbatches in one process. Then the ranks'
+  // optimizer state files, joined, against the copy's state (per tensor:
+  // moments of gradients summed in another order), and a fourth step from
+  // that state loaded into a new sharded optimizer.
+  for (const int world : {1, 2, 4}) {
+    INFO("world size " << world);
+    const fs::path dir = testing::fresh_test_dir("full_adamw_w" + std::to_string(world));
+    for (const auto& [rank, values] : worker_results(world, "full_adamw " + dir.string())) {
+      INFO("rank " << rank);
+      CHECK(values["weight_error"].get<double>() <= 1e-6);
+      CHECK(values["norm_error"].get<double>() <= 1e-6);
+      CHECK(values["smallest_norm"].get<double>() > 0.05);  // clipped every step
+      CHECK(values["moved"].get<double>() > 1e-3);          // far more than the tolerance
+      CHECK(values["state_error"].get<double>() <= 1e-5);
+      CHECK(values["resumed_error"].get<double>() <= 1e-6);
+    }
+    for (int r = 0; r < world; ++r) {
+      CHECK(
+          fs::exists(dir / ("optimizer_shard_" + std::to_string(r) + "_of_" + std::to_string(world) + ".safetensors")));
+    }
   }
 }

@@ -16,6 +16,7 @@
 #include "core/plugin/host_context.h"
 #include "core/tokenizer/byte_tokenizer.h"
 #include "core/train/optimizer.h"
+#include "core/train/sharded_layers.h"
 #include "core/train/update_step.h"
 #include "sft_module.h"
 
@@ -390,5 +391,16 @@ TEST_CASE("generation with the KV cache runs through the adapters", "[lora]") {
     if (t == static_cast<int64_t>(tokens.size())) break;
     step_logits =
         model->decode_step(ids.narrow(1, t, 1), at::full({1, 1}, t, at::kLong), at::ones({1, 1}, at::kBool), cache);
+  }
+}
+
+TEST_CASE("sharding full's layer shards refuse a model with LoRA adapters", "[lora][sharding]") {
+  // Only the adapters take gradients: sharding them would leave the frozen base whole on every rank.
+  auto model = lora_model(4, spec_of(2, 4.0));
+  const auto communicator = dist::make_single_process_communicator();
+  CHECK_THROWS_WITH(train::ShardedLayers(*model, *communicator), Catch::Contains("LoRA"));
+  // Nothing was released: the model still runs whole.
+  for (size_t i = 0; i < model->num_layers(); ++i) {
+    for (const at::Tensor& parameter : model->layer_parameters(i)) CHECK(parameter.numel() > 0);
   }
 }

@@ -1,0 +1,70 @@
+// The parameter sharding of one group of tensors (one decoder layer) under
+// sharding "full" (ZeRO-3 / FSDP, DESIGN.md §5). A building block: the
+// training loop does not use it yet, and config validation still refuses
+// "full" (docs/distributed.md says what is missing).
+//
+// The group's float32 tensors are concatenated in order into n elements,
+// padded with zeros to R·c (c = ceil(n / R)), and rank r keeps elements
+// [r·c, (r+1)·c) as its master weights: the only copy of the group it holds
+// between uses. gather() all-gathers the chunks into one full buffer and
+// points every tensor at its slice (the tensors keep their identity, so the
+// model and autograd see the same objects); release() drops that buffer
+// again. Gradients of the full tensors are reduce-scattered into this
+// rank's chunk and added to what earlier calls left there, so microbatches
+// accumulate into the shard, never into full-size gradients.
+#pragma once
+
+#include "core/dist/communicator.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace ptrain::dist {
+
+class LayerShards {
+ public:
+  // `tensors`: float32, contiguous, on one device, with the same values on
+  // every rank (as loaded). Keeps this rank's chunk, then releases them.
+  // `communicator` outlives this object.
+  LayerShards(std::vector<at::Tensor> tensors, Communicator& communicator);
+
+  int64_t numel() const { return numel_; }
+  // Tensor `index`'s shape as handed in, whether gathered or released.
+  const std::vector<int64_t>& shape(size_t index) const { return shapes_.at(index); }
+  size_t num_tensors() const { return shapes_.size(); }
+  // The tensors handed in (the same objects, full or empty).
+  const std::vector<at::Tensor>& tensors() const { return tensors_; }
+  int64_t chunk() const { return chunk_; }
+  // [chunk] float32, this rank's master weights; the optimizer updates them
+  // in place (padding elements included: their gradient is always 0).
+  at::Tensor& weight_shard() { return weight_shard_; }
+  // [chunk] float32, the gradients summed over ranks and over every
+  // reduce_scatter_gradients() since zero_gradients().
+  at::Tensor& gradient_shard() { return gradient_shard_; }
+
+  // Collective. The tensors become full, with the current master weights.
+  void gather();
+  // The tensors hold no elements until the next gather().
+  void release();
+  bool gathered() const { return gathered_; }
+
+  // Collective. `gradients`: one per tensor, in order, of its shape (an
+  // undefined one counts as zeros).
+  void reduce_scatter_gradients(const std::vector<at::Tensor>& gradients);
+  void zero_gradients() { gradient_shard_.zero_(); }
+
+ private:
+  std::vector<at::Tensor> tensors_;
+  std::vector<std::vector<int64_t>> shapes_;  // as handed in: release() empties the tensors
+  std::vector<int64_t> numels_;
+  Communicator& communicator_;
+  int64_t numel_ = 0;
+  int64_t chunk_ = 0;
+  at::Tensor weight_shard_;
+  at::Tensor gradient_shard_;
+  bool gathered_ = true;  // as handed in
+};
+
+}  // namespace ptrain::dist

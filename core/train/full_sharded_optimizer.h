@@ -1,0 +1,81 @@
+// The update half of sharding "full" (ZeRO-3): clipping and the optimizer
+// over what a rank holds after the backward pass — every decoder layer's
+// chunk (train::ShardedLayers: master weights and summed gradients) and the
+// replicated tensors (embeddings, final norm, lm_head), whose .grad the
+// caller has summed over ranks (GradientSynchronizer). The optimizer runs
+// elementwise, so each element sees the arithmetic of sharding "none".
+//
+// A building block: config validation still refuses "full" until the
+// training run uses it (docs/distributed.md).
+#pragma once
+
+#include "core/checkpoint/checkpoint.h"
+#include "core/config/run_config.h"
+#include "core/dist/communicator.h"
+#include "core/train/optimizer.h"
+#include "core/train/sharded_layers.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ptrain::train {
+
+class FullShardedOptimizer {
+ public:
+  // `named_parameters`: the model's, layers included (released); the
+  // replicated ones are those of no layer. `layers` and `communicator`
+  // outlive this object.
+  FullShardedOptimizer(const config::OptimSection& optim,
+                       const std::vector<std::pair<std::string, at::Tensor>>& named_parameters, ShardedLayers& layers,
+                       dist::Communicator& communicator);
+  ~FullShardedOptimizer();
+
+  // Collective. The whole step's gradient norm (replicated tensors counted
+  // once, every layer chunk once), scaled down to `max_norm` when larger, as
+  // train::clip_grad_norm does under "none". Returns the norm before clipping.
+  double clip_grad_norm(double max_norm);
+  // Steps every rank's own elements, then zeroes the layers' gradient
+  // shards (the next step accumulates afresh); the layers' new weights
+  // reach the model at their next gather.
+  void step(double lr);
+
+  // What this rank saves of the optimizer state, in the pieces format of
+  // sharding "optimizer" (checkpoint/state_pieces.h): its pieces of every
+  // layer tensor's state as "<tensor>.<kind>@<offset>", and on rank 0 the
+  // replicated tensors' whole state; joined, it is ParameterOptimizer's
+  // naming under "none". Empty before the first step.
+  checkpoint::NamedTensors state_tensors() const;
+  // Whole tensors (or flattened ones joined from pieces) saved under any
+  // sharding mode and world size.
+  void load_state_tensors(const checkpoint::NamedTensors& tensors);
+
+ private:
+  // A part of one layer tensor in this rank's chunk.
+  struct Piece {
+    std::string key;        // the optimizer's name for it
+    std::string parameter;  // the model's name of the whole tensor
+    int64_t parameter_offset = 0;
+    bool first_of_parameter = true;  // saves the tensor's ".step"
+  };
+  // This rank's pieces of layer `layer`'s tensors, for the optimizer.
+  void add_layer_pieces(const config::OptimSection& optim, size_t layer, int rank,
+                        const std::map<const void*, std::string>& names, std::vector<OptimizedTensor>& tensors);
+  std::vector<std::string> state_kinds() const;
+
+  ShardedLayers& layers_;
+  dist::Communicator& communicator_;
+  std::vector<at::Tensor> replicated_;
+  std::vector<std::string> replicated_names_;
+  std::vector<Piece> piece_info_;  // alongside pieces_
+  bool is_adamw_;
+  bool has_momentum_;
+  std::vector<at::Tensor> pieces_;  // views of the weight shards; .grad views of the gradient shards
+  std::unique_ptr<ParameterOptimizer> optimizer_;
+};
+
+}  // namespace ptrain::train
