@@ -132,9 +132,8 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
 
   const data::GlobalBatchSampler sampler(static_cast<int64_t>(parts.examples.size()), config.batch.global_size,
                                          config.seed);
-  auto run = std::unique_ptr<TrainingRun>(new TrainingRun{config, communicator, plugin.info().name,
-                                                          options.resolved_config_toml, std::move(parts), sampler,
-                                                          microbatch_plan(config)});
+  auto run = std::make_unique<TrainingRun>(config, communicator, plugin.info().name, options.resolved_config_toml,
+                                           std::move(parts), sampler, microbatch_plan(config));
   run->model_files = std::move(model_files);
   run->context().set_example_source([&run = *run](int64_t step) { return run.rank_examples(step); });
   const auto named_parameters = run->parts.policy->named_parameters();

@@ -24,11 +24,23 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ptrain::train {
 
 struct TrainingRun {
+  TrainingRun(const config::RunConfig& run_config, dist::Communicator& run_communicator, std::string plugin,
+              std::string config_toml, RunParts run_parts, data::GlobalBatchSampler batch_sampler,
+              sdk::MicrobatchPlan microbatch_plan)
+      : config(run_config),
+        communicator(run_communicator),
+        plugin_name(std::move(plugin)),
+        resolved_config_toml(std::move(config_toml)),
+        parts(std::move(run_parts)),
+        sampler(batch_sampler),
+        plan(microbatch_plan) {}
+
   const config::RunConfig& config;
   dist::Communicator& communicator;
   std::string plugin_name;
