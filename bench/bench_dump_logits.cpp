@@ -10,6 +10,7 @@
 #include "core/model/safetensors.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <cstdio>
 #include <exception>
