@@ -10,6 +10,7 @@
 #include "support/test_util.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
