@@ -289,7 +289,7 @@ CoreSection distributed_section() {
                "gradient all-reduce bucket size in MiB (buckets start during the last backward)", at_least(1))
           .choice("sharding", &DistributedSection::sharding, sharding_modes, ShardingMode::kNone,
                   "what ranks split: none (replicated), optimizer (ZeRO-1/2: gradients reduce-scattered, optimizer "
-                  "state sharded), full (ZeRO-3; not available yet)");
+                  "state sharded), full (ZeRO-3: decoder layers' parameters sharded too, gathered per layer)");
   return bind_section("distributed", &RunConfig::distributed, std::move(binder));
 }
 

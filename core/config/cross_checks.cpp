@@ -232,14 +232,16 @@ class CrossChecks {
   // Evaluation keys need a held-out set; best/ and early stopping need an
   // evaluation metric to judge by. Whether the plugin emits that metric is
   // checked once its module is set up (core/train/best_model.h).
-  // "full" is part of the documented mode set but not built yet: refusing
-  // it here fails before anything loads, on every backend.
+  // Sharding "full" shards what takes gradients; with LoRA that is only the
+  // adapters, and the frozen base would stay whole on every rank.
   void check_distributed() {
-    if (has("distributed", "sharding") && str("distributed", "sharding") == "full") {
+    const bool lora = has("lora", "rank") && i("lora", "rank") > 0;
+    if (lora && has("distributed", "sharding") && str("distributed", "sharding") == "full") {
       problems_.add(location("distributed", "sharding"),
                     describe("distributed", "sharding") +
-                        " is not available yet in this ptrain (parameter sharding, ZeRO-3/FSDP); use \"optimizer\" "
-                        "(gradients and optimizer state sharded) or \"none\"");
+                        " shards the trained parameters, but with LoRA (lora.rank > 0) only the small adapters are "
+                        "trained and the frozen base would stay whole on every rank; use sharding = \"optimizer\" "
+                        "or \"none\" with LoRA");
     }
   }
 

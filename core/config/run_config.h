@@ -122,8 +122,8 @@ struct EvalSection {
 
 // What data-parallel ranks split among themselves (DESIGN.md §5): kNone
 // replicates everything; kOptimizer (ZeRO-1/2) shards the reduced gradients
-// and the optimizer state; kFull (ZeRO-3/FSDP) would also shard the
-// parameters and is refused by the config checks until it exists.
+// and the optimizer state; kFull (ZeRO-3/FSDP) also shards the decoder
+// layers' parameters (core/train/sharded_layers.h).
 enum class ShardingMode { kNone, kOptimizer, kFull };
 
 // The projections LoRA can wrap, in transformers' module order (model::LoraTarget).

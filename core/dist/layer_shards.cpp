@@ -51,6 +51,11 @@ void LayerShards::gather() {
   gathered_ = true;
 }
 
+void LayerShards::join_gather() {
+  at::Tensor full = at::empty({chunk_ * communicator_.world_size()}, weight_shard_.options());
+  communicator_.all_gather(weight_shard_, full);
+}
+
 void LayerShards::release() {
   for (at::Tensor& tensor : tensors_) tensor.set_data(at::empty({0}, weight_shard_.options()));
   gathered_ = false;

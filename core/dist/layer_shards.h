@@ -1,7 +1,6 @@
 // The parameter sharding of one group of tensors (one decoder layer) under
-// sharding "full" (ZeRO-3 / FSDP, DESIGN.md §5). A building block: the
-// training loop does not use it yet, and config validation still refuses
-// "full" (docs/distributed.md says what is missing).
+// sharding "full" (ZeRO-3 / FSDP, DESIGN.md §5; train::ShardedLayers holds
+// one per decoder layer).
 //
 // The group's float32 tensors are concatenated in order into n elements,
 // padded with zeros to R·c (c = ceil(n / R)), and rank r keeps elements
@@ -46,6 +45,9 @@ class LayerShards {
 
   // Collective. The tensors become full, with the current master weights.
   void gather();
+  // Collective: takes part in a peer's gather() without touching the
+  // tensors (a rank with nothing to compute at that point).
+  void join_gather();
   // The tensors hold no elements until the next gather().
   void release();
   bool gathered() const { return gathered_; }

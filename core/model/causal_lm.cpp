@@ -348,10 +348,16 @@ void CausalLm::soft_update_from(const sdk::LanguageModel& source, double alpha) 
         "soft_update_from: not supported with LoRA adapters ([lora] rank > 0), e.g. for a TR-DPO "
         "reference sync; train without [lora] or turn the sync off");
   }
-  at::NoGradGuard no_grad;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    params_[i].second.mul_(1.0 - alpha).add_(other->params_[i].second.detach(), alpha);
+  // A source sharded by layer (sharding "full") is whole while it is read.
+  LayerParameterSource* const sharded = other->layer_source_;
+  for (size_t i = 0; sharded != nullptr && i < other->num_layers(); ++i) sharded->gather(i);
+  {
+    at::NoGradGuard no_grad;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      params_[i].second.mul_(1.0 - alpha).add_(other->params_[i].second.detach(), alpha);
+    }
   }
+  for (size_t i = 0; sharded != nullptr && i < other->num_layers(); ++i) sharded->release(i);
 }
 
 int64_t CausalLm::num_parameters() const {

@@ -96,8 +96,8 @@ void BestModel::after_eval(int64_t step, const EvalResult& eval) {
   best_value_ = found->second;
   best_step_ = step;
   evaluations_without_improvement_ = 0;
+  save_model_(best_dir_);
   if (communicator_.rank() == 0) {
-    save_model_(best_dir_);
     write_state();
     log::info("checkpoint", best_dir_.string() + " now holds step " + std::to_string(step) + " (" + metric_ + " = " +
                                 format_value(found->second) + ")");

@@ -27,7 +27,8 @@ void check_best_metric(const config::RunConfig& config, const sdk::TrainModule& 
 
 class BestModel {
  public:
-  // `save_model(dir)` writes the current policy to dir (rank 0 only).
+  // `save_model(dir)` writes the current policy to dir; it runs on every
+  // rank (a collective under sharding "full") and writes on rank 0.
   // `resuming`: continue from best.json when it is there for the same metric and mode.
   BestModel(const config::RunConfig& config, dist::Communicator& communicator,
             std::function<void(const std::filesystem::path&)> save_model, bool resuming);

@@ -12,12 +12,13 @@ namespace ptrain::train {
 
 Checkpointer::Checkpointer(const config::CheckpointSection& section, std::filesystem::path checkpoints_dir,
                            dist::Communicator& communicator, std::function<checkpoint::CheckpointData()> snapshot,
-                           int64_t first_step)
+                           int64_t first_step, ShardedLayers* sharded_layers)
     : every_steps_(section.every_steps),
       keep_last_(section.keep_last),
       checkpoints_dir_(std::move(checkpoints_dir)),
       communicator_(communicator),
       snapshot_(std::move(snapshot)),
+      sharded_layers_(sharded_layers),
       last_saved_step_(first_step) {}
 
 void Checkpointer::after_step(int64_t completed_steps, bool stopping) {
@@ -29,6 +30,7 @@ void Checkpointer::at_end(int64_t completed_steps) { save(completed_steps); }
 
 void Checkpointer::save(int64_t completed_steps) {
   if (completed_steps == last_saved_step_) return;
+  const WholeLayers whole(sharded_layers_);  // rank 0 writes every weight
   checkpoint::CheckpointData data = snapshot_();
   if (data.optimizer_state_sharded) write_optimizer_shards(completed_steps, data);
   if (communicator_.rank() == 0) {

@@ -5,11 +5,13 @@
 // checkpoint.keep_last of them; every rank waits until it is written. Under
 // distributed.sharding = "optimizer" every rank writes its own optimizer
 // shard there first, so output_dir must be on a filesystem all ranks share.
+// Under "full" every rank gathers the whole model while rank 0 writes it.
 #pragma once
 
 #include "core/checkpoint/checkpoint.h"
 #include "core/config/run_config.h"
 #include "core/dist/communicator.h"
+#include "core/train/sharded_layers.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -22,10 +24,11 @@ class Checkpointer {
   // `snapshot` gives what to save, as of the step just completed; every rank
   // calls it, rank 0 writes it.
   // `first_step`: the steps completed when this invocation started (a
-  // resumed run's checkpoint holds them already).
+  // resumed run's checkpoint holds them already). `sharded_layers`
+  // (sharding "full"; may be null) are gathered whole while a save reads them.
   Checkpointer(const config::CheckpointSection& section, std::filesystem::path checkpoints_dir,
                dist::Communicator& communicator, std::function<checkpoint::CheckpointData()> snapshot,
-               int64_t first_step);
+               int64_t first_step, ShardedLayers* sharded_layers = nullptr);
 
   // Collective. After update step `completed_steps` (1-based): saves when
   // the cadence says so, or when the run is about to stop.
@@ -46,6 +49,7 @@ class Checkpointer {
   std::filesystem::path checkpoints_dir_;
   dist::Communicator& communicator_;
   std::function<checkpoint::CheckpointData()> snapshot_;
+  ShardedLayers* sharded_layers_;
   int64_t last_saved_step_;
 };
 

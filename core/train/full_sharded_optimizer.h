@@ -4,9 +4,6 @@
 // replicated tensors (embeddings, final norm, lm_head), whose .grad the
 // caller has summed over ranks (GradientSynchronizer). The optimizer runs
 // elementwise, so each element sees the arithmetic of sharding "none".
-//
-// A building block: config validation still refuses "full" until the
-// training run uses it (docs/distributed.md).
 #pragma once
 
 #include "core/checkpoint/checkpoint.h"
@@ -14,6 +11,7 @@
 #include "core/dist/communicator.h"
 #include "core/train/optimizer.h"
 #include "core/train/sharded_layers.h"
+#include "core/train/weight_update.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -25,7 +23,7 @@
 
 namespace ptrain::train {
 
-class FullShardedOptimizer {
+class FullShardedOptimizer final : public WeightUpdate {
  public:
   // `named_parameters`: the model's, layers included (released); the
   // replicated ones are those of no layer. `layers` and `communicator`
@@ -33,26 +31,27 @@ class FullShardedOptimizer {
   FullShardedOptimizer(const config::OptimSection& optim,
                        const std::vector<std::pair<std::string, at::Tensor>>& named_parameters, ShardedLayers& layers,
                        dist::Communicator& communicator);
-  ~FullShardedOptimizer();
+  ~FullShardedOptimizer() override;
 
   // Collective. The whole step's gradient norm (replicated tensors counted
   // once, every layer chunk once), scaled down to `max_norm` when larger, as
   // train::clip_grad_norm does under "none". Returns the norm before clipping.
-  double clip_grad_norm(double max_norm);
+  double clip_grad_norm(double max_norm) override;
   // Steps every rank's own elements, then zeroes the layers' gradient
   // shards (the next step accumulates afresh); the layers' new weights
   // reach the model at their next gather.
-  void step(double lr);
+  void step(double lr) override;
 
   // What this rank saves of the optimizer state, in the pieces format of
   // sharding "optimizer" (checkpoint/state_pieces.h): its pieces of every
   // layer tensor's state as "<tensor>.<kind>@<offset>", and on rank 0 the
   // replicated tensors' whole state; joined, it is ParameterOptimizer's
   // naming under "none". Empty before the first step.
-  checkpoint::NamedTensors state_tensors() const;
+  checkpoint::NamedTensors state_tensors() const override;
+  bool state_is_sharded() const override { return true; }
   // Whole tensors (or flattened ones joined from pieces) saved under any
   // sharding mode and world size.
-  void load_state_tensors(const checkpoint::NamedTensors& tensors);
+  void load_state_tensors(const checkpoint::NamedTensors& tensors) override;
 
  private:
   // A part of one layer tensor in this rank's chunk.

@@ -16,7 +16,7 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 
 StepRecorder::StepRecorder(const TrainingRun& run)
     : communicator_(run.communicator),
-      num_parameters_(run.parts.policy->num_parameters()),
+      num_parameters_(run.num_parameters),
       peak_flops_per_s_(
           metrics::measure_matmul_flops_per_s(run.parts.device, compute_dtype(run.config.runtime.precision))),
       run_start_(Clock::now()) {

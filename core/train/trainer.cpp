@@ -19,6 +19,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Rank 0 writes the policy as a model directory; every rank calls it (under
+// sharding "full" they gather the whole model meanwhile).
+void save_policy(TrainingRun& run, const fs::path& dir) {
+  const WholeLayers whole(run.sharded_layers.get());
+  if (run.communicator.rank() == 0) export_model(run.config, *run.parts.policy, run.model_files, dir);
+}
+
 // The end of the run (after max_steps, or stopped early): a checkpoint (so
 // a longer max_steps can continue it) unless the last step saved one, and
 // final/ as a model directory.
@@ -29,8 +36,8 @@ TrainSummary finish(TrainingRun& run, Checkpointer& checkpointer, StepRecorder& 
   checkpointer.at_end(run.state.completed_steps);
   TrainSummary summary{run.state.completed_steps - run.first_step, run.state.skipped_steps,
                        fs::path(run.config.output_dir) / "final", false, stop_reason};
+  save_policy(run, summary.final_model_dir);
   if (run.communicator.rank() == 0) {
-    export_model(run.config, *run.parts.policy, run.model_files, summary.final_model_dir);
     const std::string why = stop_reason.empty() ? "" : " (" + stop_reason + ")";
     log::info("train", "done: " + std::to_string(summary.steps) + " steps (" + std::to_string(summary.skipped_steps) +
                            " skipped in all) in " + log::format_duration(recorder.run_seconds()) + why +
@@ -49,18 +56,17 @@ TrainSummary stopped(const TrainingRun& run) {
 }  // namespace
 
 TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,
-                          dist::Communicator& communicator, const TrainOptions& options) {
-  const std::unique_ptr<TrainingRun> run = build_training_run(config, plugin, communicator, options);
+                          dist::Communicator& launch_communicator, const TrainOptions& options) {
+  const std::unique_ptr<TrainingRun> built = build_training_run(config, plugin, launch_communicator, options);
+  TrainingRun* const run = built.get();
+  dist::Communicator& communicator = run->communicator;  // the run's collectives go through it (training_run.h)
   StepReduction reduction(run->module());
   NumericGuard guard(config.train.max_consecutive_skips, config.train.loss_spike_factor);
   Checkpointer checkpointer(
-      config.checkpoint, fs::path(config.output_dir) / "checkpoints", communicator, [&run] { return run->snapshot(); },
-      run->first_step);
+      config.checkpoint, fs::path(config.output_dir) / "checkpoints", communicator, [run] { return run->snapshot(); },
+      run->first_step, run->sharded_layers.get());
   Evaluator evaluator(run->eval_parts(), config.eval.every_steps);
-  BestModel best(
-      config, communicator,
-      [&run](const fs::path& dir) { export_model(run->config, *run->parts.policy, run->model_files, dir); },
-      run->first_step > 0);
+  BestModel best(config, communicator, [run](const fs::path& dir) { save_policy(*run, dir); }, run->first_step > 0);
   StepRecorder recorder(*run);
   const StopSignals stop_signals;
 

@@ -13,6 +13,7 @@
 #include <ATen/core/grad_mode.h>
 
 #include <algorithm>
+#include <set>
 #include <random>
 #include <thread>
 
@@ -49,24 +50,52 @@ void broadcast_parameters(const std::vector<at::Tensor>& parameters, dist::Commu
   }
 }
 
-// A resumed run continues from the checkpoint's weights, optimizer state,
-// plugin state and step; the data order follows from the step alone.
-void resume_from(const fs::path& checkpoint_dir, const std::string& plugin_name, TrainingRun& run) {
-  const checkpoint::LoadedCheckpoint loaded = checkpoint::read_checkpoint(checkpoint_dir);
+// A resumed run continues from the checkpoint's weights, plugin state and
+// step (the data order follows from the step alone); returns the optimizer
+// state, which is loaded once the weight update exists.
+checkpoint::NamedTensors resume_from(const fs::path& checkpoint_dir, const std::string& plugin_name,
+                                     TrainingRun& run) {
+  checkpoint::LoadedCheckpoint loaded = checkpoint::read_checkpoint(checkpoint_dir);
   restore_policy(loaded, plugin_name, run.resolved_config_toml, *run.parts.policy);
-  run.weight_update->load_state_tensors(loaded.optimizer_state);
   run.module().load_state(run.context(), loaded.plugin_state);
   run.state = loaded.trainer;
   run.state.world_size = run.communicator.world_size();
   log::info("resume", "continuing from " + checkpoint_dir.string() + " after step " +
                           std::to_string(run.state.completed_steps) + " (saved at world size " +
                           std::to_string(loaded.trainer.world_size) + ")");
+  return std::move(loaded.optimizer_state);
+}
+
+// Sharding "full" on several ranks: the decoder layers become shards, and
+// every later collective first lets the ranks finish their layer operations.
+// Returns the parameters the rest of the run trains directly: those outside
+// the layers (all of them otherwise).
+std::vector<at::Tensor> shard_layers_if_full(TrainingRun& run, dist::Communicator& communicator,
+                                             const std::vector<std::pair<std::string, at::Tensor>>& named) {
+  std::vector<at::Tensor> parameters;
+  for (const auto& [name, parameter] : named) parameters.push_back(parameter);
+  if (run.config.distributed.sharding != config::ShardingMode::kFull || communicator.world_size() == 1) {
+    return parameters;
+  }
+  run.sharded_layers = std::make_unique<ShardedLayers>(*run.parts.policy, communicator);
+  run.draining_communicator->set_before_collective([layers = run.sharded_layers.get()] { layers->drain(); });
+  std::set<const void*> in_layers;
+  for (size_t i = 0; i < run.sharded_layers->num_layers(); ++i) {
+    for (const at::Tensor& tensor : run.sharded_layers->layer(i).tensors()) {
+      in_layers.insert(tensor.unsafeGetTensorImpl());
+    }
+  }
+  std::vector<at::Tensor> replicated;
+  for (const at::Tensor& parameter : parameters) {
+    if (in_layers.count(parameter.unsafeGetTensorImpl()) == 0) replicated.push_back(parameter);
+  }
+  return replicated;
 }
 
 void log_start(const TrainingRun& run, const sdk::PluginInfo& plugin, int threads) {
   log::info("train",
             "plugin " + std::string(plugin.name) + " " + plugin.version + ", " +
-                std::to_string(run.parts.policy->num_parameters()) + " parameters, " +
+                std::to_string(run.num_parameters) + " parameters, " +
                 std::to_string(run.parts.examples.size()) + " examples, " +
                 std::to_string(run.sampler.steps_per_epoch()) + " steps per epoch, " + std::to_string(threads) +
                 " threads, world size " + std::to_string(run.communicator.world_size()) + ", " +
@@ -98,8 +127,10 @@ checkpoint::CheckpointData TrainingRun::snapshot() const {
 }
 
 void log_state_memory(const TrainingRun& run) {
-  int64_t parameters = 0;
-  int64_t gradients = run.grad_sync->buffer_bytes();
+  // Under sharding "full" a rank keeps a weight and a gradient chunk of every layer.
+  const int64_t layer_chunks = run.sharded_layers ? run.sharded_layers->chunk_bytes() : 0;
+  int64_t parameters = layer_chunks;
+  int64_t gradients = run.grad_sync->buffer_bytes() + layer_chunks;
   int64_t optimizer = 0;
   for (const at::Tensor& parameter : run.parameters) {
     parameters += static_cast<int64_t>(parameter.nbytes());
@@ -124,7 +155,8 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
   const int threads = thread_count(config.runtime, communicator.local_world_size());
   at::set_num_threads(threads);
 
-  RunParts parts = load_run_parts(config, plugin, communicator);
+  auto draining = std::make_unique<dist::DrainingCommunicator>(communicator);
+  RunParts parts = load_run_parts(config, plugin, *draining);
   // Read now, so that an unreadable input file fails before the run directory exists.
   checkpoint::ModelDirFiles model_files = output_model_files(config, *parts.tokenizer);
   run_dir.create(communicator, options.resolved_config_toml);
@@ -132,24 +164,31 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
 
   const data::GlobalBatchSampler sampler(static_cast<int64_t>(parts.examples.size()), config.batch.global_size,
                                          config.seed);
-  auto run = std::make_unique<TrainingRun>(config, communicator, plugin.info().name, options.resolved_config_toml,
-                                           std::move(parts), sampler, microbatch_plan(config));
+  auto run = std::make_unique<TrainingRun>(config, std::move(draining), plugin.info().name,
+                                           options.resolved_config_toml, std::move(parts), sampler,
+                                           microbatch_plan(config));
   run->model_files = std::move(model_files);
   run->context().set_example_source([&run = *run](int64_t step) { return run.rank_examples(step); });
-  const auto named_parameters = run->parts.policy->named_parameters();
-  for (const auto& [name, parameter] : named_parameters) run->parameters.push_back(parameter);
-  const bool sharded = config.distributed.sharding == config::ShardingMode::kOptimizer;
-  run->grad_sync = std::make_unique<dist::GradientSynchronizer>(run->parameters, communicator,
-                                                                config.distributed.bucket_mb << 20, sharded);
-  run->weight_update = make_weight_update(config, named_parameters, *run->grad_sync, communicator);
   run->state = {0, 0, communicator.world_size(), plugin.info().name, new_run_id()};
+  checkpoint::NamedTensors optimizer_state;
   if (resume_checkpoint) {
-    resume_from(*resume_checkpoint, plugin.info().name, *run);
+    optimizer_state = resume_from(*resume_checkpoint, plugin.info().name, *run);
   } else if (!options.resume.empty()) {
     log::info("resume", "no checkpoint under " + (output_dir / "checkpoints").string() + "; starting from step 0");
   }
   run->first_step = run->state.completed_steps;
-  broadcast_parameters(run->parameters, communicator);
+  const auto named_parameters = run->parts.policy->named_parameters();
+  run->num_parameters = run->parts.policy->num_parameters();
+  std::vector<at::Tensor> all_parameters;
+  for (const auto& [name, parameter] : named_parameters) all_parameters.push_back(parameter);
+  broadcast_parameters(all_parameters, communicator);
+  run->parameters = shard_layers_if_full(*run, communicator, named_parameters);
+  const bool sharded = config.distributed.sharding == config::ShardingMode::kOptimizer;
+  run->grad_sync = std::make_unique<dist::GradientSynchronizer>(run->parameters, run->communicator,
+                                                                config.distributed.bucket_mb << 20, sharded);
+  run->weight_update = make_weight_update(config, named_parameters, *run->grad_sync, run->communicator,
+                                          run->sharded_layers.get());
+  if (resume_checkpoint) run->weight_update->load_state_tensors(optimizer_state);
   log_start(*run, plugin.info(), threads);
   return run;
 }

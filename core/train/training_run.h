@@ -10,11 +10,13 @@
 #include "core/config/run_config.h"
 #include "core/data/global_batch_sampler.h"
 #include "core/dist/communicator.h"
+#include "core/dist/draining_communicator.h"
 #include "core/dist/gradient_sync.h"
 #include "core/plugin/host_context.h"
 #include "core/plugin/plugin_loader.h"
 #include "core/train/evaluator.h"
 #include "core/train/run_setup.h"
+#include "core/train/sharded_layers.h"
 #include "core/train/trainer.h"
 #include "core/train/update_step.h"
 #include "core/train/weight_update.h"
@@ -30,11 +32,12 @@
 namespace ptrain::train {
 
 struct TrainingRun {
-  TrainingRun(const config::RunConfig& run_config, dist::Communicator& run_communicator, std::string plugin,
-              std::string config_toml, RunParts run_parts, data::GlobalBatchSampler batch_sampler,
-              sdk::MicrobatchPlan microbatch_plan)
+  TrainingRun(const config::RunConfig& run_config, std::unique_ptr<dist::DrainingCommunicator> run_communicator,
+              std::string plugin, std::string config_toml, RunParts run_parts,
+              data::GlobalBatchSampler batch_sampler, sdk::MicrobatchPlan microbatch_plan)
       : config(run_config),
-        communicator(run_communicator),
+        draining_communicator(std::move(run_communicator)),
+        communicator(*draining_communicator),
         plugin_name(std::move(plugin)),
         resolved_config_toml(std::move(config_toml)),
         parts(std::move(run_parts)),
@@ -42,13 +45,20 @@ struct TrainingRun {
         plan(microbatch_plan) {}
 
   const config::RunConfig& config;
+  // Every collective of the run goes through it: under sharding "full" it
+  // first lets peers finish their layer gathers (sharded_layers.h).
+  std::unique_ptr<dist::DrainingCommunicator> draining_communicator;
   dist::Communicator& communicator;
   std::string plugin_name;
   std::string resolved_config_toml;
   RunParts parts;  // tokenizer, policy, module, context, examples
   data::GlobalBatchSampler sampler;
   sdk::MicrobatchPlan plan;
-  std::vector<at::Tensor> parameters;                     // the policy's, in named_parameters() order
+  int64_t num_parameters = 0;                             // the policy's, sharded or not
+  std::unique_ptr<ShardedLayers> sharded_layers;          // sharding "full" on several ranks, else null
+  // The policy's parameters in named_parameters() order, under sharding
+  // "full" only those outside the decoder layers (the rest are sharded_layers').
+  std::vector<at::Tensor> parameters;
   std::unique_ptr<dist::GradientSynchronizer> grad_sync;  // sharded under distributed.sharding = "optimizer"
   std::unique_ptr<WeightUpdate> weight_update;            // clipping and the optimizer, over grad_sync's result
   checkpoint::TrainerState state;                         // steps completed and skipped so far, run id
@@ -58,7 +68,9 @@ struct TrainingRun {
   sdk::TrainModule& module() { return *parts.module; }
   plugin::HostContext& context() { return *parts.context; }
   // What accumulate_gradients() works with in every step.
-  StepParts step_parts() { return {module(), plugin_name, context(), parameters, communicator, *grad_sync}; }
+  StepParts step_parts() {
+    return {module(), plugin_name, context(), parameters, communicator, *grad_sync, sharded_layers.get()};
+  }
   // What the evaluator works with: the held-out set and the same plan as a step.
   EvalParts eval_parts() {
     return {module(), plugin_name, context(), communicator, parts.eval_examples, plan, config.batch.global_size};

@@ -139,6 +139,7 @@ GradientResult accumulate_gradients(const StepParts& parts, const std::vector<co
                                     const sdk::MicrobatchPlan& plan, metrics::MetricReducer& reducer) {
   GradientResult result;
   zero_gradients(parts.parameters);
+  if (parts.sharded_layers != nullptr) parts.sharded_layers->zero_gradients();
   const std::vector<sdk::LossTerm> terms = parts.module.loss_terms();
 
   // Every rank prepares, even with no examples this step: a plugin may run a

@@ -1,6 +1,7 @@
 #include "core/train/weight_update.h"
 
 #include "core/log/logger.h"
+#include "core/train/full_sharded_optimizer.h"
 #include "core/train/optimizer.h"
 #include "core/train/sharded_update.h"
 #include "core/train/update_step.h"
@@ -45,14 +46,31 @@ void check_shardable(const config::RunConfig& config, const dist::GradientSynchr
   }
 }
 
+// The same rule for sharding "full"'s per-layer chunks.
+void check_layers_shardable(const config::RunConfig& config, ShardedLayers& layers, int world_size) {
+  for (size_t i = 0; i < layers.num_layers(); ++i) {
+    const dist::LayerShards& layer = layers.layer(i);
+    if ((world_size - 1) * layer.chunk() < layer.numel()) continue;
+    throw sdk::ConfigError(config.source.string() + ": distributed.sharding = \"full\" splits every decoder " +
+                           "layer into equal chunks, one for each of the " + std::to_string(world_size) +
+                           " ranks, but layer " + std::to_string(i) + " holds only " +
+                           std::to_string(layer.numel()) + " elements, too few for every rank to own some; use " +
+                           "fewer ranks or another sharding mode");
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<WeightUpdate> make_weight_update(
     const config::RunConfig& config, const std::vector<std::pair<std::string, at::Tensor>>& named_parameters,
-    dist::GradientSynchronizer& grad_sync, dist::Communicator& communicator) {
+    dist::GradientSynchronizer& grad_sync, dist::Communicator& communicator, ShardedLayers* sharded_layers) {
   const bool wants_sharding = config.distributed.sharding != config::ShardingMode::kNone;
   if (wants_sharding && communicator.world_size() == 1) {
     log::info("train", "distributed.sharding: one rank has nothing to share; running unsharded");
+  }
+  if (sharded_layers != nullptr) {
+    check_layers_shardable(config, *sharded_layers, communicator.world_size());
+    return std::make_unique<FullShardedOptimizer>(config.optim, named_parameters, *sharded_layers, communicator);
   }
   if (!grad_sync.sharded()) return std::make_unique<ReplicatedUpdate>(config.optim, named_parameters);
   check_shardable(config, grad_sync, communicator.world_size());

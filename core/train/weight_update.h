@@ -41,13 +41,17 @@ class WeightUpdate {
   virtual void load_state_tensors(const checkpoint::NamedTensors& tensors) = 0;
 };
 
+class ShardedLayers;
+
 // As config.distributed.sharding says (with one rank there is nothing to
-// shard: "optimizer" runs as "none"). `grad_sync` must have been built
-// sharded for the sharded update. Throws sdk::ConfigError naming
-// distributed.sharding when the world size is larger than a gradient bucket
-// has elements (a rank would own only padding of it).
+// shard: "optimizer" and "full" run as "none"). `grad_sync` must have been
+// built sharded for "optimizer"; for "full", `sharded_layers` holds the
+// decoder layers and `grad_sync` the other parameters. Throws
+// sdk::ConfigError naming distributed.sharding when the world size is larger
+// than a gradient bucket or a layer has elements (a rank would own only
+// padding of it).
 std::unique_ptr<WeightUpdate> make_weight_update(
     const config::RunConfig& config, const std::vector<std::pair<std::string, at::Tensor>>& named_parameters,
-    dist::GradientSynchronizer& grad_sync, dist::Communicator& communicator);
+    dist::GradientSynchronizer& grad_sync, dist::Communicator& communicator, ShardedLayers* sharded_layers = nullptr);
 
 }  // namespace ptrain::train

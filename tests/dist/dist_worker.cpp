@@ -219,7 +219,7 @@ int run_grpo(const dist::LaunchEnv& launch, int argc, char** argv) {
   metrics::MetricReducer second(train::step_metric_specs(module));
   dist::GradientSynchronizer grad_sync(parameters, *communicator, 1 << 20);
   const sdk::MicrobatchPlan plan{std::atoll(argv[3]), 0};
-  const train::StepParts parts{module, "grpo", context, parameters, *communicator, grad_sync};
+  const train::StepParts parts{module, "grpo", context, parameters, *communicator, grad_sync, nullptr};
   train::accumulate_gradients(parts, rank_examples, plan, first);
   if (options.perturb != 0.0) {
     grpo_test::perturb_parameters(*policy, options.perturb);

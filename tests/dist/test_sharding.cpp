@@ -1,7 +1,8 @@
-// distributed.sharding = "optimizer" (ZeRO-1/2) against replicated training,
-// over real ranks: the same weights after several AdamW steps with weight
-// decay and clipping, for each plugin, and checkpoints that resume across
-// world sizes and sharding modes with the same batches.
+// distributed.sharding = "optimizer" (ZeRO-1/2) and "full" (ZeRO-3) against
+// replicated training, over real ranks: the same weights after several AdamW
+// steps with weight decay and clipping, for each plugin, uneven splits with
+// evaluation under "full", and checkpoints that resume across world sizes
+// and sharding modes with the same batches.
 #include "catch.h"
 #include "dist_test_support.h"
 
@@ -104,7 +105,7 @@ CommandResult train(int world, const fs::path& config, const fs::path& run, cons
 
 // Every logged metric but the timing ones and padding (which depends on the split).
 void check_same_metrics(const fs::path& actual_run, const fs::path& expected_run, double relative_tolerance) {
-  static const std::set<std::string> timing{"step_s", "tokens_per_s", "mfu", "comm_s", "padded_tokens"};
+  static const std::set<std::string> timing{"step_s", "tokens_per_s", "mfu", "comm_s", "padded_tokens", "eval_s"};
   const auto actual = testing::read_metrics_jsonl(actual_run / "metrics.jsonl");
   const auto expected = testing::read_metrics_jsonl(expected_run / "metrics.jsonl");
   REQUIRE(actual.size() == expected.size());
@@ -120,31 +121,61 @@ void check_same_metrics(const fs::path& actual_run, const fs::path& expected_run
 
 }  // namespace
 
-TEST_CASE("optimizer sharding gives the weights of replicated training after several AdamW steps", "[dist][sharding]") {
+TEST_CASE("optimizer and full sharding give the weights of replicated training after several AdamW steps",
+          "[dist][sharding]") {
   for (const std::string plugin : {"sft", "dpo", "grpo"}) {
     const fs::path dir = testing::fresh_test_dir("sharding_" + plugin);
     const fs::path config = write_plugin_config(dir, plugin);
     for (const int world : {2, 4}) {
       const fs::path none = dir / ("none_w" + std::to_string(world));
-      const fs::path sharded = dir / ("optimizer_w" + std::to_string(world));
       const CommandResult replicated_run = train(world, config, none, "none");
       INFO(plugin << ", world " << world << "\n" << replicated_run.output);
       REQUIRE(replicated_run.exit_code == 0);
-      const CommandResult sharded_run = train(world, config, sharded, "optimizer");
-      INFO(sharded_run.output);
-      REQUIRE(sharded_run.exit_code == 0);
-
       const std::vector<at::Tensor> expected = final_weights(none);
-      const double error = testing::relative_error(final_weights(sharded), expected);
-      INFO("relative weight error " << error);
-      CHECK(error <= 1e-6);
-      check_same_metrics(sharded, none, 1e-6);
+      for (const std::string mode : {"optimizer", "full"}) {
+        const fs::path sharded = dir / (mode + "_w" + std::to_string(world));
+        const CommandResult sharded_run = train(world, config, sharded, mode);
+        INFO(mode << "\n" << sharded_run.output);
+        REQUIRE(sharded_run.exit_code == 0);
+        const double error = testing::relative_error(final_weights(sharded), expected);
+        INFO("relative weight error " << error);
+        CHECK(error <= 1e-6);
+        // Under "full" each microbatch's layer gradients are summed over ranks
+        // at once, not after accumulation: another float32 summation order,
+        // which differences such as DPO's reward margins magnify a little.
+        check_same_metrics(sharded, none, mode == "full" ? 1e-5 : 1e-6);
+      }
       // The steps clipped and moved the weights far more than the tolerance.
       const auto metrics = testing::read_metrics_jsonl(none / "metrics.jsonl");
       CHECK(metrics.front()["grad_norm"].get<double>() > 0.05);
       CHECK(testing::relative_error(initial_weights(dir, plugin, none), expected) > 1e-3);
     }
   }
+}
+
+TEST_CASE("full sharding matches replicated training when ranks run different numbers of forwards",
+          "[dist][sharding]") {
+  // 7 examples over 2 ranks, one per microbatch: 4 forwards on one rank, 3 on
+  // the other, and an uneven held-out set evaluated after every step (the
+  // training set again, its last example on one rank only), with best/.
+  const fs::path dir = testing::fresh_test_dir("sharding_full_uneven");
+  const fs::path config = write_plugin_config(dir, "sft");
+  const std::string uneven = " --set batch.global_size=7 --set batch.micro_size=1 --set eval.data=\"" +
+                             data_file("arith/train.jsonl") +
+                             "\" --set eval.max_examples=5 --set eval.every_steps=1 --set checkpoint.best_metric=\"eval/loss\"";
+  const CommandResult replicated_run = train(2, config, dir / "none", "none", uneven);
+  INFO(replicated_run.output);
+  REQUIRE(replicated_run.exit_code == 0);
+  const CommandResult sharded_run = train(2, config, dir / "full", "full", uneven);
+  INFO(sharded_run.output);
+  REQUIRE(sharded_run.exit_code == 0);
+  check_same_metrics(dir / "full", dir / "none", 1e-6);
+  const auto metrics = testing::read_metrics_jsonl(dir / "full" / "metrics.jsonl");
+  REQUIRE(metrics.back().contains("eval/loss"));
+  const double error = testing::relative_error(final_weights(dir / "full"), final_weights(dir / "none"));
+  INFO("relative weight error " << error);
+  CHECK(error <= 1e-6);
+  CHECK(fs::exists(dir / "full" / "best" / "model.safetensors"));
 }
 
 TEST_CASE("a checkpoint resumes across world sizes 1, 2, 4 and sharding modes with the same batches",
@@ -162,7 +193,8 @@ TEST_CASE("a checkpoint resumes across world sizes 1, 2, 4 and sharding modes wi
   };
   for (const Case& c :
        {Case{2, "optimizer", 1, "none"}, Case{1, "none", 2, "optimizer"}, Case{2, "optimizer", 2, "none"},
-        Case{2, "none", 2, "optimizer"}, Case{2, "optimizer", 4, "optimizer"}}) {
+        Case{2, "none", 2, "optimizer"}, Case{2, "optimizer", 4, "optimizer"}, Case{2, "full", 1, "none"},
+        Case{2, "none", 2, "full"}, Case{4, "full", 2, "optimizer"}}) {
     const fs::path run = dir / (std::string(c.first_sharding) + std::to_string(c.first_world) + "_" +
                                 c.second_sharding + std::to_string(c.second_world));
     const CommandResult first = train(c.first_world, config, run, c.first_sharding, " --set train.max_steps=4");
@@ -174,7 +206,7 @@ TEST_CASE("a checkpoint resumes across world sizes 1, 2, 4 and sharding modes wi
     CHECK_THAT(resumed.output, Catch::Contains("continuing from"));
     // Step 4 is the first run's: a sharded one holds a file per rank, nothing gathered.
     const fs::path step_4 = run / "checkpoints" / "step_4";
-    const bool sharded = std::string(c.first_sharding) == "optimizer" && c.first_world > 1;
+    const bool sharded = std::string(c.first_sharding) != "none" && c.first_world > 1;
     CHECK(fs::exists(step_4 / "optimizer.safetensors") == !sharded);
     for (int rank = 0; rank < c.first_world; ++rank) {
       CHECK(fs::exists(step_4 / ("optimizer_shard_" + std::to_string(rank) + "_of_" + std::to_string(c.first_world) +
