@@ -189,17 +189,21 @@ TEST_CASE("one step gives the full-batch gradient for world sizes 1, 2, 4 × acc
 
     for (const int world : {1, 2, 4}) {
       for (const int accumulation : {1, 2, 4}) {
-        // The sharded update (distributed.sharding, tests/dist/test_sharding.cpp)
-        // too, on one aggregation mode: its reduce-scatter must give the same gradient.
-        const bool sharded = mode == "token_mean" && world > 1 && accumulation == 2;
+        // The sharded updates (distributed.sharding, tests/dist/test_sharding.cpp)
+        // too: "optimizer" on one aggregation mode, "full" on every one, each
+        // must give the same gradient.
+        const std::string sharding = world == 1                                   ? "none"
+                                     : accumulation == 4                          ? "full"
+                                     : mode == "token_mean" && accumulation == 2 ? "optimizer"
+                                                                                  : "none";
         const int64_t micro_size = kGlobalSize / world / accumulation;
         const fs::path run_dir = dir / (mode + "_w" + std::to_string(world) + "_a" + std::to_string(accumulation));
         const CommandResult result =
             run_ptrain("launch --nproc " + std::to_string(world) + " -- train -c " + config_path.string() +
                        " --set module.loss_agg=\"" + mode + "\" --set batch.micro_size=" + std::to_string(micro_size) +
                        " --set output_dir=\"" + run_dir.string() + "\"" +
-                       (sharded ? " --set distributed.sharding=\"optimizer\"" : ""));
-        INFO("loss_agg " << mode << ", world " << world << ", accumulation " << accumulation << ", sharded " << sharded
+                       " --set distributed.sharding=\"" + sharding + "\"");
+        INFO("loss_agg " << mode << ", world " << world << ", accumulation " << accumulation << ", sharding " << sharding
                          << "\n"
                          << result.output);
         REQUIRE(result.exit_code == 0);
