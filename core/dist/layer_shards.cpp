@@ -19,12 +19,13 @@ at::Tensor padded_flat(const std::vector<at::Tensor>& parts, int64_t numel, int6
 
 }  // namespace
 
-LayerShards::LayerShards(std::vector<at::Tensor> tensors, Communicator& communicator)
+LayerShards::LayerShards(std::vector<at::Tensor> tensors, Communicator& communicator, bool takes_gradients)
     : tensors_(std::move(tensors)), communicator_(communicator) {
   TORCH_CHECK(!tensors_.empty(), "layer shards: no tensors");
   for (const at::Tensor& tensor : tensors_) {
-    TORCH_CHECK(tensor.scalar_type() == at::kFloat && tensor.is_contiguous(),
-                "layer shards: tensors must be contiguous float32");
+    TORCH_CHECK(tensor.is_floating_point() && tensor.scalar_type() == tensors_.front().scalar_type() &&
+                    tensor.is_contiguous(),
+                "layer shards: tensors must be contiguous, of one floating dtype");
     shapes_.push_back(tensor.sizes().vec());
     numels_.push_back(tensor.numel());
     numel_ += tensor.numel();
@@ -34,7 +35,7 @@ LayerShards::LayerShards(std::vector<at::Tensor> tensors, Communicator& communic
   const at::NoGradGuard no_grad;
   const at::Tensor flat = padded_flat(tensors_, numel_, chunk_ * world);
   weight_shard_ = flat.narrow(0, communicator_.rank() * chunk_, chunk_).clone();
-  gradient_shard_ = at::zeros_like(weight_shard_);
+  if (takes_gradients) gradient_shard_ = at::zeros({chunk_}, weight_shard_.options().dtype(at::kFloat));
   release();
 }
 
@@ -62,12 +63,13 @@ void LayerShards::release() {
 }
 
 void LayerShards::reduce_scatter_gradients(const std::vector<at::Tensor>& gradients) {
+  TORCH_CHECK(gradient_shard_.defined(), "layer shards: a frozen layer takes no gradients");
   TORCH_CHECK(gradients.size() == tensors_.size(), "layer shards: ", gradients.size(), " gradients for ",
               tensors_.size(), " tensors");
   std::vector<at::Tensor> parts;
   for (size_t i = 0; i < gradients.size(); ++i) {
     parts.push_back(gradients[i].defined() ? gradients[i].to(at::kFloat)
-                                           : at::zeros(shapes_[i], weight_shard_.options()));
+                                           : at::zeros(shapes_[i], weight_shard_.options().dtype(at::kFloat)));
   }
   at::Tensor full = padded_flat(parts, numel_, chunk_ * communicator_.world_size());
   at::Tensor summed = at::empty_like(gradient_shard_);

@@ -24,10 +24,12 @@ namespace ptrain::dist {
 
 class LayerShards {
  public:
-  // `tensors`: float32, contiguous, on one device, with the same values on
-  // every rank (as loaded). Keeps this rank's chunk, then releases them.
+  // `tensors`: contiguous, of one floating dtype (float32 where they train),
+  // on one device, with the same values on every rank (as loaded). Keeps
+  // this rank's chunk, then releases them. Without `takes_gradients` (a
+  // frozen model) there is no gradient chunk to reduce-scatter into.
   // `communicator` outlives this object.
-  LayerShards(std::vector<at::Tensor> tensors, Communicator& communicator);
+  LayerShards(std::vector<at::Tensor> tensors, Communicator& communicator, bool takes_gradients = true);
 
   int64_t numel() const { return numel_; }
   // Tensor `index`'s shape as handed in, whether gathered or released.
@@ -36,11 +38,12 @@ class LayerShards {
   // The tensors handed in (the same objects, full or empty).
   const std::vector<at::Tensor>& tensors() const { return tensors_; }
   int64_t chunk() const { return chunk_; }
-  // [chunk] float32, this rank's master weights; the optimizer updates them
-  // in place (padding elements included: their gradient is always 0).
+  int64_t element_size() const { return static_cast<int64_t>(weight_shard_.element_size()); }
+  // [chunk] of the tensors' dtype, this rank's master weights; the optimizer
+  // updates them in place (padding elements included: their gradient is always 0).
   at::Tensor& weight_shard() { return weight_shard_; }
   // [chunk] float32, the gradients summed over ranks and over every
-  // reduce_scatter_gradients() since zero_gradients().
+  // reduce_scatter_gradients() since zero_gradients(); undefined without gradients.
   at::Tensor& gradient_shard() { return gradient_shard_; }
 
   // Collective. The tensors become full, with the current master weights.
@@ -55,7 +58,9 @@ class LayerShards {
   // Collective. `gradients`: one per tensor, in order, of its shape (an
   // undefined one counts as zeros).
   void reduce_scatter_gradients(const std::vector<at::Tensor>& gradients);
-  void zero_gradients() { gradient_shard_.zero_(); }
+  void zero_gradients() {
+    if (gradient_shard_.defined()) gradient_shard_.zero_();
+  }
 
  private:
   std::vector<at::Tensor> tensors_;

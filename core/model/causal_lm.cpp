@@ -320,10 +320,13 @@ at::Tensor CausalLm::dense(const at::Tensor& x, const at::Tensor& weight, const 
 NamedTensors CausalLm::named_parameters() const { return lora_ ? lora_params_ : params_; }
 
 std::unique_ptr<CausalLm> CausalLm::frozen_copy() const {
-  // A LoRA model's base weights never change: the copy shares them.
+  // A LoRA model's base weights never change: the copy shares them. A model
+  // sharded by layer (sharding "full") is whole while it is copied.
   NamedTensors copies;
   copies.reserve(params_.size());
+  for (size_t i = 0; layer_source_ != nullptr && i < layers_.size(); ++i) layer_source_->gather(i);
   for (const auto& [name, t] : params_) copies.emplace_back(name, lora_ ? t.detach() : t.detach().clone());
+  for (size_t i = 0; layer_source_ != nullptr && i < layers_.size(); ++i) layer_source_->release(i);
   auto copy = std::unique_ptr<CausalLm>(new CausalLm(config_, std::move(copies)));
   copy->stored_dtype_ = stored_dtype_;
   copy->compute_dtype_ = compute_dtype_;
@@ -347,6 +350,11 @@ void CausalLm::soft_update_from(const sdk::LanguageModel& source, double alpha) 
     throw sdk::ModelError(
         "soft_update_from: not supported with LoRA adapters ([lora] rank > 0), e.g. for a TR-DPO "
         "reference sync; train without [lora] or turn the sync off");
+  }
+  if (layer_source_ != nullptr) {
+    throw sdk::ModelError(
+        "soft_update_from: not supported for a model sharded by layer (distributed.sharding = \"full\"), e.g. for a "
+        "TR-DPO reference sync; use sharding = \"optimizer\" or turn the sync off");
   }
   // A source sharded by layer (sharding "full") is whole while it is read.
   LayerParameterSource* const sharded = other->layer_source_;
@@ -499,7 +507,10 @@ at::Tensor CausalLm::hidden_states(const at::Tensor& input_ids, const at::Tensor
   }
   // Recomputing layers in backward only pays when there is a backward.
   const bool grad = at::GradMode::is_enabled();
-  const bool checkpoint = (activation_checkpointing_ || layer_source_ != nullptr) && grad;
+  // A sharded model recomputes its layers in backward only when they train
+  // (a frozen reference's forward gathers, runs and releases each layer).
+  const bool trains_layers = !layers_.empty() && !layer_parameters(0).empty();
+  const bool checkpoint = grad && (activation_checkpointing_ || (layer_source_ != nullptr && trains_layers));
   at::Tensor x = at::embedding(embed_tokens_, input_ids);  // [B, T, H]
   for (size_t i = 0; i < layers_.size(); ++i) {
     if (checkpoint) {

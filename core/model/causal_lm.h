@@ -165,11 +165,18 @@ class CausalLm : public sdk::LanguageModel {
   };
   // `source` outlives the model's forwards and backwards; nullptr: none.
   void set_layer_parameter_source(LayerParameterSource* source) { layer_source_ = source; }
+  // The same, for a source the model owns from now on (a frozen reference's).
+  void adopt_layer_parameter_source(std::unique_ptr<LayerParameterSource> source) {
+    owned_layer_source_ = std::move(source);
+  }
   size_t num_layers() const { return layers_.size(); }
   // Decoder layer `index`'s tensors that take gradients (the same objects
   // as in named_parameters(): trainable base tensors, or with LoRA the
   // adapters), in a fixed order; the inputs its recomputation differentiates.
   std::vector<at::Tensor> layer_parameters(size_t index) const;
+  // Every base tensor of decoder layer `index` (trained or frozen; no
+  // adapters), in layer_parameters()' order.
+  std::vector<at::Tensor> layer_tensors(size_t index) const;
 
   // sdk::LanguageModel. target_log_probs projects only the loss_mask rows
   // through lm_head and computes log p = logit[target] - logsumexp(logits).
@@ -285,6 +292,9 @@ class CausalLm : public sdk::LanguageModel {
   ModelConfig config_;
   std::vector<std::pair<std::string, at::Tensor>> params_;
   at::Tensor embed_tokens_;  // [V, H]
+  // A layer's base tensors (defined or not), in layer_parameters()' order.
+  static std::vector<const at::Tensor*> base_tensors(const Layer& layer);
+
   std::vector<Layer> layers_;
   at::Tensor final_norm_;  // [H]
   at::Tensor lm_head_;     // [V, H]; undefined when tied
@@ -308,6 +318,7 @@ class CausalLm : public sdk::LanguageModel {
 
   bool activation_checkpointing_ = false;
   LayerParameterSource* layer_source_ = nullptr;
+  std::unique_ptr<LayerParameterSource> owned_layer_source_;  // destroyed with the model
   at::ScalarType stored_dtype_ = at::kFloat;
   at::ScalarType compute_dtype_ = at::kFloat;
 };

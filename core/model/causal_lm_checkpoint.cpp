@@ -75,7 +75,7 @@ struct CausalLm::CheckpointFunction : public torch::autograd::Function<CausalLm:
     // One entry per forward argument: x, model, index, layout, then each parameter.
     variable_list result{grads[0], at::Tensor(), at::Tensor(), at::Tensor()};
     if (source != nullptr) {
-      source->add_gradients(index, std::vector<at::Tensor>(grads.begin() + 1, grads.end()));
+      if (!parameters.empty()) source->add_gradients(index, std::vector<at::Tensor>(grads.begin() + 1, grads.end()));
       grads.clear();  // the full-size gradients go before the parameters do
       source->release(index);
       result.resize(result.size() + ctx->saved_data["parameter_inputs"].toInt());  // nothing for .grad
@@ -86,13 +86,24 @@ struct CausalLm::CheckpointFunction : public torch::autograd::Function<CausalLm:
   }
 };
 
+std::vector<const at::Tensor*> CausalLm::base_tensors(const Layer& layer) {
+  return {&layer.input_norm, &layer.q_weight, &layer.q_bias, &layer.k_weight, &layer.k_bias,
+          &layer.v_weight,   &layer.v_bias,   &layer.o_weight, &layer.o_bias, &layer.q_norm,
+          &layer.k_norm,     &layer.post_norm, &layer.gate_weight, &layer.up_weight, &layer.down_weight};
+}
+
+std::vector<at::Tensor> CausalLm::layer_tensors(size_t index) const {
+  std::vector<at::Tensor> tensors;
+  for (const at::Tensor* t : base_tensors(layers_.at(index))) {
+    if (t->defined()) tensors.push_back(*t);
+  }
+  return tensors;
+}
+
 std::vector<at::Tensor> CausalLm::layer_parameters(size_t index) const {
   const Layer& layer = layers_.at(index);
   std::vector<at::Tensor> parameters;
-  for (const at::Tensor* t :
-       {&layer.input_norm, &layer.q_weight, &layer.q_bias, &layer.k_weight, &layer.k_bias, &layer.v_weight,
-        &layer.v_bias, &layer.o_weight, &layer.o_bias, &layer.q_norm, &layer.k_norm, &layer.post_norm,
-        &layer.gate_weight, &layer.up_weight, &layer.down_weight}) {
+  for (const at::Tensor* t : base_tensors(layer)) {
     if (t->defined() && t->requires_grad()) parameters.push_back(*t);
   }
   for (const LoraPair& pair : layer.lora) {

@@ -31,7 +31,11 @@ class HostContext final : public sdk::Context {
   }
   sdk::RunInfo run_info() const override { return run_info_; }
   sdk::LanguageModel& policy() override { return policy_; }
-  std::unique_ptr<sdk::LanguageModel> frozen_policy_copy() override { return policy_.frozen_copy(); }
+  std::unique_ptr<sdk::LanguageModel> frozen_policy_copy() override {
+    std::unique_ptr<model::CausalLm> copy = policy_.frozen_copy();
+    if (on_frozen_model_) on_frozen_model_(*copy);
+    return copy;
+  }
   // On the policy's device and at its compute dtype, as a reference model must be.
   // A LoRA policy's own base directory is the policy with its adapters off:
   // the same weight tensors, no second copy.
@@ -44,6 +48,7 @@ class HostContext final : public sdk::Context {
     std::unique_ptr<model::CausalLm> model = model::CausalLm::load_hf_dir(model_dir, policy_.device())->frozen_copy();
     model->set_compute_dtype(policy_.compute_dtype());
     model->to_device(policy_.device());
+    if (on_frozen_model_) on_frozen_model_(*model);
     return model;
   }
   at::Device device() const override { return policy_.device(); }
@@ -76,6 +81,8 @@ class HostContext final : public sdk::Context {
     if (!example_source_) return sdk::Context::upcoming_examples(steps_ahead);
     return example_source_(run_info_.step + steps_ahead);
   }
+  // Runs on every frozen model this context hands out (sharding "full" shards them).
+  void set_frozen_model_hook(std::function<void(model::CausalLm&)> hook) { on_frozen_model_ = std::move(hook); }
   // What upcoming_examples reads: this rank's examples of an update step.
   using ExampleSource = std::function<std::vector<const sdk::Example*>(int64_t step)>;
   void set_example_source(ExampleSource source) { example_source_ = std::move(source); }
@@ -102,6 +109,7 @@ class HostContext final : public sdk::Context {
   HostLogger logger_;
   std::vector<std::filesystem::path> extra_plugin_dirs_;
   ExampleSource example_source_;
+  std::function<void(model::CausalLm&)> on_frozen_model_;
   generation::CausalLmRolloutEngine rollout_engine_{policy_, tokenizer_};
 };
 

@@ -215,7 +215,7 @@ sdk::MicrobatchPlan microbatch_plan(const config::RunConfig& config) {
 }
 
 RunParts load_run_parts(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,
-                        dist::Communicator& communicator) {
+                        dist::Communicator& communicator, std::function<void(model::CausalLm&)> on_frozen_model) {
   const at::Device device = resolve_device(config, communicator.local_rank(), communicator.local_world_size());
   auto tokenizer = make_tokenizer(config.tokenizer);
   auto policy = make_policy(config, *tokenizer, device);
@@ -223,6 +223,7 @@ RunParts load_run_parts(const config::RunConfig& config, const plugin::LoadedPlu
   auto context =
       std::make_unique<plugin::HostContext>(*policy, *tokenizer, config.module, communicator,
                                             sdk::RunInfo{config.seed, config.data.max_length, 0, 0, config.output_dir});
+  context->set_frozen_model_hook(std::move(on_frozen_model));
   module->setup(*context);
   check_best_metric(config, *module);
   std::vector<sdk::Example> examples = load_examples(config, *module);

@@ -1,46 +1,39 @@
 // Sharding "full" (ZeRO-3): every decoder layer of a model sharded over the
 // ranks with dist::LayerShards, as the model's LayerParameterSource
-// (causal_lm.h).
-//
-// A layer's gather and its gradients' reduce-scatter are collectives, but
-// ranks issue different numbers of them: one has more microbatches, a longer
-// generation or more evaluation examples than another. So each one is first
-// announced to every rank in a small all-reduce ([1, code, code²] summed,
-// code naming the operation and the layer): ranks that compute announce,
-// and a rank that has reached its next other collective waits in drain(),
-// announcing nothing and joining each announced operation with neutral
-// inputs (its own chunk for a gather, zeros for a reduce-scatter) until
-// every rank is draining. The run's other collectives go through a
-// dist::DrainingCommunicator that calls drain() first. Two computing ranks
-// announcing different operations (a plugin whose forwards differ by rank)
-// get an sdk::Error naming both, not a hang.
+// (causal_lm.h). The policy's layers train (their gradients are
+// reduce-scattered into each rank's chunk); a frozen reference's are only
+// gathered for its forwards. Every gather and reduce-scatter is announced
+// through the run's LayerCollectives (layer_collectives.h), so ranks that run
+// different numbers of forwards stay in step.
 #pragma once
 
-#include "core/dist/communicator.h"
 #include "core/dist/layer_shards.h"
 #include "core/model/causal_lm.h"
+#include "core/train/layer_collectives.h"
 
 #include <cstdint>
 #include <vector>
 
 namespace ptrain::train {
 
-class ShardedLayers final : public model::CausalLm::LayerParameterSource {
+class ShardedLayers final : public model::CausalLm::LayerParameterSource, public LayerCollectives::Participant {
  public:
-  // Collective-free: keeps this rank's chunk of every layer (the same
-  // values on every rank) and releases the layers' full tensors; attaches
-  // itself to `model`, which it must not outlive while attached (detach()).
-  // `communicator` is the run's own (not a DrainingCommunicator over it).
-  // Throws sdk::Error for a model with LoRA adapters.
-  ShardedLayers(model::CausalLm& model, dist::Communicator& communicator);
+  enum class Use { kTrained, kFrozen };
+  // Collective-free: keeps this rank's chunk of every layer (the same values
+  // on every rank) and releases the layers' full tensors; attaches itself to
+  // `model`, which it must not outlive while attached (detach()).
+  // `collectives` outlives this object. Throws sdk::Error for a model with
+  // LoRA adapters, or a trained one whose layers hold frozen tensors.
+  ShardedLayers(model::CausalLm& model, LayerCollectives& collectives, Use use = Use::kTrained);
+  ~ShardedLayers() override { collectives_.remove(id_); }
+  ShardedLayers(const ShardedLayers&) = delete;
+  ShardedLayers& operator=(const ShardedLayers&) = delete;
 
   void gather(size_t layer) override;
   void release(size_t layer) override { shards_.at(layer).release(); }
   void add_gradients(size_t layer, const std::vector<at::Tensor>& gradients) override;
+  void join(LayerOperation operation, size_t layer) override;
 
-  // Collective: joins every operation the other ranks announce until all of
-  // them call drain() too.
-  void drain();
   // Collective: every layer full at once (a checkpoint or final/ reads the
   // whole model), until release_all().
   void gather_all();
@@ -49,21 +42,16 @@ class ShardedLayers final : public model::CausalLm::LayerParameterSource {
 
   dist::LayerShards& layer(size_t index) { return shards_.at(index); }
   size_t num_layers() const { return shards_.size(); }
-  // Bytes of this rank's weight chunks (its gradient chunks take as many).
+  // Bytes of this rank's weight chunks (a trained model's gradient chunks take as many).
   int64_t chunk_bytes() const;
   // The model's layers become full again (collective) and it forgets this source.
   void detach();
 
  private:
-  enum class Operation : int64_t { kGather = 0, kReduceScatter = 1 };
-  // Announces this rank's next operation; throws when a computing peer announced another.
-  void announce(Operation operation, size_t layer);
-  // Takes part in an operation a peer announced.
-  void join(int64_t code);
-
   model::CausalLm* model_;
-  dist::Communicator& communicator_;
+  LayerCollectives& collectives_;
   std::vector<dist::LayerShards> shards_;
+  int id_;
 };
 
 // Every layer full while it lives (sharding "full"; nullptr: nothing to do).

@@ -66,19 +66,38 @@ checkpoint::NamedTensors resume_from(const fs::path& checkpoint_dir, const std::
   return std::move(loaded.optimizer_state);
 }
 
-// Sharding "full" on several ranks: the decoder layers become shards, and
-// every later collective first lets the ranks finish their layer operations.
-// Returns the parameters the rest of the run trains directly: those outside
-// the layers (all of them otherwise).
-std::vector<at::Tensor> shard_layers_if_full(TrainingRun& run, dist::Communicator& communicator,
-                                             const std::vector<std::pair<std::string, at::Tensor>>& named) {
+// Sharding "full" on several ranks: the layer operations' protocol, which
+// every later collective drains first (layer_collectives.h); null otherwise.
+std::unique_ptr<LayerCollectives> layer_collectives_if_full(const config::RunConfig& config,
+                                                            dist::Communicator& communicator,
+                                                            dist::DrainingCommunicator& draining) {
+  if (config.distributed.sharding != config::ShardingMode::kFull || communicator.world_size() == 1) return nullptr;
+  auto collectives = std::make_unique<LayerCollectives>(communicator);
+  draining.set_before_collective([&protocol = *collectives] { protocol.drain(); });
+  return collectives;
+}
+
+// A reference model the plugin gets under sharding "full" is sharded too;
+// the model owns its shards.
+std::function<void(model::CausalLm&)> frozen_model_sharding(LayerCollectives* collectives) {
+  if (collectives == nullptr) return {};
+  return [collectives](model::CausalLm& model) {
+    model.adopt_layer_parameter_source(
+        std::make_unique<ShardedLayers>(model, *collectives, ShardedLayers::Use::kFrozen));
+    log::info("train", "sharding full: a reference model's " + std::to_string(model.num_layers()) +
+                           " decoder layers are sharded too");
+  };
+}
+
+// The policy's decoder layers become shards under sharding "full". Returns
+// the parameters the rest of the run trains directly: those outside the
+// layers (all of them otherwise).
+std::vector<at::Tensor> shard_policy_layers(TrainingRun& run,
+                                            const std::vector<std::pair<std::string, at::Tensor>>& named) {
   std::vector<at::Tensor> parameters;
   for (const auto& [name, parameter] : named) parameters.push_back(parameter);
-  if (run.config.distributed.sharding != config::ShardingMode::kFull || communicator.world_size() == 1) {
-    return parameters;
-  }
-  run.sharded_layers = std::make_unique<ShardedLayers>(*run.parts.policy, communicator);
-  run.draining_communicator->set_before_collective([layers = run.sharded_layers.get()] { layers->drain(); });
+  if (!run.layer_collectives) return parameters;
+  run.sharded_layers = std::make_unique<ShardedLayers>(*run.parts.policy, *run.layer_collectives);
   std::set<const void*> in_layers;
   for (size_t i = 0; i < run.sharded_layers->num_layers(); ++i) {
     for (const at::Tensor& tensor : run.sharded_layers->layer(i).tensors()) {
@@ -156,7 +175,8 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
   at::set_num_threads(threads);
 
   auto draining = std::make_unique<dist::DrainingCommunicator>(communicator);
-  RunParts parts = load_run_parts(config, plugin, *draining);
+  std::unique_ptr<LayerCollectives> collectives = layer_collectives_if_full(config, communicator, *draining);
+  RunParts parts = load_run_parts(config, plugin, *draining, frozen_model_sharding(collectives.get()));
   // Read now, so that an unreadable input file fails before the run directory exists.
   checkpoint::ModelDirFiles model_files = output_model_files(config, *parts.tokenizer);
   run_dir.create(communicator, options.resolved_config_toml);
@@ -164,7 +184,7 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
 
   const data::GlobalBatchSampler sampler(static_cast<int64_t>(parts.examples.size()), config.batch.global_size,
                                          config.seed);
-  auto run = std::make_unique<TrainingRun>(config, std::move(draining), plugin.info().name,
+  auto run = std::make_unique<TrainingRun>(config, std::move(draining), std::move(collectives), plugin.info().name,
                                            options.resolved_config_toml, std::move(parts), sampler,
                                            microbatch_plan(config));
   run->model_files = std::move(model_files);
@@ -182,7 +202,7 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
   std::vector<at::Tensor> all_parameters;
   for (const auto& [name, parameter] : named_parameters) all_parameters.push_back(parameter);
   broadcast_parameters(all_parameters, communicator);
-  run->parameters = shard_layers_if_full(*run, communicator, named_parameters);
+  run->parameters = shard_policy_layers(*run, named_parameters);
   const bool sharded = config.distributed.sharding == config::ShardingMode::kOptimizer;
   run->grad_sync = std::make_unique<dist::GradientSynchronizer>(run->parameters, run->communicator,
                                                                 config.distributed.bucket_mb << 20, sharded);

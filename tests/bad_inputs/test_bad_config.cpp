@@ -112,7 +112,7 @@ TEST_CASE("bad configs are rejected naming file:line and key", "[bad_inputs][con
        kMinimal + kModule + "[distributed]\nsharding = \"full\"\n[lora]\nrank = 4\n",
        {},
        "ConfigError",
-       "with LoRA (lora.rank > 0) only the small adapters are trained"},
+       ":11: 'distributed.sharding' = \"full\" ("},
       {"odd head_dim",
        kMinimal + kModule + "[model]\nhead_dim = 7\n",
        {},

@@ -137,6 +137,10 @@ TEST_CASE("optimizer and full sharding give the weights of replicated training a
         const CommandResult sharded_run = train(world, config, sharded, mode);
         INFO(mode << "\n" << sharded_run.output);
         REQUIRE(sharded_run.exit_code == 0);
+        // DPO's and GRPO's reference (a frozen copy of the initial policy) is sharded the same way.
+        if (mode == "full" && plugin != "sft") {
+          CHECK_THAT(sharded_run.output, Catch::Contains("a reference model's 2 decoder layers are sharded too"));
+        }
         const double error = testing::relative_error(final_weights(sharded), expected);
         INFO("relative weight error " << error);
         CHECK(error <= 1e-6);

@@ -170,7 +170,8 @@ int run_full_adamw(const dist::LaunchEnv& launch, const fs::path& dir) {
   auto communicator = dist::make_communicator(launch, std::chrono::seconds(30));
   SideBySide run{*communicator, launch.rank, launch.world_size};
   double norm_error = 0.0, smallest_norm = 1e30, reference_norm = 0.0;
-  auto layers = std::make_unique<train::ShardedLayers>(*run.sharded, *communicator);
+  train::LayerCollectives collectives(*communicator);
+  auto layers = std::make_unique<train::ShardedLayers>(*run.sharded, collectives);
   auto optimizer = std::make_unique<train::FullShardedOptimizer>(adamw(), run.sharded_named, *layers, *communicator);
   for (int step = 0; step < kSteps; ++step) {
     norm_error = std::max(norm_error, run.step(*optimizer, reference_norm));
@@ -183,7 +184,8 @@ int run_full_adamw(const dist::LaunchEnv& launch, const fs::path& dir) {
   const auto initial = model::CausalLm::init_random(testing::tiny_model_config(), kModelSeed);
   const double moved = testing::relative_error(testing::parameters_of(*initial), run.reference_parameters);
 
-  layers = std::make_unique<train::ShardedLayers>(*run.sharded, *communicator);
+  layers.reset();  // one sharded model at a time
+  layers = std::make_unique<train::ShardedLayers>(*run.sharded, collectives);
   optimizer = std::make_unique<train::FullShardedOptimizer>(adamw(), run.sharded_named, *layers, *communicator);
   optimizer->load_state_tensors(joined);
   run.step(*optimizer, reference_norm);
@@ -210,7 +212,8 @@ int run_sharded_layers(const dist::LaunchEnv& launch) {
   auto sharded = model::CausalLm::init_random(testing::tiny_model_config(), kModelSeed);
   auto everyone = model::CausalLm::init_random(testing::tiny_model_config(), kModelSeed);
   auto local = model::CausalLm::init_random(testing::tiny_model_config(), kModelSeed);
-  train::ShardedLayers layers(*sharded, *communicator);
+  train::LayerCollectives collectives(*communicator);
+  train::ShardedLayers layers(*sharded, collectives);
 
   double loss_error = 0.0;
   for (int m = 0; m < kMicrobatches; ++m) {
