@@ -88,6 +88,22 @@ const char* const kGrpoModule =
 // A prompt longer than data.max_length leaves an SFT example no trainable token.
 const nlohmann::json kUntrainableSftExample = {{"prompt", std::string(2 * kMaxLength, 'p')}, {"completion", "x"}};
 
+// Each bundled plugin with a tiny job of its own: DPO reference-free (with a
+// reference equal to the starting policy every reward is rounding noise).
+struct BundledPlugin {
+  std::string name;
+  fs::path library;
+  std::vector<nlohmann::json> data;
+  std::string module;
+};
+
+std::vector<BundledPlugin> bundled_plugins() {
+  return {{"sft", PTRAIN_SFT_PLUGIN, sft_data(), "loss_agg = \"token_mean\"\n"},
+          {"dpo", PTRAIN_DPO_PLUGIN, dpo_data(),
+           "loss = [\"sigmoid\", \"sft\"]\nloss_weights = [1, 0.5]\nbeta = 0.5\nreference_free = true\n"},
+          {"grpo", PTRAIN_GRPO_PLUGIN, grpo_data(), kGrpoModule}};
+}
+
 }  // namespace
 
 TEST_CASE("the SFT plugin passes the conformance harness in every aggregation mode", "[conformance]") {
@@ -201,18 +217,8 @@ TEST_CASE("the GRPO plugin passes the conformance harness with CISPO, SAPO and d
 }
 
 TEST_CASE("every bundled plugin passes the conformance harness under bf16-mixed", "[conformance][precision]") {
-  struct Plugin {
-    std::string name;
-    fs::path library;
-    std::vector<nlohmann::json> data;
-    std::string module;
-  };
-  const std::vector<Plugin> plugins{
-      {"sft", PTRAIN_SFT_PLUGIN, sft_data(), "loss_agg = \"token_mean\"\n"},
-      {"dpo", PTRAIN_DPO_PLUGIN, dpo_data(),
-       "loss = [\"sigmoid\", \"sft\"]\nloss_weights = [1, 0.5]\nbeta = 0.5\nreference_free = true\n"},
-      {"grpo", PTRAIN_GRPO_PLUGIN, grpo_data(), kGrpoModule}};
-  for (const Plugin& plugin : plugins) {
+  const std::vector<BundledPlugin> plugins = bundled_plugins();
+  for (const BundledPlugin& plugin : plugins) {
     DYNAMIC_SECTION(plugin.name) {
       const fs::path dir = scratch_dir("bf16_" + plugin.name);
       ptrain::testing::ConformanceSpec spec;
@@ -312,18 +318,8 @@ TEST_CASE("every bundled plugin passes the conformance harness under each shardi
   // The two-rank run shards what it trains: "optimizer" the optimizer state,
   // "full" the decoder layers too (SFT's under bf16-mixed); the in-process
   // checks run as one rank, where both mean "none".
-  struct Plugin {
-    std::string name;
-    fs::path library;
-    std::vector<nlohmann::json> data;
-    std::string module;
-  };
-  const std::vector<Plugin> plugins{
-      {"sft", PTRAIN_SFT_PLUGIN, sft_data(), "loss_agg = \"token_mean\"\n"},
-      {"dpo", PTRAIN_DPO_PLUGIN, dpo_data(),
-       "loss = [\"sigmoid\", \"sft\"]\nloss_weights = [1, 0.5]\nbeta = 0.5\nreference_free = true\n"},
-      {"grpo", PTRAIN_GRPO_PLUGIN, grpo_data(), kGrpoModule}};
-  for (const Plugin& plugin : plugins) {
+  const std::vector<BundledPlugin> plugins = bundled_plugins();
+  for (const BundledPlugin& plugin : plugins) {
     for (const std::string mode : {"optimizer", "full"}) {
       DYNAMIC_SECTION(plugin.name << ", " << mode) {
         const fs::path dir = scratch_dir("sharding_" + mode + "_" + plugin.name);
