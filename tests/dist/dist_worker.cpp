@@ -10,6 +10,7 @@
 //   dist_worker rollouts SEED TEMPERATURE
 //   dist_worker layer_shards|sharded_layers
 //   dist_worker full_adamw DIR
+//   dist_worker layer_divergence
 #include "grpo_test_support.h"
 
 #include "core/data/global_batch_sampler.h"
@@ -306,6 +307,7 @@ int main(int argc, char** argv) {
     if (mode == "layer_shards" && argc == 2) return dist_test::run_layer_shards(launch);
     if (mode == "sharded_layers" && argc == 2) return dist_test::run_sharded_layers(launch);
     if (mode == "full_adamw" && argc == 3) return dist_test::run_full_adamw(launch, argv[2]);
+    if (mode == "layer_divergence" && argc == 2) return dist_test::run_layer_divergence(launch);
     std::cerr << "dist_worker: bad arguments for mode '" << mode << "'\n";
     return 2;
   } catch (const std::exception& error) {

@@ -301,3 +301,13 @@ TEST_CASE("full sharding: AdamW steps on sharded layers give the weights and opt
     }
   }
 }
+
+TEST_CASE("full sharding: ranks announcing different layer operations both fail with the operation named",
+          "[dist][sharding]") {
+  for (const auto& [rank, values] : worker_results(2, "layer_divergence")) {
+    INFO("rank " << rank);
+    CHECK_THAT(values["error"].get<std::string>(),
+               Catch::Contains("runs the gather of layer " + std::to_string(rank)) &&
+                   Catch::Contains("another rank runs a different layer operation"));
+  }
+}

@@ -16,5 +16,6 @@ namespace ptrain::dist_test {
 int run_layer_shards(const dist::LaunchEnv& launch);
 int run_sharded_layers(const dist::LaunchEnv& launch);
 int run_full_adamw(const dist::LaunchEnv& launch, const std::filesystem::path& dir);
+int run_layer_divergence(const dist::LaunchEnv& launch);
 
 }  // namespace ptrain::dist_test

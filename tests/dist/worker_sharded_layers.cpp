@@ -6,6 +6,7 @@
 #include "core/train/full_sharded_optimizer.h"
 #include "core/train/sharded_layers.h"
 #include "core/train/update_step.h"
+#include "ptrain/sdk/errors.h"
 #include "support/sft_reference.h"
 #include "support/test_util.h"
 
@@ -264,6 +265,27 @@ int run_sharded_layers(const dist::LaunchEnv& launch) {
                               {"detached_error", detached_error}}
                    .dump()
             << std::endl;
+  return 0;
+}
+
+}  // namespace ptrain::dist_test
+
+namespace ptrain::dist_test {
+
+// Rank r gathers layer r: two ranks announcing different layer operations
+// must both get an error naming what they ran, not hang or mix the layers.
+int run_layer_divergence(const dist::LaunchEnv& launch) {
+  auto communicator = dist::make_communicator(launch, std::chrono::seconds(30));
+  auto model = model::CausalLm::init_random(testing::tiny_model_config(), kModelSeed);
+  train::LayerCollectives collectives(*communicator);
+  train::ShardedLayers layers(*model, collectives);
+  std::string error;
+  try {
+    layers.gather(static_cast<size_t>(launch.rank) % layers.num_layers());
+  } catch (const sdk::Error& caught) {
+    error = caught.what();
+  }
+  std::cout << "RESULT " << nlohmann::json{{"rank", launch.rank}, {"error", error}}.dump() << std::endl;
   return 0;
 }
 
