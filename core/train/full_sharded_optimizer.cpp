@@ -14,7 +14,8 @@ namespace ptrain::train {
 
 FullShardedOptimizer::FullShardedOptimizer(const config::OptimSection& optim,
                                            const std::vector<std::pair<std::string, at::Tensor>>& named_parameters,
-                                           ShardedLayers& layers, dist::Communicator& communicator)
+                                           ShardedLayers& layers, dist::Communicator& communicator,
+                                           dist::GradientSynchronizer* replicated_sync)
     : layers_(layers),
       communicator_(communicator),
       is_adamw_(optim.name == config::OptimizerKind::kAdamW),
@@ -25,12 +26,20 @@ FullShardedOptimizer::FullShardedOptimizer(const config::OptimSection& optim,
   }
   std::vector<OptimizedTensor> tensors;
   std::map<const void*, std::string> names;
+  std::vector<std::pair<std::string, at::Tensor>> replicated_named;
   for (const auto& [name, parameter] : named_parameters) {
     names.emplace(parameter.unsafeGetTensorImpl(), name);
     if (in_layers.count(parameter.unsafeGetTensorImpl()) != 0) continue;
-    replicated_.push_back(parameter);
-    replicated_names_.push_back(name);
-    tensors.push_back({name, parameter, decays(optim, parameter)});
+    replicated_named.emplace_back(name, parameter);
+  }
+  if (replicated_sync != nullptr) {
+    replicated_update_ = std::make_unique<ShardedUpdate>(optim, replicated_named, *replicated_sync, communicator);
+  } else {
+    for (const auto& [name, parameter] : replicated_named) {
+      replicated_.push_back(parameter);
+      replicated_names_.push_back(name);
+      tensors.push_back({name, parameter, decays(optim, parameter)});
+    }
   }
   for (size_t i = 0; i < layers.num_layers(); ++i) add_layer_pieces(optim, i, communicator.rank(), names, tensors);
   optimizer_ = std::make_unique<ParameterOptimizer>(optim, tensors);
@@ -69,6 +78,7 @@ double FullShardedOptimizer::clip_grad_norm(double max_norm) {
   for (size_t i = 0; i < layers_.num_layers(); ++i) {
     sharded[0] += layers_.layer(i).gradient_shard().pow(2).sum().to(at::kCPU, at::kDouble);
   }
+  if (replicated_update_) sharded[0] += replicated_update_->local_squared_norm();
   communicator_.all_reduce_sum(sharded);
   double squared = sharded[0].item<double>();
   for (const at::Tensor& parameter : replicated_) {
@@ -81,12 +91,14 @@ double FullShardedOptimizer::clip_grad_norm(double max_norm) {
       if (parameter.grad().defined()) parameter.grad().mul_(scale);
     }
     for (size_t i = 0; i < layers_.num_layers(); ++i) layers_.layer(i).gradient_shard().mul_(scale);
+    if (replicated_update_) replicated_update_->scale_gradients(scale);
   }
   return norm;
 }
 
 void FullShardedOptimizer::step(double lr) {
   optimizer_->step(lr);
+  if (replicated_update_) replicated_update_->step(lr);
   for (size_t i = 0; i < layers_.num_layers(); ++i) layers_.layer(i).zero_gradients();
 }
 
@@ -104,6 +116,7 @@ checkpoint::NamedTensors FullShardedOptimizer::state_tensors() const {
   const checkpoint::NamedTensors own_list = optimizer_->state_tensors();
   const std::map<std::string, at::Tensor> own(own_list.begin(), own_list.end());
   checkpoint::NamedTensors tensors;
+  if (replicated_update_) tensors = replicated_update_->state_tensors();
   if (own.empty()) return tensors;
   if (communicator_.rank() == 0) {
     for (const std::string& name : replicated_names_) {
@@ -149,6 +162,7 @@ void FullShardedOptimizer::load_state_tensors(const checkpoint::NamedTensors& te
     }
   }
   optimizer_->load_state_tensors(own);
+  if (replicated_update_) replicated_update_->load_state_tensors(tensors);
 }
 
 }  // namespace ptrain::train

@@ -1,9 +1,12 @@
 // The update half of sharding "full" (ZeRO-3): clipping and the optimizer
 // over what a rank holds after the backward pass — every decoder layer's
 // chunk (train::ShardedLayers: master weights and summed gradients) and the
-// replicated tensors (embeddings, final norm, lm_head), whose .grad the
-// caller has summed over ranks (GradientSynchronizer). The optimizer runs
-// elementwise, so each element sees the arithmetic of sharding "none".
+// replicated tensors (embeddings, final norm, lm_head). Those are updated
+// either whole on every rank, their .grad summed over ranks by a
+// GradientSynchronizer, or, given a sharded one, as sharding "optimizer"
+// does (sharded_update.h: each rank steps its chunks and the chunks are
+// all-gathered). The optimizer runs elementwise, so each element sees the
+// arithmetic of sharding "none".
 #pragma once
 
 #include "core/checkpoint/checkpoint.h"
@@ -11,6 +14,7 @@
 #include "core/dist/communicator.h"
 #include "core/train/optimizer.h"
 #include "core/train/sharded_layers.h"
+#include "core/train/sharded_update.h"
 #include "core/train/weight_update.h"
 
 #include <ATen/core/Tensor.h>
@@ -26,11 +30,13 @@ namespace ptrain::train {
 class FullShardedOptimizer final : public WeightUpdate {
  public:
   // `named_parameters`: the model's, layers included (released); the
-  // replicated ones are those of no layer. `layers` and `communicator`
+  // replicated ones are those of no layer. `replicated_sync`: null, or a
+  // sharded GradientSynchronizer over exactly the replicated ones, in
+  // named_parameters() order. `layers`, `communicator` and `replicated_sync`
   // outlive this object.
   FullShardedOptimizer(const config::OptimSection& optim,
                        const std::vector<std::pair<std::string, at::Tensor>>& named_parameters, ShardedLayers& layers,
-                       dist::Communicator& communicator);
+                       dist::Communicator& communicator, dist::GradientSynchronizer* replicated_sync = nullptr);
   ~FullShardedOptimizer() override;
 
   // Collective. The whole step's gradient norm (replicated tensors counted
@@ -75,6 +81,7 @@ class FullShardedOptimizer final : public WeightUpdate {
   bool has_momentum_;
   std::vector<at::Tensor> pieces_;  // views of the weight shards; .grad views of the gradient shards
   std::unique_ptr<ParameterOptimizer> optimizer_;
+  std::unique_ptr<ShardedUpdate> replicated_update_;  // with a sharded replicated_sync; replicated_ is then empty
 };
 
 }  // namespace ptrain::train

@@ -33,18 +33,25 @@ ShardedUpdate::ShardedUpdate(const config::OptimSection& optim,
   optimizer_ = std::make_unique<ParameterOptimizer>(optim, tensors);
 }
 
-double ShardedUpdate::clip_grad_norm(double max_norm) {
+double ShardedUpdate::local_squared_norm() const {
   // The padding of the shards is zero, so the shards' sum of squares is the pieces'.
-  std::vector<at::Tensor> squared_sum{at::zeros({}, at::kDouble)};
+  at::Tensor squared_sum = at::zeros({}, at::kDouble);
   for (size_t b = 0; b < grad_sync_.layout().size(); ++b) {
-    squared_sum[0] += grad_sync_.gradient_shard(b).pow(2).sum().to(at::kCPU, at::kDouble);
+    squared_sum += grad_sync_.gradient_shard(b).pow(2).sum().to(at::kCPU, at::kDouble);
   }
+  return squared_sum.item<double>();
+}
+
+void ShardedUpdate::scale_gradients(double scale) {
+  for (size_t b = 0; b < grad_sync_.layout().size(); ++b) grad_sync_.gradient_shard(b).mul_(scale);
+}
+
+double ShardedUpdate::clip_grad_norm(double max_norm) {
+  std::vector<at::Tensor> squared_sum{at::scalar_tensor(local_squared_norm(), at::kDouble)};
   communicator_.all_reduce_sum(squared_sum);
   const double norm = std::sqrt(squared_sum[0].item<double>());
-  if (max_norm > 0.0 && std::isfinite(norm) && norm > max_norm) {
-    const double scale = max_norm / (norm + 1e-6);  // as train::clip_grad_norm, so "none" scales alike
-    for (size_t b = 0; b < grad_sync_.layout().size(); ++b) grad_sync_.gradient_shard(b).mul_(scale);
-  }
+  // As train::clip_grad_norm, so "none" scales alike.
+  if (max_norm > 0.0 && std::isfinite(norm) && norm > max_norm) scale_gradients(max_norm / (norm + 1e-6));
   return norm;
 }
 

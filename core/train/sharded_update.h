@@ -30,6 +30,11 @@ class ShardedUpdate final : public WeightUpdate {
                 dist::GradientSynchronizer& grad_sync, dist::Communicator& communicator);
 
   double clip_grad_norm(double max_norm) override;
+  // This rank's part of the squared gradient norm (its shards'), and their
+  // scaling: clip_grad_norm() in two halves, for an update that clips these
+  // parameters together with others (full_sharded_optimizer.h).
+  double local_squared_norm() const;
+  void scale_gradients(double scale);
   void step(double lr) override;
   checkpoint::NamedTensors state_tensors() const override;
   bool state_is_sharded() const override { return true; }

@@ -203,7 +203,9 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
   for (const auto& [name, parameter] : named_parameters) all_parameters.push_back(parameter);
   broadcast_parameters(all_parameters, communicator);
   run->parameters = shard_policy_layers(*run, named_parameters);
-  const bool sharded = config.distributed.sharding == config::ShardingMode::kOptimizer;
+  // Reduce-scattered gradients: all of them under "optimizer", the replicated
+  // tensors' under "full" (the layers' are reduce-scattered layer by layer).
+  const bool sharded = config.distributed.sharding == config::ShardingMode::kOptimizer || run->sharded_layers;
   run->grad_sync = std::make_unique<dist::GradientSynchronizer>(run->parameters, run->communicator,
                                                                 config.distributed.bucket_mb << 20, sharded);
   run->weight_update = make_weight_update(config, named_parameters, *run->grad_sync, run->communicator,

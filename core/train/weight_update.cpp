@@ -38,7 +38,8 @@ void check_shardable(const config::RunConfig& config, const dist::GradientSynchr
   for (size_t b = 0; b < layout.size(); ++b) {
     // The last rank's chunk starts at ·c; it must start before the padding.
     if ((world_size - 1) * layout[b].chunk < layout[b].numel) continue;
-    throw sdk::ConfigError(config.source.string() + ": distributed.sharding = \"optimizer\" splits every gradient " +
+    const char* mode = config.distributed.sharding == config::ShardingMode::kFull ? "full" : "optimizer";
+    throw sdk::ConfigError(config.source.string() + ": distributed.sharding = \"" + mode + "\" splits every gradient " +
                            "bucket into equal chunks, one for each of the " + std::to_string(world_size) +
                            " ranks, but bucket " + std::to_string(b) + " holds only " +
                            std::to_string(layout[b].numel) + " trainable elements, too few for every rank to own " +
@@ -70,7 +71,9 @@ std::unique_ptr<WeightUpdate> make_weight_update(
   }
   if (sharded_layers != nullptr) {
     check_layers_shardable(config, *sharded_layers, communicator.world_size());
-    return std::make_unique<FullShardedOptimizer>(config.optim, named_parameters, *sharded_layers, communicator);
+    check_shardable(config, grad_sync, communicator.world_size());
+    return std::make_unique<FullShardedOptimizer>(config.optim, named_parameters, *sharded_layers, communicator,
+                                                  &grad_sync);
   }
   if (!grad_sync.sharded()) return std::make_unique<ReplicatedUpdate>(config.optim, named_parameters);
   check_shardable(config, grad_sync, communicator.world_size());

@@ -46,7 +46,7 @@ class ShardedLayers;
 // As config.distributed.sharding says (with one rank there is nothing to
 // shard: "optimizer" and "full" run as "none"). `grad_sync` must have been
 // built sharded for "optimizer"; for "full", `sharded_layers` holds the
-// decoder layers and `grad_sync` the other parameters. Throws
+// decoder layers and `grad_sync` (sharded too) the other parameters. Throws
 // sdk::ConfigError naming distributed.sharding when the world size is larger
 // than a gradient bucket or a layer has elements (a rank would own only
 // padding of it).
