@@ -159,27 +159,35 @@ TEST_CASE("optimizer and full sharding give the weights of replicated training a
 
 TEST_CASE("full sharding matches replicated training when ranks run different numbers of forwards",
           "[dist][sharding]") {
-  // 7 examples over 2 ranks, one per microbatch: 4 forwards on one rank, 3 on
-  // the other, and an uneven held-out set evaluated after every step (the
-  // training set again, its last example on one rank only), with best/.
+  // 7 examples over 2 ranks: one per microbatch (4 forwards on one rank, 3 on
+  // the other) with an uneven held-out set evaluated after every step (the
+  // training set again, its last example on one rank only) and best/; or
+  // packed into rows under a token budget.
   const fs::path dir = testing::fresh_test_dir("sharding_full_uneven");
   const fs::path config = write_plugin_config(dir, "sft");
-  const std::string uneven = " --set batch.global_size=7 --set batch.micro_size=1 --set eval.data=\"" +
-                             data_file("arith/train.jsonl") +
-                             "\" --set eval.max_examples=5 --set eval.every_steps=1 --set checkpoint.best_metric=\"eval/loss\"";
-  const CommandResult replicated_run = train(2, config, dir / "none", "none", uneven);
-  INFO(replicated_run.output);
-  REQUIRE(replicated_run.exit_code == 0);
-  const CommandResult sharded_run = train(2, config, dir / "full", "full", uneven);
-  INFO(sharded_run.output);
-  REQUIRE(sharded_run.exit_code == 0);
-  check_same_metrics(dir / "full", dir / "none", 1e-6);
-  const auto metrics = testing::read_metrics_jsonl(dir / "full" / "metrics.jsonl");
-  REQUIRE(metrics.back().contains("eval/loss"));
-  const double error = testing::relative_error(final_weights(dir / "full"), final_weights(dir / "none"));
-  INFO("relative weight error " << error);
-  CHECK(error <= 1e-6);
-  CHECK(fs::exists(dir / "full" / "best" / "model.safetensors"));
+  const std::string uneven = " --set batch.global_size=7";
+  const std::vector<std::pair<std::string, std::string>> variants{
+      {"microbatches", uneven + " --set batch.micro_size=1 --set eval.data=\"" + data_file("arith/train.jsonl") +
+                           "\" --set eval.max_examples=5 --set eval.every_steps=1"
+                           " --set checkpoint.best_metric=\"eval/loss\""},
+      {"packed", uneven + " --set batch.micro_tokens=32 --set batch.packing=true"}};
+  for (const auto& [name, settings] : variants) {
+    const fs::path none = dir / (name + "_none"), full = dir / (name + "_full");
+    const CommandResult replicated_run = train(2, config, none, "none", settings);
+    INFO(name << "\n" << replicated_run.output);
+    REQUIRE(replicated_run.exit_code == 0);
+    const CommandResult sharded_run = train(2, config, full, "full", settings);
+    INFO(sharded_run.output);
+    REQUIRE(sharded_run.exit_code == 0);
+    check_same_metrics(full, none, 1e-6);
+    const double error = testing::relative_error(final_weights(full), final_weights(none));
+    INFO("relative weight error " << error);
+    CHECK(error <= 1e-6);
+    if (name == "microbatches") {
+      REQUIRE(testing::read_metrics_jsonl(full / "metrics.jsonl").back().contains("eval/loss"));
+      CHECK(fs::exists(full / "best" / "model.safetensors"));
+    }
+  }
 }
 
 TEST_CASE("a checkpoint resumes across world sizes 1, 2, 4 and sharding modes with the same batches",
