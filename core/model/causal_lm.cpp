@@ -13,6 +13,7 @@
 #include <ATen/core/grad_mode.h>
 
 #include <algorithm>
+#include <set>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -351,21 +352,27 @@ void CausalLm::soft_update_from(const sdk::LanguageModel& source, double alpha) 
         "soft_update_from: not supported with LoRA adapters ([lora] rank > 0), e.g. for a TR-DPO "
         "reference sync; train without [lora] or turn the sync off");
   }
-  if (layer_source_ != nullptr) {
-    throw sdk::ModelError(
-        "soft_update_from: not supported for a model sharded by layer (distributed.sharding = \"full\"), e.g. for a "
-        "TR-DPO reference sync; use sharding = \"optimizer\" or turn the sync off");
-  }
-  // A source sharded by layer (sharding "full") is whole while it is read.
-  LayerParameterSource* const sharded = other->layer_source_;
-  for (size_t i = 0; sharded != nullptr && i < other->num_layers(); ++i) sharded->gather(i);
-  {
-    at::NoGradGuard no_grad;
+  at::NoGradGuard no_grad;
+  if (layer_source_ == nullptr && other->layer_source_ == nullptr) {
     for (size_t i = 0; i < params_.size(); ++i) {
       params_[i].second.mul_(1.0 - alpha).add_(other->params_[i].second.detach(), alpha);
     }
+    return;
   }
-  for (size_t i = 0; sharded != nullptr && i < other->num_layers(); ++i) sharded->release(i);
+  // Sharded by layer (sharding "full"): both are, alike; the layers blend
+  // chunk by chunk, the tensors outside them whole.
+  if (layer_source_ == nullptr || other->layer_source_ == nullptr) {
+    throw sdk::ModelError("soft_update_from: one model is sharded by layer and the other is not");
+  }
+  layer_source_->blend_from(*other->layer_source_, alpha);
+  std::set<const void*> in_layers;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    for (const at::Tensor& tensor : layer_tensors(i)) in_layers.insert(tensor.unsafeGetTensorImpl());
+  }
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (in_layers.count(params_[i].second.unsafeGetTensorImpl()) != 0) continue;
+    params_[i].second.mul_(1.0 - alpha).add_(other->params_[i].second.detach(), alpha);
+  }
 }
 
 int64_t CausalLm::num_parameters() const {

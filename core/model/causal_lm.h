@@ -162,6 +162,9 @@ class CausalLm : public sdk::LanguageModel {
     virtual void release(size_t layer) = 0;
     // One per layer_parameters(layer) tensor, in order; undefined: no gradient.
     virtual void add_gradients(size_t layer, const std::vector<at::Tensor>& gradients) = 0;
+    // This ← (1 − alpha)·this + alpha·other, layer by layer, for a source
+    // sharded alike (soft_update_from). Collective-free.
+    virtual void blend_from(LayerParameterSource& other, double alpha) = 0;
   };
   // `source` outlives the model's forwards and backwards; nullptr: none.
   void set_layer_parameter_source(LayerParameterSource* source) { layer_source_ = source; }

@@ -40,6 +40,21 @@ void ShardedLayers::join(LayerOperation operation, size_t layer) {
   }
 }
 
+void ShardedLayers::blend_from(LayerParameterSource& other, double alpha) {
+  auto* source = dynamic_cast<ShardedLayers*>(&other);
+  if (source == nullptr || source->num_layers() != num_layers()) {
+    throw sdk::Error("sharding \"full\": blending layers of models sharded differently");
+  }
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    at::Tensor& own = shards_[i].weight_shard();
+    const at::Tensor& theirs = source->layer(i).weight_shard();
+    if (own.numel() != theirs.numel()) {
+      throw sdk::Error("sharding \"full\": layer " + std::to_string(i) + " is sharded differently in the two models");
+    }
+    own.mul_(1.0 - alpha).add_(theirs.to(own.scalar_type()), alpha);
+  }
+}
+
 void ShardedLayers::gather_all() {
   for (size_t i = 0; i < shards_.size(); ++i) gather(i);
 }

@@ -33,6 +33,8 @@ class ShardedLayers final : public model::CausalLm::LayerParameterSource, public
   void release(size_t layer) override { shards_.at(layer).release(); }
   void add_gradients(size_t layer, const std::vector<at::Tensor>& gradients) override;
   void join(LayerOperation operation, size_t layer) override;
+  // Throws sdk::Error unless `other` is a ShardedLayers of the same layout.
+  void blend_from(LayerParameterSource& other, double alpha) override;
 
   // Collective: every layer full at once (a checkpoint or final/ reads the
   // whole model), until release_all().

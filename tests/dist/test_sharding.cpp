@@ -190,6 +190,26 @@ TEST_CASE("full sharding matches replicated training when ranks run different nu
   }
 }
 
+TEST_CASE("full sharding: a TR-DPO reference sync blends the sharded reference as replicated training does",
+          "[dist][sharding][dpo]") {
+  // The reference (sharded too) takes 0.5·policy + 0.5·reference before every step after the first.
+  const fs::path dir = testing::fresh_test_dir("sharding_full_trdpo");
+  const fs::path config = write_plugin_config(dir, "dpo");
+  const std::string sync =
+      " --set module.sync_reference=true --set module.sync_reference_steps=1 --set module.sync_reference_alpha=0.5";
+  const CommandResult replicated_run = train(2, config, dir / "none", "none", sync);
+  INFO(replicated_run.output);
+  REQUIRE(replicated_run.exit_code == 0);
+  CHECK_THAT(replicated_run.output, Catch::Contains("reference ← 0.5"));
+  const CommandResult sharded_run = train(2, config, dir / "full", "full", sync);
+  INFO(sharded_run.output);
+  REQUIRE(sharded_run.exit_code == 0);
+  check_same_metrics(dir / "full", dir / "none", 1e-5);
+  const double error = testing::relative_error(final_weights(dir / "full"), final_weights(dir / "none"));
+  INFO("relative weight error " << error);
+  CHECK(error <= 1e-6);
+}
+
 TEST_CASE("a checkpoint resumes across world sizes 1, 2, 4 and sharding modes with the same batches",
           "[dist][sharding][resume]") {
   const fs::path dir = testing::fresh_test_dir("sharding_resume");
