@@ -1,6 +1,7 @@
-// distributed.sharding = "optimizer" with more ranks than the trainable
-// parameters can be split over is a ConfigError naming the key and the
-// config file, raised while the run is built, before any collective.
+// distributed.sharding = "optimizer" or "full" with more ranks than the
+// trainable parameters (or a decoder layer) can be split over is a
+// ConfigError naming the key and the config file, raised while the run is
+// built, before any collective.
 #include "catch.h"
 
 #include "bad_inputs/rejection.h"
@@ -8,6 +9,9 @@
 #include "core/config/run_config.h"
 #include "core/dist/communicator.h"
 #include "core/dist/gradient_sync.h"
+#include "core/model/causal_lm.h"
+#include "core/train/layer_collectives.h"
+#include "core/train/sharded_layers.h"
 #include "core/train/weight_update.h"
 
 #include <ATen/ATen.h>
@@ -63,4 +67,41 @@ TEST_CASE("optimizer sharding over more ranks than trainable elements allow is a
   const testing::Rejection accepted =
       testing::rejection_of([&] { train::make_weight_update(config, named, grad_sync, four); });
   CHECK(accepted.kind == "accepted");
+}
+
+TEST_CASE("full sharding over more ranks than a decoder layer's elements allow is a config error",
+          "[bad_inputs][sharding]") {
+  config::RunConfig config;
+  config.source = "shard.toml";
+  config.distributed.sharding = config::ShardingMode::kFull;
+  // One layer of 32 elements (hidden 2): 9 ranks get chunks of 4, and the last one's starts at 32.
+  model::ModelConfig sizes;
+  sizes.vocab_size = 8;
+  sizes.hidden_size = 2;
+  sizes.intermediate_size = 2;
+  sizes.num_layers = 1;
+  sizes.num_heads = 1;
+  sizes.num_kv_heads = 1;
+  sizes.max_position_embeddings = 8;
+  for (const int world_size : {9, 2}) {
+    INFO("world size " << world_size);
+    auto model = model::CausalLm::init_random(sizes, 1);
+    const auto named = model->named_parameters();
+    UnreachedCommunicator communicator(world_size);
+    train::LayerCollectives collectives(communicator);
+    train::ShardedLayers layers(*model, collectives);
+    std::vector<at::Tensor> replicated;  // outside the layer: the embeddings, the final norm, lm_head
+    for (const auto& [name, parameter] : named) {
+      if (name.find(".layers.") == std::string::npos) replicated.push_back(parameter);
+    }
+    dist::GradientSynchronizer grad_sync(replicated, communicator, 1 << 20, /*sharded=*/true);
+    const auto update = [&] { train::make_weight_update(config, named, grad_sync, communicator, &layers); };
+    if (world_size == 9) {
+      testing::check_rejected(update, "ConfigError",
+                              "shard.toml: distributed.sharding = \"full\" splits every decoder layer into equal "
+                              "chunks, one for each of the 9 ranks, but layer 0 holds only 32 elements");
+    } else {
+      CHECK(testing::rejection_of(update).kind == "accepted");
+    }
+  }
 }
