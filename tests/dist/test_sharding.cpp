@@ -104,7 +104,10 @@ CommandResult train(int world, const fs::path& config, const fs::path& run, cons
 }
 
 // Every logged metric but the timing ones and padding (which depends on the split).
-void check_same_metrics(const fs::path& actual_run, const fs::path& expected_run, double relative_tolerance) {
+// `absolute_margin`: for metrics that are small differences of large terms
+// (DPO's reward margins), where float32 summation order shows as absolute noise.
+void check_same_metrics(const fs::path& actual_run, const fs::path& expected_run, double relative_tolerance,
+                        double absolute_margin = 1e-12) {
   static const std::set<std::string> timing{"step_s", "tokens_per_s", "mfu", "comm_s", "padded_tokens", "eval_s"};
   const auto actual = testing::read_metrics_jsonl(actual_run / "metrics.jsonl");
   const auto expected = testing::read_metrics_jsonl(expected_run / "metrics.jsonl");
@@ -114,7 +117,7 @@ void check_same_metrics(const fs::path& actual_run, const fs::path& expected_run
       if (timing.count(key) != 0 || !value.is_number()) continue;
       INFO("step " << expected[i]["step"] << ", metric " << key);
       REQUIRE(actual[i].contains(key));
-      CHECK(actual[i][key].get<double>() == Approx(value.get<double>()).epsilon(relative_tolerance).margin(1e-12));
+      CHECK(actual[i][key].get<double>() == Approx(value.get<double>()).epsilon(relative_tolerance).margin(absolute_margin));
     }
   }
 }
@@ -147,7 +150,11 @@ TEST_CASE("optimizer and full sharding give the weights of replicated training a
         // Under "full" each microbatch's layer gradients are summed over ranks
         // at once, not after accumulation: another float32 summation order,
         // which differences such as DPO's reward margins magnify a little.
-        check_same_metrics(sharded, none, mode == "full" ? 1e-5 : 1e-6);
+        if (mode == "full") {
+          check_same_metrics(sharded, none, 1e-5, 2e-7);
+        } else {
+          check_same_metrics(sharded, none, 1e-6);
+        }
       }
       // The steps clipped and moved the weights far more than the tolerance.
       const auto metrics = testing::read_metrics_jsonl(none / "metrics.jsonl");
@@ -204,7 +211,8 @@ TEST_CASE("full sharding: a TR-DPO reference sync blends the sharded reference a
   const CommandResult sharded_run = train(2, config, dir / "full", "full", sync);
   INFO(sharded_run.output);
   REQUIRE(sharded_run.exit_code == 0);
-  check_same_metrics(dir / "full", dir / "none", 1e-5);
+  // Reward margins of ~3e-3 differed by 3.6e-8 on LibTorch 2.6 (another float32 summation order).
+  check_same_metrics(dir / "full", dir / "none", 1e-5, 2e-7);
   const double error = testing::relative_error(final_weights(dir / "full"), final_weights(dir / "none"));
   INFO("relative weight error " << error);
   CHECK(error <= 1e-6);
