@@ -516,8 +516,8 @@ at::Tensor CausalLm::hidden_states(const at::Tensor& input_ids, const at::Tensor
   const bool grad = at::GradMode::is_enabled();
   // A sharded model recomputes its layers in backward only when they train
   // (a frozen reference's forward gathers, runs and releases each layer).
-  const bool trains_layers = !layers_.empty() && !layer_parameters(0).empty();
-  const bool checkpoint = grad && (activation_checkpointing_ || (layer_source_ != nullptr && trains_layers));
+  const bool checkpoint = grad && (activation_checkpointing_ || (layer_source_ != nullptr && !layers_.empty() &&
+                                                                  !layer_parameters(0).empty()));
   at::Tensor x = at::embedding(embed_tokens_, input_ids);  // [B, T, H]
   for (size_t i = 0; i < layers_.size(); ++i) {
     if (checkpoint) {

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 
 namespace ptrain::train {
 
@@ -20,16 +19,12 @@ FullShardedOptimizer::FullShardedOptimizer(const config::OptimSection& optim,
       communicator_(communicator),
       is_adamw_(optim.name == config::OptimizerKind::kAdamW),
       has_momentum_(optim.momentum > 0.0) {
-  std::set<const void*> in_layers;
-  for (size_t i = 0; i < layers.num_layers(); ++i) {
-    for (const at::Tensor& tensor : layers.layer(i).tensors()) in_layers.insert(tensor.unsafeGetTensorImpl());
-  }
   std::vector<OptimizedTensor> tensors;
   std::map<const void*, std::string> names;
   std::vector<std::pair<std::string, at::Tensor>> replicated_named;
   for (const auto& [name, parameter] : named_parameters) {
     names.emplace(parameter.unsafeGetTensorImpl(), name);
-    if (in_layers.count(parameter.unsafeGetTensorImpl()) != 0) continue;
+    if (layers.holds(parameter)) continue;
     replicated_named.emplace_back(name, parameter);
   }
   if (replicated_sync != nullptr) {

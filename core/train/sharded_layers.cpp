@@ -15,6 +15,7 @@ ShardedLayers::ShardedLayers(model::CausalLm& model, LayerCollectives& collectiv
     if (use == Use::kTrained && model.layer_parameters(i).size() != tensors.size()) {
       throw sdk::Error("sharding \"full\": layer " + std::to_string(i) + " of the policy holds frozen tensors");
     }
+    for (const at::Tensor& tensor : tensors) held_.insert(tensor.unsafeGetTensorImpl());
     shards_.emplace_back(std::move(tensors), collectives.communicator(), use == Use::kTrained);
   }
   model.set_layer_parameter_source(this);
@@ -75,7 +76,7 @@ int64_t ShardedLayers::chunk_bytes() const {
 
 void ShardedLayers::detach() {
   if (model_ == nullptr) return;
-  for (size_t i = 0; i < shards_.size(); ++i) gather(i);
+  gather_all();
   model_->set_layer_parameter_source(nullptr);
   model_ = nullptr;
 }

@@ -12,6 +12,7 @@
 #include "core/train/layer_collectives.h"
 
 #include <cstdint>
+#include <set>
 #include <vector>
 
 namespace ptrain::train {
@@ -44,6 +45,8 @@ class ShardedLayers final : public model::CausalLm::LayerParameterSource, public
 
   dist::LayerShards& layer(size_t index) { return shards_.at(index); }
   size_t num_layers() const { return shards_.size(); }
+  // Whether `tensor` is one of the layers' tensors (else it stays replicated).
+  bool holds(const at::Tensor& tensor) const { return held_.count(tensor.unsafeGetTensorImpl()) != 0; }
   // Bytes of this rank's weight chunks (a trained model's gradient chunks take as many).
   int64_t chunk_bytes() const;
   // The model's layers become full again (collective) and it forgets this source.
@@ -53,6 +56,7 @@ class ShardedLayers final : public model::CausalLm::LayerParameterSource, public
   model::CausalLm* model_;
   LayerCollectives& collectives_;
   std::vector<dist::LayerShards> shards_;
+  std::set<const void*> held_;  // the layers' tensors, by implementation
   int id_;
 };
 

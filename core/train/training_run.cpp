@@ -13,7 +13,6 @@
 #include <ATen/core/grad_mode.h>
 
 #include <algorithm>
-#include <set>
 #include <random>
 #include <thread>
 
@@ -98,15 +97,9 @@ std::vector<at::Tensor> shard_policy_layers(TrainingRun& run,
   for (const auto& [name, parameter] : named) parameters.push_back(parameter);
   if (!run.layer_collectives) return parameters;
   run.sharded_layers = std::make_unique<ShardedLayers>(*run.parts.policy, *run.layer_collectives);
-  std::set<const void*> in_layers;
-  for (size_t i = 0; i < run.sharded_layers->num_layers(); ++i) {
-    for (const at::Tensor& tensor : run.sharded_layers->layer(i).tensors()) {
-      in_layers.insert(tensor.unsafeGetTensorImpl());
-    }
-  }
   std::vector<at::Tensor> replicated;
   for (const at::Tensor& parameter : parameters) {
-    if (in_layers.count(parameter.unsafeGetTensorImpl()) == 0) replicated.push_back(parameter);
+    if (!run.sharded_layers->holds(parameter)) replicated.push_back(parameter);
   }
   return replicated;
 }
