@@ -45,14 +45,26 @@ void write_file(const fs::path& path, const std::string& text) {
   if (!out) throw sdk::Error(path.string() + ": cannot write");
 }
 
-uint32_t crc32_of(const std::string& bytes) {
+struct FileDigest {
+  uint64_t bytes = 0;
+  uint32_t crc32 = 0;
+};
+
+// Read in blocks: a checkpoint's weight files can be larger than memory allows twice.
+FileDigest digest_of(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw sdk::Error(path.string() + ": cannot read");
+  std::vector<char> block(4 << 20);
   uLong crc = ::crc32(0L, Z_NULL, 0);
-  // zlib takes lengths as uInt: feed large files in pieces.
-  for (size_t offset = 0; offset < bytes.size(); offset += 1u << 30) {
-    const size_t length = std::min<size_t>(bytes.size() - offset, 1u << 30);
-    crc = ::crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + offset), static_cast<uInt>(length));
+  uint64_t bytes = 0;
+  while (in) {
+    in.read(block.data(), static_cast<std::streamsize>(block.size()));
+    const auto count = static_cast<uInt>(in.gcount());
+    crc = ::crc32(crc, reinterpret_cast<const Bytef*>(block.data()), count);
+    bytes += count;
   }
-  return static_cast<uint32_t>(crc);
+  if (in.bad()) throw sdk::Error(path.string() + ": read error");
+  return {bytes, static_cast<uint32_t>(crc)};
 }
 
 // step_N → N, or -1 for anything else.
@@ -114,12 +126,12 @@ fs::path write_checkpoint(const fs::path& checkpoints_dir, const CheckpointData&
   require_finite(data.plugin_state.tensors, target, "plugin state");
   write_directory_atomically(target, [&](const fs::path& staging) {
     // Checkpoints keep the float32 master weights, so a resumed run continues exactly.
-    write_model_dir(*data.model, staging, at::kFloat, data.model_files ? *data.model_files : ModelDirFiles{});
+    write_model_dir(*data.model, staging, at::kFloat, data.model_files ? *data.model_files : ModelDirFiles{},
+                    data.weights_in_rank_files ? data.rank_files_dir : fs::path());
     failpoint::kill_point("after_model");
-    if (data.optimizer_shards_dir.empty()) {
-      model::write_safetensors(staging / "optimizer.safetensors", data.optimizer_state);
-    } else {
-      for (const auto& entry : fs::directory_iterator(data.optimizer_shards_dir)) {
+    if (!data.optimizer_state_sharded) model::write_safetensors(staging / "optimizer.safetensors", data.optimizer_state);
+    if (!data.rank_files_dir.empty()) {
+      for (const auto& entry : fs::directory_iterator(data.rank_files_dir)) {
         fs::rename(entry.path(), staging / entry.path().filename());
       }
     }
@@ -131,8 +143,8 @@ fs::path write_checkpoint(const fs::path& checkpoints_dir, const CheckpointData&
     // The manifest comes last: a directory without it is incomplete.
     nlohmann::json files = nlohmann::json::object();
     for (const auto& entry : fs::directory_iterator(staging)) {
-      const std::string bytes = read_file(entry.path());
-      files[entry.path().filename().string()] = {{"bytes", bytes.size()}, {"crc32", crc32_of(bytes)}};
+      const FileDigest digest = digest_of(entry.path());
+      files[entry.path().filename().string()] = {{"bytes", digest.bytes}, {"crc32", digest.crc32}};
     }
     const nlohmann::json manifest = {
         {"format", kFormat}, {"run_id", data.trainer.run_id}, {"step", data.trainer.completed_steps}, {"files", files}};
@@ -157,12 +169,12 @@ LoadedCheckpoint read_checkpoint(const fs::path& dir) {
   for (const auto& [name, expected] : manifest["files"].items()) {
     const fs::path file = dir / name;
     if (!fs::exists(file)) throw sdk::Error(file.string() + ": missing from the checkpoint (listed in manifest.json)");
-    const std::string bytes = read_file(file);
-    if (bytes.size() != expected.at("bytes").get<size_t>()) {
-      throw sdk::Error(file.string() + ": " + std::to_string(bytes.size()) + " bytes, manifest.json says " +
-                       std::to_string(expected.at("bytes").get<size_t>()) + " (truncated or replaced)");
+    const FileDigest digest = digest_of(file);
+    if (digest.bytes != expected.at("bytes").get<uint64_t>()) {
+      throw sdk::Error(file.string() + ": " + std::to_string(digest.bytes) + " bytes, manifest.json says " +
+                       std::to_string(expected.at("bytes").get<uint64_t>()) + " (truncated or replaced)");
     }
-    if (crc32_of(bytes) != expected.at("crc32").get<uint32_t>()) {
+    if (digest.crc32 != expected.at("crc32").get<uint32_t>()) {
       throw sdk::Error(file.string() + ": checksum differs from manifest.json (the file is corrupt)");
     }
   }
@@ -206,11 +218,11 @@ std::optional<fs::path> find_resume_checkpoint(const std::string& resume, const 
 }
 
 void save_model_atomically(const model::CausalLm& model, const fs::path& target, at::ScalarType dtype,
-                           const ModelDirFiles& files, const model::CausalLm* merged) {
+                           const ModelDirFiles& files, const model::CausalLm* merged, const fs::path& weights_from) {
   require_finite(model.named_parameters(), target, "weight");
   if (merged) require_finite(merged->named_parameters(), target / "merged", "weight");
   write_directory_atomically(target, [&](const fs::path& staging) {
-    write_model_dir(model, staging, dtype, files);
+    write_model_dir(model, staging, dtype, files, weights_from);
     if (merged) write_model_dir(*merged, staging / "merged", dtype, files);
   });
 }

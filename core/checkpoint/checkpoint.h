@@ -54,10 +54,13 @@ struct CheckpointData {
   TrainerState trainer;
   std::string config_toml;
   const ModelDirFiles* model_files = nullptr;  // what the model directory holds besides weights; null: nothing
-  bool optimizer_state_sharded = false;        // optimizer_state is this rank's pieces (state_pieces.h)
-  // Set: the ranks wrote their optimizer shards here (state_pieces.h); they
-  // are moved into the checkpoint instead of writing optimizer_state.
-  std::filesystem::path optimizer_shards_dir;
+  // optimizer_state is this rank's pieces (state_pieces.h): the ranks write
+  // them to rank_files_dir, and write_checkpoint does not.
+  bool optimizer_state_sharded = false;
+  // Set: files the ranks wrote (optimizer shards; the weights, where
+  // weights_in_rank_files) on a filesystem they share, moved into the checkpoint.
+  std::filesystem::path rank_files_dir;
+  bool weights_in_rank_files = false;
 };
 
 struct LoadedCheckpoint {
@@ -88,10 +91,11 @@ std::optional<std::filesystem::path> find_resume_checkpoint(const std::string& r
 
 // A model directory (e.g. final/) written atomically, its weights in `dtype`,
 // with `files` (model_dir.h). `merged`, when given (a LoRA model's merged
-// copy), goes to target/merged/ in the same atomic write.
+// copy), goes to target/merged/ in the same atomic write. `weights_from`:
+// the weight files, already written (write_model_dir).
 void save_model_atomically(const model::CausalLm& model, const std::filesystem::path& target,
                            at::ScalarType dtype = at::kFloat, const ModelDirFiles& files = {},
-                           const model::CausalLm* merged = nullptr);
+                           const model::CausalLm* merged = nullptr, const std::filesystem::path& weights_from = {});
 
 // Removes the oldest step_N directories beyond the newest `keep_last`.
 void prune_checkpoints(const std::filesystem::path& checkpoints_dir, int64_t keep_last);

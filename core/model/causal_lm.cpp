@@ -283,6 +283,14 @@ void CausalLm::save_hf_dir(const std::filesystem::path& dir, at::ScalarType dtyp
 }
 
 void CausalLm::save_hf_dir(const std::filesystem::path& dir, at::ScalarType dtype, const SaveOptions& options) const {
+  save_hf_config(dir, dtype, options);
+  NamedTensors tensors;
+  tensors.reserve(params_.size());
+  for (const auto& [name, t] : params_) tensors.emplace_back(name, t.detach().to(at::kCPU, dtype).contiguous());
+  write_model_weights(dir, tensors, options.max_shard_bytes);
+}
+
+void CausalLm::save_hf_config(const std::filesystem::path& dir, at::ScalarType dtype, const SaveOptions& options) const {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw sdk::ModelError(dir.string() + ": cannot create model directory: " + ec.message());
@@ -294,11 +302,6 @@ void CausalLm::save_hf_dir(const std::filesystem::path& dir, at::ScalarType dtyp
   out << config_json.dump(2) << "\n";
   out.flush();
   if (!out) throw sdk::ModelError(config_path.string() + ": write failed");
-
-  NamedTensors tensors;
-  tensors.reserve(params_.size());
-  for (const auto& [name, t] : params_) tensors.emplace_back(name, t.detach().to(at::kCPU, dtype).contiguous());
-  write_model_weights(dir, tensors, options.max_shard_bytes);
 }
 
 void CausalLm::set_compute_dtype(at::ScalarType dtype) {

@@ -80,6 +80,9 @@ class CausalLm : public sdk::LanguageModel {
   // renaming is the caller's concern.
   void save_hf_dir(const std::filesystem::path& dir, at::ScalarType dtype = at::kFloat) const;
   void save_hf_dir(const std::filesystem::path& dir, at::ScalarType dtype, const SaveOptions& options) const;
+  // config.json alone (the weights written by other means: a sharded run's
+  // ranks each write theirs).
+  void save_hf_config(const std::filesystem::path& dir, at::ScalarType dtype, const SaveOptions& options) const;
 
   // The dtype load_hf_dir found the weights stored in (that of
   // embed_tokens); float32 for init_random. The weights themselves are

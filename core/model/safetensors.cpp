@@ -241,52 +241,87 @@ std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::file
   return Reader(path).read();
 }
 
-void write_safetensors(const std::filesystem::path& path,
-                       const std::vector<std::pair<std::string, at::Tensor>>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+SafetensorsWriter::SafetensorsWriter(std::filesystem::path path, const std::vector<TensorHeader>& entries,
+                                     const std::map<std::string, std::string>& metadata)
+    : path_(std::move(path)), entries_(entries) {
   OrderedJson meta = OrderedJson::object();
   for (const auto& [key, value] : metadata) meta[key] = value;
   if (!meta.contains("format")) meta["format"] = "pt";
 
   OrderedJson header = OrderedJson::object();
   header["__metadata__"] = std::move(meta);
-
-  std::vector<at::Tensor> contiguous;
-  contiguous.reserve(tensors.size());
   std::set<std::string> seen;
   uint64_t offset = 0;
-  for (const auto& [name, tensor] : tensors) {
-    const std::string where = path.string() + ": cannot write tensor '" + name + "': ";
-    if (name.empty() || name == "__metadata__") throw sdk::ModelError(where + "reserved or empty name");
-    if (!seen.insert(name).second) throw sdk::ModelError(where + "duplicate name");
-    if (!tensor.defined()) throw sdk::ModelError(where + "undefined tensor");
-    const DtypeInfo* dtype = find_dtype(tensor.scalar_type());
+  for (const TensorHeader& entry : entries_) {
+    const std::string where = path_.string() + ": cannot write tensor '" + entry.name + "': ";
+    if (entry.name.empty() || entry.name == "__metadata__") throw sdk::ModelError(where + "reserved or empty name");
+    if (!seen.insert(entry.name).second) throw sdk::ModelError(where + "duplicate name");
+    const DtypeInfo* dtype = find_dtype(entry.dtype);
     if (dtype == nullptr) {
-      throw sdk::ModelError(where + "dtype " + std::string(c10::toString(tensor.scalar_type())) +
+      throw sdk::ModelError(where + "dtype " + std::string(c10::toString(entry.dtype)) +
                             " is not supported (supported: " + supported_dtypes() + ")");
     }
-    at::Tensor t = tensor.detach().to(at::kCPU).contiguous();
-    const uint64_t nbytes = static_cast<uint64_t>(t.numel()) * t.element_size();
-    header[name] = {{"dtype", dtype->name}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + nbytes}}};
+    int64_t numel = 1;
+    for (const int64_t size : entry.shape) numel *= size;
+    const uint64_t nbytes = static_cast<uint64_t>(numel) * c10::elementSize(entry.dtype);
+    header[entry.name] = {{"dtype", dtype->name}, {"shape", entry.shape}, {"data_offsets", {offset, offset + nbytes}}};
     offset += nbytes;
-    contiguous.push_back(std::move(t));
   }
 
   std::string header_text = header.dump();
   // Tensor data then starts 8-byte aligned, as the reference writer does.
   header_text.append((8 - header_text.size() % 8) % 8, ' ');
   const uint64_t header_size = header_text.size();
+  out_.open(path_, std::ios::binary | std::ios::trunc);
+  if (!out_) throw sdk::ModelError(path_.string() + ": cannot open for writing");
+  out_.write(reinterpret_cast<const char*>(&header_size), 8);
+  out_.write(header_text.data(), static_cast<std::streamsize>(header_text.size()));
+  check_stream();
+}
 
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw sdk::ModelError(path.string() + ": cannot open for writing");
-  out.write(reinterpret_cast<const char*>(&header_size), 8);
-  out.write(header_text.data(), static_cast<std::streamsize>(header_text.size()));
-  for (const at::Tensor& t : contiguous) {
-    const auto nbytes = static_cast<std::streamsize>(t.numel() * t.element_size());
-    if (nbytes > 0) out.write(static_cast<const char*>(t.data_ptr()), nbytes);
+void SafetensorsWriter::append(const at::Tensor& tensor) {
+  if (written_ == entries_.size()) throw sdk::ModelError(path_.string() + ": more tensors than the header lists");
+  const TensorHeader& entry = entries_[written_];
+  const std::string where = path_.string() + ": cannot write tensor '" + entry.name + "': ";
+  if (!tensor.defined()) throw sdk::ModelError(where + "undefined tensor");
+  if (tensor.scalar_type() != entry.dtype || tensor.sizes().vec() != entry.shape) {
+    throw sdk::ModelError(where + "the header says " + std::string(c10::toString(entry.dtype)) + " " +
+                          format_shape(entry.shape) + ", given " + std::string(c10::toString(tensor.scalar_type())) +
+                          " " + format_shape(tensor.sizes().vec()));
   }
-  out.flush();
-  if (!out) throw sdk::ModelError(path.string() + ": write failed (disk full or I/O error)");
+  const at::Tensor t = tensor.detach().to(at::kCPU).contiguous();
+  const auto nbytes = static_cast<std::streamsize>(t.numel() * t.element_size());
+  if (nbytes > 0) out_.write(static_cast<const char*>(t.data_ptr()), nbytes);
+  check_stream();
+  ++written_;
+}
+
+void SafetensorsWriter::finish() {
+  if (written_ != entries_.size()) {
+    throw sdk::ModelError(path_.string() + ": " + std::to_string(written_) + " of " +
+                          std::to_string(entries_.size()) + " tensors written");
+  }
+  out_.flush();
+  check_stream();
+  out_.close();
+}
+
+void SafetensorsWriter::check_stream() {
+  if (!out_) throw sdk::ModelError(path_.string() + ": write failed (disk full or I/O error)");
+}
+
+void write_safetensors(const std::filesystem::path& path,
+                       const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  std::vector<TensorHeader> entries;
+  entries.reserve(tensors.size());
+  for (const auto& [name, tensor] : tensors) {
+    if (!tensor.defined()) throw sdk::ModelError(path.string() + ": cannot write tensor '" + name + "': undefined tensor");
+    entries.push_back({name, tensor.scalar_type(), tensor.sizes().vec()});
+  }
+  SafetensorsWriter writer(path, entries, metadata);
+  for (const auto& named : tensors) writer.append(named.second);
+  writer.finish();
 }
 
 }  // namespace ptrain::model

@@ -7,7 +7,11 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <c10/core/ScalarType.h>
+
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <utility>
@@ -31,5 +35,34 @@ std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::file
 void write_safetensors(const std::filesystem::path& path,
                        const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
+
+struct TensorHeader {
+  std::string name;
+  at::ScalarType dtype;
+  std::vector<int64_t> shape;
+};
+
+// A file written as write_safetensors writes it, one tensor at a time: the
+// header (from names, dtypes and shapes alone) on construction, then each
+// tensor's bytes as append() gets it, so the tensors never need to be in
+// memory together. Throws sdk::ModelError naming the file and the tensor
+// (bad names, a tensor that differs from its header entry, I/O errors).
+class SafetensorsWriter {
+ public:
+  SafetensorsWriter(std::filesystem::path path, const std::vector<TensorHeader>& entries,
+                    const std::map<std::string, std::string>& metadata = {});
+  // The next entry's tensor (any device and layout).
+  void append(const at::Tensor& tensor);
+  // Every entry was appended; flushes and closes the file.
+  void finish();
+
+ private:
+  void check_stream();
+
+  std::filesystem::path path_;
+  std::vector<TensorHeader> entries_;
+  std::ofstream out_;
+  size_t written_ = 0;
+};
 
 }  // namespace ptrain::model

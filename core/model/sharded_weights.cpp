@@ -48,7 +48,7 @@ std::vector<std::string> write_model_weights(const std::filesystem::path& dir,
   const std::vector<std::vector<size_t>> shards = plan_weight_shards(tensor_bytes, max_shard_bytes);
 
   std::vector<std::string> files;
-  nlohmann::json weight_map = nlohmann::json::object();  // keys sorted, as transformers writes them
+  std::map<std::string, std::string> weight_map;
   int64_t total_size = 0;
   for (size_t s = 0; s < shards.size(); ++s) {
     const std::string file = weight_shard_name(s, shards.size());
@@ -61,16 +61,27 @@ std::vector<std::string> write_model_weights(const std::filesystem::path& dir,
     write_safetensors(dir / file, shard);
     files.push_back(file);
   }
-  if (shards.size() == 1) return files;
+  if (shards.size() > 1) files.push_back(write_weight_index(dir, weight_map, total_size));
+  return files;
+}
 
+bool is_weight_file(const std::string& file_name) {
+  const std::string suffix = ".safetensors";
+  if (file_name == "model.safetensors.index.json") return true;
+  return file_name.rfind("model", 0) == 0 && file_name.size() > 5 + suffix.size() &&
+         file_name.compare(file_name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string write_weight_index(const std::filesystem::path& dir, const std::map<std::string, std::string>& weight_map,
+                               int64_t total_size) {
   const std::string index_name = "model.safetensors.index.json";
+  // nlohmann::json sorts the keys, as transformers writes them.
   const nlohmann::json index = {{"metadata", {{"total_size", total_size}}}, {"weight_map", weight_map}};
   std::ofstream out(dir / index_name);
   out << index.dump(2) << "\n";
   out.flush();
   if (!out) throw sdk::ModelError((dir / index_name).string() + ": write failed");
-  files.push_back(index_name);
-  return files;
+  return index_name;
 }
 
 }  // namespace ptrain::model

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +26,14 @@ std::vector<std::vector<size_t>> plan_weight_shards(const std::vector<int64_t>& 
 // The shard file names transformers uses: model.safetensors for one shard,
 // else model-00001-of-00003.safetensors, ...
 std::string weight_shard_name(size_t index, size_t count);
+
+// Whether `file_name` is one of the weight files above.
+bool is_weight_file(const std::string& file_name);
+
+// Writes model.safetensors.index.json into `dir` (`weight_map`: tensor name →
+// shard file); returns its name. Throws sdk::ModelError if it cannot.
+std::string write_weight_index(const std::filesystem::path& dir, const std::map<std::string, std::string>& weight_map,
+                               int64_t total_size);
 
 // Writes `tensors` (CPU, contiguous, in the dtype they are to be stored in)
 // into `dir` in the layout above; returns the files written. Throws

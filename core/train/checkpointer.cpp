@@ -4,11 +4,16 @@
 #include "core/checkpoint/state_pieces.h"
 #include "core/log/logger.h"
 #include "core/model/safetensors.h"
+#include "core/train/rank_weight_writer.h"
+#include "core/train/shared_staging_dir.h"
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
 
+#include <optional>
+
 namespace ptrain::train {
+namespace fs = std::filesystem;
 
 Checkpointer::Checkpointer(const config::CheckpointSection& section, std::filesystem::path checkpoints_dir,
                            dist::Communicator& communicator, std::function<checkpoint::CheckpointData()> snapshot,
@@ -30,25 +35,34 @@ void Checkpointer::at_end(int64_t completed_steps) { save(completed_steps); }
 
 void Checkpointer::save(int64_t completed_steps) {
   if (completed_steps == last_saved_step_) return;
-  const WholeLayers whole(sharded_layers_);  // rank 0 writes every weight
   checkpoint::CheckpointData data = snapshot_();
-  if (data.optimizer_state_sharded) write_optimizer_shards(completed_steps, data);
+  const fs::path target = checkpoints_dir_ / ("step_" + std::to_string(completed_steps));
+  std::optional<SharedStagingDir> rank_files;
+  if (data.optimizer_state_sharded || sharded_layers_ != nullptr) {
+    rank_files.emplace(checkpoints_dir_ / (".shards-step_" + std::to_string(completed_steps)), communicator_);
+    write_rank_files(rank_files->path(), target, data);
+  }
   if (communicator_.rank() == 0) {
-    const std::filesystem::path saved = checkpoint::write_checkpoint(checkpoints_dir_, data, keep_last_);
-    if (!data.optimizer_shards_dir.empty()) std::filesystem::remove_all(data.optimizer_shards_dir);  // moved out
+    const fs::path saved = checkpoint::write_checkpoint(checkpoints_dir_, data, keep_last_);
     log::info("checkpoint", "saved " + saved.string());
   }
   communicator_.barrier();
   last_saved_step_ = completed_steps;
 }
 
-void Checkpointer::write_optimizer_shards(int64_t completed_steps, checkpoint::CheckpointData& data) {
-  namespace fs = std::filesystem;
-  const fs::path dir = checkpoints_dir_ / (".shards-step_" + std::to_string(completed_steps));
-  if (communicator_.rank() == 0) {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
+void Checkpointer::write_rank_files(const fs::path& dir, const fs::path& target, checkpoint::CheckpointData& data) {
+  if (data.optimizer_state_sharded) write_optimizer_shard(dir, data);
+  if (sharded_layers_ != nullptr) {
+    const int64_t max_shard_bytes = data.model_files ? data.model_files->model.max_shard_bytes : 0;
+    // Checkpoints keep the float32 master weights, as write_checkpoint does.
+    write_weights_by_rank(*data.model, *sharded_layers_, communicator_, dir, at::kFloat, max_shard_bytes, target);
+    data.weights_in_rank_files = true;
   }
+  communicator_.barrier();  // every rank's files are written; rank 0 moves them into the checkpoint
+  data.rank_files_dir = dir;
+}
+
+void Checkpointer::write_optimizer_shard(const fs::path& dir, checkpoint::CheckpointData& data) {
   // A NaN in any rank's shard refuses the whole checkpoint, on every rank alike.
   bool finite = true;
   for (const auto& [name, tensor] : data.optimizer_state) {
@@ -59,13 +73,10 @@ void Checkpointer::write_optimizer_shards(int64_t completed_steps, checkpoint::C
   if (nonfinite[0].item<double>() > 0.0) {
     throw sdk::Error(dir.string() + ": refusing to write: the optimizer state holds NaN or Inf on some rank");
   }
-  communicator_.barrier();  // the directory exists
   const fs::path file = dir / checkpoint::optimizer_shard_file(communicator_.rank(), communicator_.world_size());
   model::write_safetensors(file, data.optimizer_state);
   checkpoint::fsync_path(file);
-  communicator_.barrier();  // every shard is written; rank 0 moves them into the checkpoint
   data.optimizer_state.clear();
-  data.optimizer_shards_dir = dir;
 }
 
 }  // namespace ptrain::train

@@ -5,7 +5,8 @@
 // checkpoint.keep_last of them; every rank waits until it is written. Under
 // distributed.sharding = "optimizer" every rank writes its own optimizer
 // shard there first, so output_dir must be on a filesystem all ranks share.
-// Under "full" every rank gathers the whole model while rank 0 writes it.
+// Under "full" the ranks write the weights there too, each its share
+// (rank_weight_writer.h), gathering one layer at a time.
 #pragma once
 
 #include "core/checkpoint/checkpoint.h"
@@ -25,7 +26,7 @@ class Checkpointer {
   // calls it, rank 0 writes it.
   // `first_step`: the steps completed when this invocation started (a
   // resumed run's checkpoint holds them already). `sharded_layers`
-  // (sharding "full"; may be null) are gathered whole while a save reads them.
+  // (sharding "full"; may be null): the policy's, whose weights the ranks write.
   Checkpointer(const config::CheckpointSection& section, std::filesystem::path checkpoints_dir,
                dist::Communicator& communicator, std::function<checkpoint::CheckpointData()> snapshot,
                int64_t first_step, ShardedLayers* sharded_layers = nullptr);
@@ -40,9 +41,13 @@ class Checkpointer {
 
  private:
   void save(int64_t completed_steps);
-  // Collective. Each rank writes its part of a sharded optimizer state to its
-  // own file (checkpoint/state_pieces.h), which rank 0 moves into the checkpoint.
-  void write_optimizer_shards(int64_t completed_steps, checkpoint::CheckpointData& data);
+  // Collective. Each rank writes its files into `dir` (its optimizer shard,
+  // its share of the weights), which rank 0 moves into the checkpoint `target`.
+  void write_rank_files(const std::filesystem::path& dir, const std::filesystem::path& target,
+                        checkpoint::CheckpointData& data);
+  // Collective. This rank's part of a sharded optimizer state, in its own
+  // file (checkpoint/state_pieces.h).
+  void write_optimizer_shard(const std::filesystem::path& dir, checkpoint::CheckpointData& data);
 
   int64_t every_steps_;
   int64_t keep_last_;

@@ -6,7 +6,9 @@
 
 #include "core/checkpoint/model_dir.h"
 #include "core/config/run_config.h"
+#include "core/dist/communicator.h"
 #include "core/model/causal_lm.h"
+#include "core/train/sharded_layers.h"
 
 #include <filesystem>
 
@@ -18,5 +20,13 @@ namespace ptrain::train {
 // directory, plus merged/ (a complete model) when lora.save_merged is set.
 void export_model(const config::RunConfig& config, const model::CausalLm& policy,
                   const checkpoint::ModelDirFiles& files, const std::filesystem::path& target);
+
+// Collective, sharding "full": the same directory, its weights written by
+// every rank at once, one gathered layer at a time (rank_weight_writer.h);
+// rank 0 writes the rest and moves them into place. Every rank returns once
+// `target` is complete.
+void export_sharded_model(const config::RunConfig& config, const model::CausalLm& policy, ShardedLayers& layers,
+                          dist::Communicator& communicator, const checkpoint::ModelDirFiles& files,
+                          const std::filesystem::path& target);
 
 }  // namespace ptrain::train

@@ -56,14 +56,6 @@ void ShardedLayers::blend_from(LayerParameterSource& other, double alpha) {
   }
 }
 
-void ShardedLayers::gather_all() {
-  for (size_t i = 0; i < shards_.size(); ++i) gather(i);
-}
-
-void ShardedLayers::release_all() {
-  for (dist::LayerShards& shards : shards_) shards.release();
-}
-
 void ShardedLayers::zero_gradients() {
   for (dist::LayerShards& shards : shards_) shards.zero_gradients();
 }
@@ -76,7 +68,7 @@ int64_t ShardedLayers::chunk_bytes() const {
 
 void ShardedLayers::detach() {
   if (model_ == nullptr) return;
-  gather_all();
+  for (size_t i = 0; i < shards_.size(); ++i) gather(i);
   model_->set_layer_parameter_source(nullptr);
   model_ = nullptr;
 }

@@ -37,10 +37,6 @@ class ShardedLayers final : public model::CausalLm::LayerParameterSource, public
   // Throws sdk::Error unless `other` is a ShardedLayers of the same layout.
   void blend_from(LayerParameterSource& other, double alpha) override;
 
-  // Collective: every layer full at once (a checkpoint or final/ reads the
-  // whole model), until release_all().
-  void gather_all();
-  void release_all();
   void zero_gradients();
 
   dist::LayerShards& layer(size_t index) { return shards_.at(index); }
@@ -58,23 +54,6 @@ class ShardedLayers final : public model::CausalLm::LayerParameterSource, public
   std::vector<dist::LayerShards> shards_;
   std::set<const void*> held_;  // the layers' tensors, by implementation
   int id_;
-};
-
-// Every layer full while it lives (sharding "full"; nullptr: nothing to do).
-// Collective on construction.
-class WholeLayers {
- public:
-  explicit WholeLayers(ShardedLayers* layers) : layers_(layers) {
-    if (layers_ != nullptr) layers_->gather_all();
-  }
-  ~WholeLayers() {
-    if (layers_ != nullptr) layers_->release_all();
-  }
-  WholeLayers(const WholeLayers&) = delete;
-  WholeLayers& operator=(const WholeLayers&) = delete;
-
- private:
-  ShardedLayers* layers_;
 };
 
 }  // namespace ptrain::train

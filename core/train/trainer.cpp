@@ -19,11 +19,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Rank 0 writes the policy as a model directory; every rank calls it (under
-// sharding "full" they gather the whole model meanwhile).
+// The policy as a model directory; every rank calls it. Rank 0 writes it,
+// or under sharding "full" every rank writes its share of the weights.
 void save_policy(TrainingRun& run, const fs::path& dir) {
-  const WholeLayers whole(run.sharded_layers.get());
-  if (run.communicator.rank() == 0) export_model(run.config, *run.parts.policy, run.model_files, dir);
+  if (run.sharded_layers) {
+    export_sharded_model(run.config, *run.parts.policy, *run.sharded_layers, run.communicator, run.model_files, dir);
+  } else if (run.communicator.rank() == 0) {
+    export_model(run.config, *run.parts.policy, run.model_files, dir);
+  }
 }
 
 // The end of the run (after max_steps, or stopped early): a checkpoint (so

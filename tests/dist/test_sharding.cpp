@@ -96,6 +96,18 @@ std::vector<at::Tensor> final_weights(const fs::path& run) {
   return weights;
 }
 
+// The files a model directory's index names, or model.safetensors alone.
+std::set<std::string> weight_files(const fs::path& model_dir) {
+  const fs::path index = model_dir / "model.safetensors.index.json";
+  if (!fs::exists(index)) return {"model.safetensors"};
+  std::set<std::string> files;
+  const nlohmann::json parsed = nlohmann::json::parse(std::ifstream(index));
+  for (const auto& [name, file] : parsed["weight_map"].items()) {
+    files.insert(file.get<std::string>());
+  }
+  return files;
+}
+
 CommandResult train(int world, const fs::path& config, const fs::path& run, const std::string& sharding,
                     const std::string& extra = "") {
   return run_ptrain("launch --nproc " + std::to_string(world) + " -- train -c " + config.string() +
@@ -192,7 +204,13 @@ TEST_CASE("full sharding matches replicated training when ranks run different nu
     CHECK(error <= 1e-6);
     if (name == "microbatches") {
       REQUIRE(testing::read_metrics_jsonl(full / "metrics.jsonl").back().contains("eval/loss"));
-      CHECK(fs::exists(full / "best" / "model.safetensors"));
+      // Each rank wrote its share of every model directory (rank_weight_writer.h).
+      for (const fs::path& model_dir : {full / "best", full / "final", full / "checkpoints" / "step_3"}) {
+        INFO(model_dir);
+        CHECK(weight_files(model_dir) == std::set<std::string>{"model-00001-of-00002.safetensors",
+                                                                "model-00002-of-00002.safetensors"});
+      }
+      CHECK(weight_files(none / "final") == std::set<std::string>{"model.safetensors"});
     }
   }
 }
@@ -345,5 +363,32 @@ TEST_CASE("full sharding: ranks announcing different layer operations both fail 
     CHECK_THAT(values["error"].get<std::string>(),
                Catch::Contains("runs the gather of layer " + std::to_string(rank)) &&
                    Catch::Contains("another rank runs a different layer operation"));
+  }
+}
+
+TEST_CASE("full sharding: every rank writes its share of the weights, refused alike on every rank for a NaN",
+          "[dist][sharding]") {
+  // dist_worker.cpp, worker_rank_weights.cpp: the tiny model's 5 groups
+  // (embeddings, 2 layers, final norm, lm_head) balanced over the ranks,
+  // read back from the files alone against an unsharded copy.
+  for (const int world : {1, 2, 4}) {
+    INFO("world size " << world);
+    const fs::path dir = testing::fresh_test_dir("rank_weights_w" + std::to_string(world));
+    for (const auto& [rank, values] : worker_results(world, "rank_weights " + dir.string())) {
+      INFO("rank " << rank << ": " << values.dump());
+      CHECK(values["float32"]["error"].get<double>() == 0.0);
+      CHECK(values["float32"]["files"].get<int>() == world);  // one file a rank
+      const int parameters = values["parameters"].get<int>();
+      CHECK(values["float32"]["index_entries"].get<int>() == (world == 1 ? 0 : parameters));
+      CHECK(values["bfloat16"]["error"].get<double>() == 0.0);
+      CHECK(values["bfloat16"]["files"].get<int>() > world);  // 8 kB shards
+      CHECK(values["bfloat16"]["index_entries"].get<int>() == parameters);
+      CHECK(values["released"].get<bool>());
+      CHECK_THAT(values["nan_tensor"].get<std::string>(), Catch::StartsWith("model.layers.1."));
+      CHECK(values["nan_error"].get<std::string>() ==
+            (dir / "target").string() + ": refusing to write: weight tensor '" +
+                values["nan_tensor"].get<std::string>() + "' holds NaN or Inf");
+      CHECK(values["nan_dir_empty"].get<bool>());
+    }
   }
 }

@@ -3,7 +3,8 @@
 // (a model's forward and backward under train::ShardedLayers against
 // unsharded copies), `dist_worker full_adamw DIR` (AdamW steps of such a
 // model with train::FullShardedOptimizer against an unsharded copy, its
-// state written per rank to DIR and resumed).
+// state written per rank to DIR and resumed), `dist_worker rank_weights DIR`
+// (train::write_weights_by_rank, read back from DIR).
 #pragma once
 
 #include "core/dist/launch_env.h"
@@ -17,5 +18,6 @@ int run_layer_shards(const dist::LaunchEnv& launch);
 int run_sharded_layers(const dist::LaunchEnv& launch);
 int run_full_adamw(const dist::LaunchEnv& launch, const std::filesystem::path& dir);
 int run_layer_divergence(const dist::LaunchEnv& launch);
+int run_rank_weights(const dist::LaunchEnv& launch, const std::filesystem::path& dir);
 
 }  // namespace ptrain::dist_test
