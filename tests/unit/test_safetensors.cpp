@@ -13,9 +13,12 @@
 #include <nlohmann/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 
 namespace fs = std::filesystem;
+using ptrain::model::SafetensorsWriter;
+using ptrain::model::TensorHeader;
 using ptrain::model::read_safetensors;
 using ptrain::model::write_safetensors;
 using ptrain::testing::bytes_of;
@@ -129,4 +132,50 @@ TEST_CASE("safetensors writer rejects duplicate names and unsupported dtypes", "
   INFO(msg);
   CHECK(contains(msg, "tensor 'c'"));
   CHECK(contains(msg, "not supported"));
+}
+
+TEST_CASE("safetensors streaming writer checks each tensor against its header entry", "[safetensors]") {
+  TempDir dir("ptrain_safetensors_test");
+  const fs::path file = dir.path() / "s.safetensors";
+  const std::vector<TensorHeader> headers{{"a", at::kFloat, {2, 3}}, {"b", at::kBFloat16, {4}}};
+  auto error_of = [](const std::function<void()>& write) -> std::string {
+    try {
+      write();
+    } catch (const ptrain::sdk::ModelError& e) {
+      return e.what();
+    }
+    return "<no ModelError thrown>";
+  };
+
+  const at::Tensor a = at::arange(6, at::kFloat).view({2, 3}), b = at::randn({4}).to(at::kBFloat16);
+  {
+    SafetensorsWriter writer(file, headers);
+    writer.append(a);
+    writer.append(b);
+    writer.finish();
+  }
+  const auto loaded = read_safetensors(file);
+  REQUIRE(loaded.size() == 2);
+  CHECK(loaded[0].second.equal(a));
+  CHECK(loaded[1].second.equal(b));
+
+  std::string msg = error_of([&] { SafetensorsWriter(file, headers).append(a.t()); });
+  INFO(msg);
+  CHECK(contains(msg, "tensor 'a': the header says Float [2, 3], given Float [3, 2]"));
+  msg = error_of([&] { SafetensorsWriter(file, headers).append(a.to(at::kDouble)); });
+  CHECK(contains(msg, "tensor 'a': the header says Float [2, 3], given Double [2, 3]"));
+  msg = error_of([&] {
+    SafetensorsWriter writer(file, headers);
+    writer.append(a);
+    writer.finish();
+  });
+  CHECK(contains(msg, "1 of 2 tensors written"));
+  msg = error_of([&] {
+    SafetensorsWriter writer(file, {{"a", at::kFloat, {2, 3}}});
+    writer.append(a);
+    writer.append(a);
+  });
+  CHECK(contains(msg, "more tensors than the header lists"));
+  msg = error_of([&] { SafetensorsWriter(dir.path() / "missing" / "x.safetensors", headers); });
+  CHECK(contains(msg, "cannot open for writing"));
 }
