@@ -36,12 +36,85 @@ LayerShards::LayerShards(std::vector<at::Tensor> tensors, Communicator& communic
   const at::Tensor flat = padded_flat(tensors_, numel_, chunk_ * world);
   weight_shard_ = flat.narrow(0, communicator_.rank() * chunk_, chunk_).clone();
   if (takes_gradients) gradient_shard_ = at::zeros({chunk_}, weight_shard_.options().dtype(at::kFloat));
+  index_exact_elements();
   release();
 }
 
-void LayerShards::gather() {
-  at::Tensor full = at::empty({chunk_ * communicator_.world_size()}, weight_shard_.options());
-  communicator_.all_gather(weight_shard_, full);
+void LayerShards::index_exact_elements() {
+  std::vector<at::Tensor> ranges;
+  int64_t offset = 0;
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    if (shapes_[i].size() < 2) ranges.push_back(at::arange(offset, offset + numels_[i], at::kLong));
+    offset += numels_[i];
+  }
+  const int64_t world = communicator_.world_size();
+  const at::Tensor exact = ranges.empty() ? at::empty({0}, at::kLong) : at::cat(ranges);
+  const at::Tensor owner = exact.div(chunk_, "floor");
+  const at::Tensor counts = at::bincount(owner, {}, world);
+  exact_slots_ = counts.numel() > 0 ? counts.max().item<int64_t>() : 0;
+  const at::Tensor starts = counts.cumsum(0) - counts;  // each rank's first exact element, in `exact`
+  const at::Tensor slot = at::arange(exact.numel(), at::kLong) - starts.index_select(0, owner);
+  const at::Device device = weight_shard_.device();
+  exact_ = exact.to(device);
+  exact_low_slots_ = (owner * exact_slots_ + slot).to(device);
+  local_exact_ = (exact.masked_select(owner == communicator_.rank()) - communicator_.rank() * chunk_).to(device);
+}
+
+int64_t LayerShards::message_halves() const { return (chunk_ + exact_slots_ + 1) / 2 * 2; }
+
+bool LayerShards::rounds(at::ScalarType matrices_as) const {
+  return matrices_as == at::kBFloat16 && weight_shard_.scalar_type() == at::kFloat;
+}
+
+// This rank's part of a rounding gather: [chunk] int16, the bfloat16 bits of
+// every element (the upper half of its float32 bits for the exact ones),
+// then [exact_slots_] int16, the lower halves of its exact elements', padded
+// to an even count.
+at::Tensor LayerShards::rounded_message() const {
+  at::Tensor message = at::zeros({message_halves()}, weight_shard_.options().dtype(at::kShort));
+  message.narrow(0, 0, chunk_).copy_(weight_shard_.to(at::kBFloat16).view(at::kShort));
+  const int64_t exact = local_exact_.numel();
+  if (exact > 0) {
+    // A float32 is two int16 in memory: [low, high] on a little-endian host.
+    const at::Tensor halves = weight_shard_.index_select(0, local_exact_).contiguous().view(at::kShort).view({exact, 2});
+    message.narrow(0, 0, chunk_).index_copy_(0, local_exact_, halves.select(1, 1));
+    message.narrow(0, chunk_, exact).copy_(halves.select(1, 0));
+  }
+  return message;
+}
+
+// Every rank's rounded_message(), [R, chunk + exact_slots_], back to float32.
+at::Tensor LayerShards::unpack_rounded(const at::Tensor& messages) const {
+  const int64_t world = communicator_.world_size();
+  const at::Tensor rows = messages.view({world, message_halves()});
+  const at::Tensor high = rows.narrow(1, 0, chunk_).reshape({-1});
+  at::Tensor full = high.view(at::kBFloat16).to(at::kFloat);
+  if (exact_.numel() > 0) {
+    const at::Tensor low = rows.narrow(1, chunk_, exact_slots_).reshape({-1});
+    const at::Tensor halves = at::stack({low.index_select(0, exact_low_slots_), high.index_select(0, exact_)}, 1);
+    full.index_copy_(0, exact_, halves.contiguous().view(at::kFloat).view({-1}));
+  }
+  return full;
+}
+
+at::Tensor LayerShards::gathered_buffer(at::ScalarType matrices_as) {
+  if (!rounds(matrices_as)) {
+    at::Tensor full = at::empty({chunk_ * communicator_.world_size()}, weight_shard_.options());
+    communicator_.all_gather(weight_shard_, full);
+    return full;
+  }
+  // Moved as int32 (pairs of halves): Gloo without all-gather emulates it
+  // with an integer sum, which it does not offer for int16.
+  at::Tensor message = rounded_message().view(at::kInt);
+  at::Tensor messages = at::empty({message.numel() * communicator_.world_size()}, message.options());
+  communicator_.all_gather(message, messages);
+  return messages.view(at::kShort);
+}
+
+void LayerShards::gather(at::ScalarType matrices_as) {
+  const at::NoGradGuard no_grad;
+  at::Tensor full = gathered_buffer(matrices_as);
+  if (rounds(matrices_as)) full = unpack_rounded(full);
   int64_t offset = 0;
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const int64_t n = numels_[i];
@@ -52,9 +125,9 @@ void LayerShards::gather() {
   gathered_ = true;
 }
 
-void LayerShards::join_gather() {
-  at::Tensor full = at::empty({chunk_ * communicator_.world_size()}, weight_shard_.options());
-  communicator_.all_gather(weight_shard_, full);
+void LayerShards::join_gather(at::ScalarType matrices_as) {
+  const at::NoGradGuard no_grad;
+  gathered_buffer(matrices_as);
 }
 
 void LayerShards::release() {

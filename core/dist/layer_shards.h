@@ -47,10 +47,16 @@ class LayerShards {
   at::Tensor& gradient_shard() { return gradient_shard_; }
 
   // Collective. The tensors become full, with the current master weights.
-  void gather();
-  // Collective: takes part in a peer's gather() without touching the
-  // tensors (a rank with nothing to compute at that point).
-  void join_gather();
+  // `matrices_as` bfloat16 (float32 tensors computed under bf16-mixed): the
+  // tensors of two or more dimensions, which only enter matrix products
+  // whose operands are bfloat16 anyway, arrive rounded to bfloat16 as those
+  // products would round them; the others (norm weights, biases) exactly.
+  // That moves half the bytes for the same result.
+  void gather(at::ScalarType matrices_as = at::kFloat);
+  // Collective: takes part in a peer's gather() (with the same
+  // `matrices_as`) without touching the tensors (a rank with nothing to
+  // compute at that point).
+  void join_gather(at::ScalarType matrices_as = at::kFloat);
   // The tensors hold no elements until the next gather().
   void release();
   bool gathered() const { return gathered_; }
@@ -63,6 +69,14 @@ class LayerShards {
   }
 
  private:
+  void index_exact_elements();
+  bool rounds(at::ScalarType matrices_as) const;
+  int64_t message_halves() const;
+  at::Tensor rounded_message() const;
+  at::Tensor unpack_rounded(const at::Tensor& messages) const;
+  // Collective: every rank's chunk, float32 or as rounded messages.
+  at::Tensor gathered_buffer(at::ScalarType matrices_as);
+
   std::vector<at::Tensor> tensors_;
   std::vector<std::vector<int64_t>> shapes_;  // as handed in: release() empties the tensors
   std::vector<int64_t> numels_;
@@ -72,6 +86,14 @@ class LayerShards {
   at::Tensor weight_shard_;
   at::Tensor gradient_shard_;
   bool gathered_ = true;  // as handed in
+  // Elements a rounding gather moves exactly (those of tensors of fewer than
+  // two dimensions): their indices in the concatenation, their slots among
+  // all ranks' lower halves (exact_slots_ per rank), and their positions in
+  // this rank's chunk.
+  at::Tensor exact_;
+  at::Tensor exact_low_slots_;
+  at::Tensor local_exact_;
+  int64_t exact_slots_ = 0;
 };
 
 }  // namespace ptrain::dist

@@ -37,13 +37,15 @@ int LayerCollectives::add(Participant& participant) {
 
 int64_t LayerCollectives::code_of(int id, LayerOperation operation, size_t layer) {
   TORCH_CHECK(static_cast<int64_t>(layer) < kLayerSlots, "sharding \"full\": too many layers");
-  return (2 * static_cast<int64_t>(id) + static_cast<int64_t>(operation)) * kLayerSlots + static_cast<int64_t>(layer);
+  return (kOperations * static_cast<int64_t>(id) + static_cast<int64_t>(operation)) * kLayerSlots +
+         static_cast<int64_t>(layer);
 }
 
 std::string LayerCollectives::describe(int64_t code) {
   const int64_t slot = code / kLayerSlots;
-  return std::string(slot % 2 == 0 ? "gather" : "gradient reduce-scatter") + " of layer " +
-         std::to_string(code % kLayerSlots) + " of sharded model " + std::to_string(slot / 2);
+  static const char* const kNames[kOperations] = {"gather", "gradient reduce-scatter", "float32 gather"};
+  return std::string(kNames[slot % kOperations]) + " of layer " + std::to_string(code % kLayerSlots) +
+         " of sharded model " + std::to_string(slot / kOperations);
 }
 
 void LayerCollectives::announce(int id, LayerOperation operation, size_t layer) {
@@ -65,12 +67,12 @@ void LayerCollectives::drain() {
       throw sdk::Error("sharding \"full\": ranks run different layer operations at once; " +
                        std::string(kSameSequence));
     }
-    const auto found = participants_.find(static_cast<int>(code / kLayerSlots / 2));
+    const auto found = participants_.find(static_cast<int>(code / kLayerSlots / kOperations));
     if (found == participants_.end()) {
       throw sdk::Error("sharding \"full\": a peer rank runs the " + describe(code) + ", which rank " +
                        std::to_string(communicator_.rank()) + " no longer holds");
     }
-    found->second->join(static_cast<LayerOperation>((code / kLayerSlots) % 2),
+    found->second->join(static_cast<LayerOperation>((code / kLayerSlots) % kOperations),
                         static_cast<size_t>(code % kLayerSlots));
   }
 }

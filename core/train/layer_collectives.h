@@ -23,7 +23,9 @@
 
 namespace ptrain::train {
 
-enum class LayerOperation : int64_t { kGather = 0, kReduceScatter = 1 };
+// kGather moves the weights of a layer's matrices in the model's compute
+// dtype (dist::LayerShards::gather); kGatherExact moves float32 (a save).
+enum class LayerOperation : int64_t { kGather = 0, kReduceScatter = 1, kGatherExact = 2 };
 
 class LayerCollectives {
  public:
@@ -50,6 +52,7 @@ class LayerCollectives {
 
  private:
   static constexpr int64_t kLayerSlots = 1 << 16;
+  static constexpr int64_t kOperations = 3;
   static int64_t code_of(int id, LayerOperation operation, size_t layer);
   static std::string describe(int64_t code);
 

@@ -209,7 +209,7 @@ void write_weights_by_rank(const model::CausalLm& model, ShardedLayers& layers, 
   std::string failure;  // once set, this rank only keeps its peers' gathers going
   for (const auto& [begin, end] : groups) {
     const int64_t layer = weights[begin].layer;
-    if (layer >= 0) layers.gather(static_cast<size_t>(layer));
+    if (layer >= 0) layers.gather_exact(static_cast<size_t>(layer));
     for (size_t i = begin; i < end && weights[i].owner == rank && failure.empty(); ++i) {
       try {
         own.write(i);

@@ -5,7 +5,7 @@
 namespace ptrain::train {
 
 ShardedLayers::ShardedLayers(model::CausalLm& model, LayerCollectives& collectives, Use use)
-    : model_(&model), collectives_(collectives) {
+    : model_(&model), collectives_(collectives), compute_dtype_(model.compute_dtype()) {
   // With adapters only they take gradients: the frozen base would stay whole on every rank.
   if (model.lora()) throw sdk::Error("sharding \"full\" does not support LoRA adapters");
   shards_.reserve(model.num_layers());
@@ -24,7 +24,12 @@ ShardedLayers::ShardedLayers(model::CausalLm& model, LayerCollectives& collectiv
 
 void ShardedLayers::gather(size_t layer) {
   collectives_.announce(id_, LayerOperation::kGather, layer);
-  shards_.at(layer).gather();
+  shards_.at(layer).gather(compute_dtype_);
+}
+
+void ShardedLayers::gather_exact(size_t layer) {
+  collectives_.announce(id_, LayerOperation::kGatherExact, layer);
+  shards_.at(layer).gather(at::kFloat);
 }
 
 void ShardedLayers::add_gradients(size_t layer, const std::vector<at::Tensor>& gradients) {
@@ -35,7 +40,9 @@ void ShardedLayers::add_gradients(size_t layer, const std::vector<at::Tensor>& g
 void ShardedLayers::join(LayerOperation operation, size_t layer) {
   dist::LayerShards& shards = shards_.at(layer);
   if (operation == LayerOperation::kGather) {
-    shards.join_gather();
+    shards.join_gather(compute_dtype_);
+  } else if (operation == LayerOperation::kGatherExact) {
+    shards.join_gather(at::kFloat);
   } else {
     shards.reduce_scatter_gradients(std::vector<at::Tensor>(shards.num_tensors()));  // zeros
   }
@@ -68,7 +75,7 @@ int64_t ShardedLayers::chunk_bytes() const {
 
 void ShardedLayers::detach() {
   if (model_ == nullptr) return;
-  for (size_t i = 0; i < shards_.size(); ++i) gather(i);
+  for (size_t i = 0; i < shards_.size(); ++i) gather_exact(i);
   model_->set_layer_parameter_source(nullptr);
   model_ = nullptr;
 }

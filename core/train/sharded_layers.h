@@ -30,7 +30,11 @@ class ShardedLayers final : public model::CausalLm::LayerParameterSource, public
   ShardedLayers(const ShardedLayers&) = delete;
   ShardedLayers& operator=(const ShardedLayers&) = delete;
 
+  // For the model's forwards: under bf16-mixed the matrices arrive rounded
+  // to bfloat16, as its matrix products read them (dist::LayerShards::gather).
   void gather(size_t layer) override;
+  // Collective: the layer's float32 master weights, exactly (a save).
+  void gather_exact(size_t layer);
   void release(size_t layer) override { shards_.at(layer).release(); }
   void add_gradients(size_t layer, const std::vector<at::Tensor>& gradients) override;
   void join(LayerOperation operation, size_t layer) override;
@@ -53,6 +57,7 @@ class ShardedLayers final : public model::CausalLm::LayerParameterSource, public
   LayerCollectives& collectives_;
   std::vector<dist::LayerShards> shards_;
   std::set<const void*> held_;  // the layers' tensors, by implementation
+  at::ScalarType compute_dtype_;  // the model's, as this source was attached
   int id_;
 };
 

@@ -97,6 +97,11 @@ std::vector<at::Tensor> shard_policy_layers(TrainingRun& run,
   for (const auto& [name, parameter] : named) parameters.push_back(parameter);
   if (!run.layer_collectives) return parameters;
   run.sharded_layers = std::make_unique<ShardedLayers>(*run.parts.policy, *run.layer_collectives);
+  const bool bf16 = run.parts.policy->compute_dtype() == at::kBFloat16;
+  log::info("train", "sharding full: the policy's " + std::to_string(run.parts.policy->num_layers()) +
+                         " decoder layers are sharded over " + std::to_string(run.communicator.world_size()) +
+                         " ranks; their gathers move " +
+                         (bf16 ? "the matrices in bfloat16 (norm weights and biases in float32)" : "float32"));
   std::vector<at::Tensor> replicated;
   for (const at::Tensor& parameter : parameters) {
     if (!run.sharded_layers->holds(parameter)) replicated.push_back(parameter);

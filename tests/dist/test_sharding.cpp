@@ -215,6 +215,29 @@ TEST_CASE("full sharding matches replicated training when ranks run different nu
   }
 }
 
+TEST_CASE("full sharding under bf16-mixed gathers bfloat16 matrices and matches replicated bf16-mixed training",
+          "[dist][sharding][bf16]") {
+  // The matrices only enter bfloat16 matrix products, which round them the
+  // same way; norm weights and biases arrive exactly. So the result is
+  // replicated bf16-mixed training's, up to the float32 summation order.
+  const fs::path dir = testing::fresh_test_dir("sharding_full_bf16");
+  const fs::path config = write_plugin_config(dir, "sft");
+  const std::string mixed = " --set runtime.precision=\"bf16-mixed\"";
+  const CommandResult replicated_run = train(2, config, dir / "none", "none", mixed);
+  INFO(replicated_run.output);
+  REQUIRE(replicated_run.exit_code == 0);
+  const CommandResult sharded_run = train(2, config, dir / "full", "full", mixed);
+  INFO(sharded_run.output);
+  REQUIRE(sharded_run.exit_code == 0);
+  CHECK_THAT(sharded_run.output, Catch::Contains("their gathers move the matrices in bfloat16"));
+  check_same_metrics(dir / "full", dir / "none", 1e-5, 2e-7);
+  const double error = testing::relative_error(final_weights(dir / "full"), final_weights(dir / "none"));
+  INFO("relative weight error " << error);
+  CHECK(error <= 1e-6);
+  // The steps moved the weights far more than the tolerance.
+  CHECK(testing::relative_error(initial_weights(dir, "sft", dir / "none"), final_weights(dir / "none")) > 1e-3);
+}
+
 TEST_CASE("full sharding: a TR-DPO reference sync blends the sharded reference as replicated training does",
           "[dist][sharding][dpo]") {
   // The reference (sharded too) takes 0.5·policy + 0.5·reference before every step after the first.
@@ -295,7 +318,7 @@ TEST_CASE("full sharding's layer shards gather the weights and reduce-scatter gr
           "[dist][sharding]") {
   // A 26-element layer (dist_worker.cpp, worker_layer_shards.cpp); the
   // expectations are closed forms of small integers, exact in float32.
-  for (const int world : {2, 4}) {
+  for (const int world : {2, 3, 4}) {
     INFO("world size " << world);
     for (const auto& [rank, values] : worker_results(world, "layer_shards")) {
       INFO("rank " << rank);
@@ -306,6 +329,9 @@ TEST_CASE("full sharding's layer shards gather the weights and reduce-scatter gr
       CHECK(values["accumulated_error"].get<double>() == 0.0);
       CHECK(values["update_error"].get<double>() == 0.0);
       CHECK(values["grad_zeroed"].get<bool>());
+      // A bfloat16 gather: matrices rounded as bfloat16 rounds them, 1-D tensors bit-exact.
+      CHECK(values["rounded"].get<bool>());
+      CHECK(values["rounded_error"].get<double>() == 0.0);
     }
   }
 }

@@ -53,6 +53,26 @@ at::Tensor expected_gradient_chunk(int rank, int64_t chunk, double scale) {
   return flat.narrow(0, rank * chunk, chunk);
 }
 
+// Values bfloat16 cannot hold, of both signs; the 1-D tensor (norm-weight-like) straddles chunk boundaries.
+std::vector<at::Tensor> unrounded_tensors() {
+  return {at::arange(15, at::kFloat).view({3, 5}) * 0.1234567f - 1.0f, at::arange(7, at::kFloat) * -0.3333333f + 0.1f,
+          at::arange(4, at::kFloat).view({2, 2}) + 1000.123f};
+}
+
+// gather(bfloat16): the matrices as bfloat16 rounds them, the 1-D tensor exactly.
+double rounded_gather_error(dist::Communicator& communicator, bool& rounded) {
+  const std::vector<at::Tensor> original = unrounded_tensors();
+  std::vector<at::Tensor> parameters, expected;
+  for (const at::Tensor& tensor : original) {
+    parameters.push_back(tensor.clone().requires_grad_(true));
+    expected.push_back(tensor.dim() >= 2 ? tensor.to(at::kBFloat16).to(at::kFloat) : tensor);
+  }
+  dist::LayerShards shards(parameters, communicator);
+  shards.gather(at::kBFloat16);
+  rounded = max_error(parameters, original) > 0.0;
+  return max_error(parameters, expected);
+}
+
 }  // namespace
 
 int run_layer_shards(const dist::LaunchEnv& launch) {
@@ -88,6 +108,8 @@ int run_layer_shards(const dist::LaunchEnv& launch) {
   shards.gather();
   const double update_error = max_error(parameters, plus_owner_rank(original, shards.chunk()));
   shards.zero_gradients();
+  bool rounded = false;
+  const double rounded_error = rounded_gather_error(*communicator, rounded);
 
   std::cout << "RESULT "
             << nlohmann::json{{"rank", rank},
@@ -97,6 +119,8 @@ int run_layer_shards(const dist::LaunchEnv& launch) {
                               {"single_error", single_error},
                               {"accumulated_error", accumulated_error},
                               {"update_error", update_error},
+                              {"rounded", rounded},
+                              {"rounded_error", rounded_error},
                               {"grad_zeroed", shards.gradient_shard().abs().sum().item<double>() == 0.0}}
                    .dump()
             << std::endl;
