@@ -457,8 +457,8 @@ def sharding():
             rows.append(row(f"params+grads+AdamW state per rank, small, world {world}: {mode} vs none sharding",
                             memory[mode, world], "MiB", memory["none", world], target=target, met=met,
                             note="held between steps; under full one layer at a time is gathered whole in "
-                                 "forward and backward, and the whole model while a checkpoint or final/ is "
-                                 "written" if mode == "full" else ""))
+                                 "forward and backward, and while a checkpoint or final/ is written" if mode == "full"
+                            else ""))
     speed = {}
     for mode in modes:
         name = f"sharding_speed_{mode}"
