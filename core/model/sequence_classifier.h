@@ -43,6 +43,7 @@ class SequenceClassifier {
   at::Tensor scores(const std::vector<std::vector<int64_t>>& sequences);
 
   const ModelConfig& config() const { return decoder_->config(); }
+  CausalLm& decoder() { return *decoder_; }
   int64_t pad_token_id() const { return pad_token_id_; }  // -1: config.json has none
   at::ScalarType stored_dtype() const { return decoder_->stored_dtype(); }
 

@@ -33,7 +33,7 @@ class HostContext final : public sdk::Context {
   sdk::LanguageModel& policy() override { return policy_; }
   std::unique_ptr<sdk::LanguageModel> frozen_policy_copy() override {
     std::unique_ptr<model::CausalLm> copy = policy_.frozen_copy();
-    if (on_frozen_model_) on_frozen_model_(*copy);
+    if (on_frozen_model_) on_frozen_model_(*copy, "reference");
     return copy;
   }
   // On the policy's device and at its compute dtype, as a reference model must be.
@@ -48,7 +48,7 @@ class HostContext final : public sdk::Context {
     std::unique_ptr<model::CausalLm> model = model::CausalLm::load_hf_dir(model_dir, policy_.device())->frozen_copy();
     model->set_compute_dtype(policy_.compute_dtype());
     model->to_device(policy_.device());
-    if (on_frozen_model_) on_frozen_model_(*model);
+    if (on_frozen_model_) on_frozen_model_(*model, "reference");
     return model;
   }
   at::Device device() const override { return policy_.device(); }
@@ -68,7 +68,10 @@ class HostContext final : public sdk::Context {
   }
   // On the policy's device and at its compute dtype, as a reference model.
   std::unique_ptr<sdk::RewardModel> load_reward_model(const std::string& model_dir) override {
-    return plugin::load_reward_model(model_dir, policy_.device(), policy_.compute_dtype());
+    return plugin::load_reward_model(model_dir, policy_.device(), policy_.compute_dtype(),
+                                     [this](model::CausalLm& decoder) {
+                                       if (on_frozen_model_) on_frozen_model_(decoder, "reward");
+                                     });
   }
   std::unique_ptr<sdk::Environment> open_environment(const std::string& name_or_path) override {
     return load_environment(name_or_path, plugin_search_dirs(extra_plugin_dirs_));
@@ -81,8 +84,10 @@ class HostContext final : public sdk::Context {
     if (!example_source_) return sdk::Context::upcoming_examples(steps_ahead);
     return example_source_(run_info_.step + steps_ahead);
   }
-  // Runs on every frozen model this context hands out (sharding "full" shards them).
-  void set_frozen_model_hook(std::function<void(model::CausalLm&)> hook) { on_frozen_model_ = std::move(hook); }
+  // Runs on every frozen model this context hands out, a reference's or a
+  // reward model's decoder, with its role (sharding "full" shards them).
+  using FrozenModelHook = std::function<void(model::CausalLm& model, const std::string& role)>;
+  void set_frozen_model_hook(FrozenModelHook hook) { on_frozen_model_ = std::move(hook); }
   // What upcoming_examples reads: this rank's examples of an update step.
   using ExampleSource = std::function<std::vector<const sdk::Example*>(int64_t step)>;
   void set_example_source(ExampleSource source) { example_source_ = std::move(source); }
@@ -109,7 +114,7 @@ class HostContext final : public sdk::Context {
   HostLogger logger_;
   std::vector<std::filesystem::path> extra_plugin_dirs_;
   ExampleSource example_source_;
-  std::function<void(model::CausalLm&)> on_frozen_model_;
+  FrozenModelHook on_frozen_model_;
   generation::CausalLmRolloutEngine rollout_engine_{policy_, tokenizer_};
 };
 

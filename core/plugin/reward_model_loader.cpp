@@ -62,9 +62,11 @@ std::unique_ptr<tokenizer::HfTokenizer> reward_model_tokenizer(const fs::path& d
 }  // namespace
 
 std::unique_ptr<sdk::RewardModel> load_reward_model(const std::string& model_dir, at::Device device,
-                                                    at::ScalarType compute_dtype) {
+                                                    at::ScalarType compute_dtype,
+                                                    const std::function<void(model::CausalLm&)>& on_decoder) {
   std::unique_ptr<model::SequenceClassifier> classifier =
       model::SequenceClassifier::load_hf_dir(model_dir, device, compute_dtype);
+  if (on_decoder) on_decoder(classifier->decoder());
   std::unique_ptr<tokenizer::HfTokenizer> tokenizer =
       reward_model_tokenizer(model_dir, classifier->config().vocab_size);
   return std::make_unique<HostRewardModel>(model_dir, std::move(classifier), std::move(tokenizer));

@@ -11,9 +11,14 @@
 // waits in drain(), announcing nothing and joining each announced operation
 // with neutral inputs (its own chunk for a gather, zeros for a
 // reduce-scatter) until every rank is draining. The run's other collectives
-// go through a dist::DrainingCommunicator that calls drain() first. Two
-// computing ranks announcing different operations (a plugin whose forwards
-// differ by rank) get an sdk::Error, not a hang.
+// go through a dist::DrainingCommunicator that calls drain() first, and a
+// rank drains too before its first operation on another model than its
+// last (one rank may still generate with the policy while another would
+// score with a reward model): a meeting, which a rank in its final drain
+// does not mistake for the end (every exchange says how many ranks are
+// meeting). Two computing ranks announcing different
+// operations (a plugin whose forwards differ by rank) get an sdk::Error, not
+// a hang.
 #pragma once
 
 #include "core/dist/communicator.h"
@@ -53,12 +58,18 @@ class LayerCollectives {
  private:
   static constexpr int64_t kLayerSlots = 1 << 16;
   static constexpr int64_t kOperations = 3;
+  // kFinal: before another collective, until every rank drains. kMeeting:
+  // before another model's operations, until no rank computes; a rank in a
+  // final drain then goes on joining the operations that follow.
+  enum class Drain { kFinal, kMeeting };
+  void wait_for_peers(Drain kind);
   static int64_t code_of(int id, LayerOperation operation, size_t layer);
   static std::string describe(int64_t code);
 
   dist::Communicator& communicator_;
   std::map<int, Participant*> participants_;
   int next_id_ = 0;
+  int last_model_ = -1;  // of this rank's last announcement since all ranks drained; -1: none
 };
 
 }  // namespace ptrain::train

@@ -215,7 +215,7 @@ sdk::MicrobatchPlan microbatch_plan(const config::RunConfig& config) {
 }
 
 RunParts load_run_parts(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,
-                        dist::Communicator& communicator, std::function<void(model::CausalLm&)> on_frozen_model) {
+                        dist::Communicator& communicator, plugin::HostContext::FrozenModelHook on_frozen_model) {
   const at::Device device = resolve_device(config, communicator.local_rank(), communicator.local_world_size());
   auto tokenizer = make_tokenizer(config.tokenizer);
   auto policy = make_policy(config, *tokenizer, device);

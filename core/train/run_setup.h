@@ -74,8 +74,8 @@ struct RunParts {
 
 // The tokenizer, the policy, the plugin's module set up with its context,
 // and the training and held-out sets checked example by example.
-// `on_frozen_model` (may be empty) runs on each reference model the context hands out.
+// `on_frozen_model` (may be empty) runs on each frozen model (reference, reward) the context hands out.
 RunParts load_run_parts(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,
-                        dist::Communicator& communicator, std::function<void(model::CausalLm&)> on_frozen_model = {});
+                        dist::Communicator& communicator, plugin::HostContext::FrozenModelHook on_frozen_model = {});
 
 }  // namespace ptrain::train

@@ -78,12 +78,12 @@ std::unique_ptr<LayerCollectives> layer_collectives_if_full(const config::RunCon
 
 // A reference model the plugin gets under sharding "full" is sharded too;
 // the model owns its shards.
-std::function<void(model::CausalLm&)> frozen_model_sharding(LayerCollectives* collectives) {
+plugin::HostContext::FrozenModelHook frozen_model_sharding(LayerCollectives* collectives) {
   if (collectives == nullptr) return {};
-  return [collectives](model::CausalLm& model) {
+  return [collectives](model::CausalLm& model, const std::string& role) {
     model.adopt_layer_parameter_source(
         std::make_unique<ShardedLayers>(model, *collectives, ShardedLayers::Use::kFrozen));
-    log::info("train", "sharding full: a reference model's " + std::to_string(model.num_layers()) +
+    log::info("train", "sharding full: a " + role + " model's " + std::to_string(model.num_layers()) +
                            " decoder layers are sharded too");
   };
 }

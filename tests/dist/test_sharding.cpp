@@ -9,6 +9,7 @@
 #include "support/test_util.h"
 
 #include "core/model/causal_lm.h"
+#include "support/reward_model_dir.h"
 #include "support/run_command.h"
 #include "support/sft_reference.h"
 
@@ -213,6 +214,20 @@ TEST_CASE("full sharding matches replicated training when ranks run different nu
       CHECK(weight_files(none / "final") == std::set<std::string>{"model.safetensors"});
     }
   }
+  // DPO: each microbatch runs the policy and then the reference, so the rank
+  // with 4 switches models while its peer, done with 3, waits to all-reduce.
+  const fs::path dpo_config = write_plugin_config(dir, "dpo");
+  const std::string dpo_uneven = uneven + " --set batch.micro_size=1";
+  const CommandResult replicated_run = train(2, dpo_config, dir / "dpo_none", "none", dpo_uneven);
+  INFO(replicated_run.output);
+  REQUIRE(replicated_run.exit_code == 0);
+  const CommandResult sharded_run = train(2, dpo_config, dir / "dpo_full", "full", dpo_uneven);
+  INFO(sharded_run.output);
+  REQUIRE(sharded_run.exit_code == 0);
+  check_same_metrics(dir / "dpo_full", dir / "dpo_none", 1e-5, 2e-7);
+  const double error = testing::relative_error(final_weights(dir / "dpo_full"), final_weights(dir / "dpo_none"));
+  INFO("relative weight error " << error);
+  CHECK(error <= 1e-6);
 }
 
 TEST_CASE("full sharding under bf16-mixed gathers bfloat16 matrices and matches replicated bf16-mixed training",
@@ -236,6 +251,27 @@ TEST_CASE("full sharding under bf16-mixed gathers bfloat16 matrices and matches 
   CHECK(error <= 1e-6);
   // The steps moved the weights far more than the tolerance.
   CHECK(testing::relative_error(initial_weights(dir, "sft", dir / "none"), final_weights(dir / "none")) > 1e-3);
+}
+
+TEST_CASE("full sharding shards a GRPO reward model's decoder layers and scores as replicated training does",
+          "[dist][sharding][grpo][reward_model]") {
+  const fs::path dir = testing::fresh_test_dir("sharding_full_reward_model");
+  testing::write_tiny_reward_model(dir / "tiny_rm");
+  const fs::path config = write_plugin_config(dir, "grpo");  // [module] comes last
+  std::ofstream(config, std::ios::app) << "reward_models = [\"" << (dir / "tiny_rm").string()
+                                       << "\"]\nreward_weights = [1.0, 1.0, 0.5]\n";
+  const CommandResult replicated_run = train(2, config, dir / "none", "none");
+  INFO(replicated_run.output);
+  REQUIRE(replicated_run.exit_code == 0);
+  const CommandResult sharded_run = train(2, config, dir / "full", "full");
+  INFO(sharded_run.output);
+  REQUIRE(sharded_run.exit_code == 0);
+  CHECK_THAT(sharded_run.output, Catch::Contains("a reward model's 2 decoder layers are sharded too"));
+  REQUIRE(testing::read_metrics_jsonl(dir / "full" / "metrics.jsonl").front().contains("rewards/tiny_rm/mean"));
+  check_same_metrics(dir / "full", dir / "none", 1e-5, 2e-7);
+  const double error = testing::relative_error(final_weights(dir / "full"), final_weights(dir / "none"));
+  INFO("relative weight error " << error);
+  CHECK(error <= 1e-6);
 }
 
 TEST_CASE("full sharding: a TR-DPO reference sync blends the sharded reference as replicated training does",
