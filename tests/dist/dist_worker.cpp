@@ -10,7 +10,7 @@
 //   dist_worker rollouts SEED TEMPERATURE
 //   dist_worker layer_shards|sharded_layers
 //   dist_worker full_adamw|rank_weights DIR
-//   dist_worker layer_divergence
+//   dist_worker layer_divergence|layer_meeting
 #include "grpo_test_support.h"
 
 #include "core/data/global_batch_sampler.h"
@@ -308,6 +308,7 @@ int main(int argc, char** argv) {
     if (mode == "sharded_layers" && argc == 2) return dist_test::run_sharded_layers(launch);
     if (mode == "full_adamw" && argc == 3) return dist_test::run_full_adamw(launch, argv[2]);
     if (mode == "layer_divergence" && argc == 2) return dist_test::run_layer_divergence(launch);
+    if (mode == "layer_meeting" && argc == 2) return dist_test::run_layer_meeting(launch);
     if (mode == "rank_weights" && argc == 3) return dist_test::run_rank_weights(launch, argv[2]);
     std::cerr << "dist_worker: bad arguments for mode '" << mode << "'\n";
     return 2;

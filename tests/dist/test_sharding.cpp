@@ -428,6 +428,21 @@ TEST_CASE("full sharding: ranks announcing different layer operations both fail 
   }
 }
 
+TEST_CASE("full sharding: a rank meeting its peers before another model's layers does not end their drain",
+          "[dist][sharding]") {
+  // dist_worker.cpp, worker_sharded_layers.cpp: rank 0 moves from model A's
+  // layers to model B's while its peers, done, wait to all-reduce.
+  for (const int world : {2, 4}) {
+    INFO("world size " << world);
+    for (const auto& [rank, values] : worker_results(world, "layer_meeting")) {
+      INFO("rank " << rank << ": " << values.dump());
+      CHECK_FALSE(values.contains("error"));
+      CHECK(values["sum"].get<double>() == world * (world + 1) / 2.0);
+      if (rank == 0) CHECK(values["b_error"].get<double>() == 0.0);
+    }
+  }
+}
+
 TEST_CASE("full sharding: every rank writes its share of the weights, refused alike on every rank for a NaN",
           "[dist][sharding]") {
   // dist_worker.cpp, worker_rank_weights.cpp: the tiny model's 5 groups

@@ -18,6 +18,7 @@ int run_layer_shards(const dist::LaunchEnv& launch);
 int run_sharded_layers(const dist::LaunchEnv& launch);
 int run_full_adamw(const dist::LaunchEnv& launch, const std::filesystem::path& dir);
 int run_layer_divergence(const dist::LaunchEnv& launch);
+int run_layer_meeting(const dist::LaunchEnv& launch);
 int run_rank_weights(const dist::LaunchEnv& launch, const std::filesystem::path& dir);
 
 }  // namespace ptrain::dist_test

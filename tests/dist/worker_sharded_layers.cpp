@@ -2,6 +2,7 @@
 
 #include "core/checkpoint/state_pieces.h"
 #include "core/dist/c10d_communicator.h"
+#include "core/dist/draining_communicator.h"
 #include "core/model/safetensors.h"
 #include "core/train/full_sharded_optimizer.h"
 #include "core/train/sharded_layers.h"
@@ -286,6 +287,43 @@ int run_layer_divergence(const dist::LaunchEnv& launch) {
     error = caught.what();
   }
   std::cout << "RESULT " << nlohmann::json{{"rank", launch.rank}, {"error", error}}.dump() << std::endl;
+  return 0;
+}
+
+}  // namespace ptrain::dist_test
+
+namespace ptrain::dist_test {
+
+// Rank 0 gathers a layer of model A, then one of model B (the ranks meet
+// before B); every other rank gathers A's layer only and then all-reduces
+// through the draining communicator, as a rank with fewer microbatches does.
+// The drain must go on joining B's gather, not end at rank 0's meeting.
+int run_layer_meeting(const dist::LaunchEnv& launch) {
+  auto communicator = dist::make_communicator(launch, std::chrono::seconds(30));
+  auto model_a = model::CausalLm::init_random(testing::tiny_model_config(), kModelSeed);
+  auto model_b = model::CausalLm::init_random(testing::tiny_model_config(), kModelSeed + 1);
+  const auto expected_b = model::CausalLm::init_random(testing::tiny_model_config(), kModelSeed + 1);
+  train::LayerCollectives collectives(*communicator);
+  dist::DrainingCommunicator draining(*communicator);
+  draining.set_before_collective([&collectives] { collectives.drain(); });
+  train::ShardedLayers layers_a(*model_a, collectives, train::ShardedLayers::Use::kFrozen);
+  train::ShardedLayers layers_b(*model_b, collectives, train::ShardedLayers::Use::kFrozen);
+  nlohmann::json result{{"rank", launch.rank}};
+  try {
+    layers_a.gather(0);
+    layers_a.release(0);
+    if (launch.rank == 0) {
+      layers_b.gather(1);
+      result["b_error"] = testing::relative_error(model_b->layer_tensors(1), expected_b->layer_tensors(1));
+      layers_b.release(1);
+    }
+    std::vector<at::Tensor> sum{at::full({5}, launch.rank + 1.0, at::kDouble)};
+    draining.all_reduce_sum(sum);
+    result["sum"] = sum[0].sum().item<double>() / 5;
+  } catch (const sdk::Error& error) {
+    result["error"] = error.what();
+  }
+  std::cout << "RESULT " << result.dump() << std::endl;
   return 0;
 }
 
