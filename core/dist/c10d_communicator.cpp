@@ -147,18 +147,17 @@ class C10dCommunicator final : public Communicator {
                                          std::vector<at::Tensor>{input.narrow(0, chunk * launch_.rank, chunk)});
   }
 
-  void all_gather(at::Tensor& input, at::Tensor& output) override {
+  std::unique_ptr<PendingCollective> all_gather_async(at::Tensor& input, at::Tensor& output) override {
     const std::string operation = "all_gather";
     if (has_tensor_collectives()) {
-      C10dPending(start(operation, [&] { return group_->_allgather_base(output, input); }), *this, operation, {}, {})
-          .wait();
-      return;
+      return std::make_unique<C10dPending>(start(operation, [&] { return group_->_allgather_base(output, input); }),
+                                           *this, operation, std::vector<at::Tensor>{}, std::vector<at::Tensor>{});
     }
     // Emulated: a SUM of zeros and each rank's own chunk, exact in any order.
     output.zero_();
     output.narrow(0, input.numel() * launch_.rank, input.numel()).copy_(input);
     std::vector<at::Tensor> whole{output};
-    all_reduce_sum(whole);
+    return all_reduce_sum_async(whole);
   }
 
   double collective_seconds() const override { return collective_seconds_; }

@@ -44,8 +44,11 @@ class Communicator {
   // [world_size * chunk], and this rank's chunk of the sum over ranks lands
   // in `output` ([chunk]); `input` may be overwritten.
   virtual std::unique_ptr<PendingCollective> reduce_scatter_sum_async(at::Tensor& input, at::Tensor& output) = 0;
-  // `output` ([world_size * chunk]) receives every rank's `input` ([chunk]) in rank order.
-  virtual void all_gather(at::Tensor& input, at::Tensor& output) = 0;
+  // Starts an all-gather and returns at once: `output` ([world_size * chunk])
+  // receives every rank's `input` ([chunk]) in rank order; both stay alive
+  // and untouched until wait() returns.
+  virtual std::unique_ptr<PendingCollective> all_gather_async(at::Tensor& input, at::Tensor& output) = 0;
+  void all_gather(at::Tensor& input, at::Tensor& output) { all_gather_async(input, output)->wait(); }
 
   // Wall time this process has spent waiting in collectives.
   virtual double collective_seconds() const = 0;

@@ -33,9 +33,9 @@ std::unique_ptr<PendingCollective> DrainingCommunicator::reduce_scatter_sum_asyn
   return inner_.reduce_scatter_sum_async(input, output);
 }
 
-void DrainingCommunicator::all_gather(at::Tensor& input, at::Tensor& output) {
+std::unique_ptr<PendingCollective> DrainingCommunicator::all_gather_async(at::Tensor& input, at::Tensor& output) {
   drain();
-  inner_.all_gather(input, output);
+  return inner_.all_gather_async(input, output);
 }
 
 }  // namespace ptrain::dist

@@ -34,7 +34,7 @@ class DrainingCommunicator final : public Communicator {
   void barrier() override;
   std::unique_ptr<PendingCollective> all_reduce_sum_async(std::vector<at::Tensor>& tensors) override;
   std::unique_ptr<PendingCollective> reduce_scatter_sum_async(at::Tensor& input, at::Tensor& output) override;
-  void all_gather(at::Tensor& input, at::Tensor& output) override;
+  std::unique_ptr<PendingCollective> all_gather_async(at::Tensor& input, at::Tensor& output) override;
 
   double collective_seconds() const override { return inner_.collective_seconds(); }
 

@@ -97,24 +97,34 @@ at::Tensor LayerShards::unpack_rounded(const at::Tensor& messages) const {
   return full;
 }
 
-at::Tensor LayerShards::gathered_buffer(at::ScalarType matrices_as) {
-  if (!rounds(matrices_as)) {
-    at::Tensor full = at::empty({chunk_ * communicator_.world_size()}, weight_shard_.options());
-    communicator_.all_gather(weight_shard_, full);
-    return full;
-  }
-  // Moved as int32 (pairs of halves): Gloo without all-gather emulates it
-  // with an integer sum, which it does not offer for int16.
-  at::Tensor message = rounded_message().view(at::kInt);
-  at::Tensor messages = at::empty({message.numel() * communicator_.world_size()}, message.options());
-  communicator_.all_gather(message, messages);
-  return messages.view(at::kShort);
+void LayerShards::start_gather(at::ScalarType matrices_as) {
+  TORCH_CHECK(!in_flight_.work, "layer shards: a gather is already in flight");
+  const at::NoGradGuard no_grad;
+  in_flight_.rounded = rounds(matrices_as);
+  // Rounded messages travel as int32 (pairs of halves): Gloo without
+  // all-gather emulates it with an integer sum, which it lacks for int16.
+  in_flight_.input = in_flight_.rounded ? rounded_message().view(at::kInt) : weight_shard_;
+  in_flight_.output = at::empty({in_flight_.input.numel() * communicator_.world_size()}, in_flight_.input.options());
+  in_flight_.work = communicator_.all_gather_async(in_flight_.input, in_flight_.output);
+}
+
+at::Tensor LayerShards::wait_gather() {
+  TORCH_CHECK(in_flight_.work, "layer shards: no gather in flight");
+  in_flight_.work->wait();
+  at::Tensor output = in_flight_.output;
+  const bool rounded = in_flight_.rounded;
+  in_flight_ = InFlight{};
+  return rounded ? unpack_rounded(output.view(at::kShort)) : output;
 }
 
 void LayerShards::gather(at::ScalarType matrices_as) {
+  start_gather(matrices_as);
+  finish_gather();
+}
+
+void LayerShards::finish_gather() {
   const at::NoGradGuard no_grad;
-  at::Tensor full = gathered_buffer(matrices_as);
-  if (rounds(matrices_as)) full = unpack_rounded(full);
+  const at::Tensor full = wait_gather();
   int64_t offset = 0;
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const int64_t n = numels_[i];
@@ -126,8 +136,9 @@ void LayerShards::gather(at::ScalarType matrices_as) {
 }
 
 void LayerShards::join_gather(at::ScalarType matrices_as) {
-  const at::NoGradGuard no_grad;
-  gathered_buffer(matrices_as);
+  start_gather(matrices_as);
+  in_flight_.work->wait();
+  in_flight_ = InFlight{};
 }
 
 void LayerShards::release() {

@@ -18,6 +18,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace ptrain::dist {
@@ -57,6 +58,12 @@ class LayerShards {
   // `matrices_as`) without touching the tensors (a rank with nothing to
   // compute at that point).
   void join_gather(at::ScalarType matrices_as = at::kFloat);
+  // gather() in two halves, so the chunks travel while the caller computes:
+  // start_gather() issues the collective, finish_gather() waits for it and
+  // makes the tensors full. One gather in flight at a time.
+  void start_gather(at::ScalarType matrices_as = at::kFloat);
+  void finish_gather();
+  bool gather_in_flight() const { return in_flight_.work != nullptr; }
   // The tensors hold no elements until the next gather().
   void release();
   bool gathered() const { return gathered_; }
@@ -74,8 +81,15 @@ class LayerShards {
   int64_t message_halves() const;
   at::Tensor rounded_message() const;
   at::Tensor unpack_rounded(const at::Tensor& messages) const;
-  // Collective: every rank's chunk, float32 or as rounded messages.
-  at::Tensor gathered_buffer(at::ScalarType matrices_as);
+  // The full float32 buffer of the gather in flight, once it arrives.
+  at::Tensor wait_gather();
+
+  struct InFlight {
+    std::unique_ptr<PendingCollective> work;
+    at::Tensor input, output;  // alive until the collective completes
+    bool rounded = false;
+  };
+  InFlight in_flight_;
 
   std::vector<at::Tensor> tensors_;
   std::vector<std::vector<int64_t>> shapes_;  // as handed in: release() empties the tensors

@@ -526,7 +526,7 @@ at::Tensor CausalLm::hidden_states(const at::Tensor& input_ids, const at::Tensor
     if (checkpoint) {
       x = checkpointed_layer(i, x, layout);
     } else if (layer_source_ != nullptr) {
-      layer_source_->gather(i);
+      gather_layer(i, +1);
       x = decoder_layer(i, x, layout);
       layer_source_->release(i);
     } else {

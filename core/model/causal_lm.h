@@ -168,6 +168,10 @@ class CausalLm : public sdk::LanguageModel {
     // This ← (1 − alpha)·this + alpha·other, layer by layer, for a source
     // sharded alike (soft_update_from). Collective-free.
     virtual void blend_from(LayerParameterSource& other, double alpha) = 0;
+    // `layer` is gathered next: its gather may start now, to overlap with
+    // the current layer's compute (the forwards' order: ascending; backward's:
+    // descending). The default starts nothing.
+    virtual void prefetch(size_t /*layer*/) {}
   };
   // `source` outlives the model's forwards and backwards; nullptr: none.
   void set_layer_parameter_source(LayerParameterSource* source) { layer_source_ = source; }
@@ -281,6 +285,9 @@ class CausalLm : public sdk::LanguageModel {
   // decoder_layer without keeping activations; recomputed in backward
   // (causal_lm_checkpoint.cpp).
   at::Tensor checkpointed_layer(size_t index, const at::Tensor& x, const AttentionLayout& layout) const;
+  // Sharded: gathers layer `index` and starts the gather of layer `index` +
+  // `direction` (+1 in forwards, −1 in backward) when there is one.
+  void gather_layer(size_t index, int direction) const;
   struct CheckpointFunction;  // the autograd node of checkpointed_layer
   sdk::TargetLogProbs score_targets(const sdk::TokenBatch& batch, bool with_entropy);
   // decode_step's attention: writes this step's keys and values into the

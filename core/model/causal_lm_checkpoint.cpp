@@ -41,7 +41,7 @@ struct CausalLm::CheckpointFunction : public torch::autograd::Function<CausalLm:
     ctx->saved_data["dropout_probability"] = layout->lora_dropout.probability;
     ctx->saved_data["dropout_seed"] = static_cast<int64_t>(layout->lora_dropout.seed);
     LayerParameterSource* source = model->layer_source_;
-    if (source != nullptr) source->gather(static_cast<size_t>(index));
+    if (source != nullptr) model->gather_layer(static_cast<size_t>(index), +1);
     at::Tensor y = model->decoder_layer(static_cast<size_t>(index), x, *layout);  // autograd is off in forward
     if (source != nullptr) source->release(static_cast<size_t>(index));
     return {y};
@@ -61,7 +61,7 @@ struct CausalLm::CheckpointFunction : public torch::autograd::Function<CausalLm:
 
     const at::Tensor x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
     LayerParameterSource* source = model->layer_source_;
-    if (source != nullptr) source->gather(index);
+    if (source != nullptr) model->gather_layer(index, -1);
     const std::vector<at::Tensor> parameters = model->layer_parameters(index);
     std::vector<at::Tensor> inputs{x};
     inputs.insert(inputs.end(), parameters.begin(), parameters.end());
@@ -85,6 +85,12 @@ struct CausalLm::CheckpointFunction : public torch::autograd::Function<CausalLm:
     return result;
   }
 };
+
+void CausalLm::gather_layer(size_t index, int direction) const {
+  layer_source_->gather(index);
+  const auto next = static_cast<int64_t>(index) + direction;
+  if (next >= 0 && next < static_cast<int64_t>(layers_.size())) layer_source_->prefetch(static_cast<size_t>(next));
+}
 
 std::vector<const at::Tensor*> CausalLm::base_tensors(const Layer& layer) {
   return {&layer.input_norm, &layer.q_weight, &layer.q_bias, &layer.k_weight, &layer.k_bias,

@@ -132,7 +132,7 @@ at::Tensor CausalLm::decode_step(const at::Tensor& host_ids, const at::Tensor& h
 
   at::Tensor x = at::embedding(embed_tokens_, input_ids);  // [B, t, H]
   for (size_t i = 0; i < layers_.size(); ++i) {
-    if (layer_source_ != nullptr) layer_source_->gather(i);
+    if (layer_source_ != nullptr) gather_layer(i, +1);
     const Layer& layer = layers_[i];
     x = x + cached_attention(layer, rms_norm(x, layer.input_norm), cos, sin, blocked, cache.keys[i], cache.values[i],
                              start);

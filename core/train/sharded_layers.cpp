@@ -23,11 +23,35 @@ ShardedLayers::ShardedLayers(model::CausalLm& model, LayerCollectives& collectiv
 }
 
 void ShardedLayers::gather(size_t layer) {
+  if (prefetched_ == static_cast<int64_t>(layer)) {
+    prefetched_ = -1;
+    shards_.at(layer).finish_gather();
+    return;
+  }
+  drop_prefetch();
   collectives_.announce(id_, LayerOperation::kGather, layer);
   shards_.at(layer).gather(compute_dtype_);
 }
 
+void ShardedLayers::prefetch(size_t layer) {
+  if (prefetched_ == static_cast<int64_t>(layer)) return;
+  drop_prefetch();
+  collectives_.announce(id_, LayerOperation::kGather, layer);
+  shards_.at(layer).start_gather(compute_dtype_);
+  prefetched_ = static_cast<int64_t>(layer);
+}
+
+void ShardedLayers::drop_prefetch() {
+  if (prefetched_ < 0) return;
+  // Not the layer asked for after all: wait (the peers run the same gather) and let it go.
+  dist::LayerShards& shards = shards_.at(static_cast<size_t>(prefetched_));
+  prefetched_ = -1;
+  shards.finish_gather();
+  shards.release();
+}
+
 void ShardedLayers::gather_exact(size_t layer) {
+  drop_prefetch();
   collectives_.announce(id_, LayerOperation::kGatherExact, layer);
   shards_.at(layer).gather(at::kFloat);
 }

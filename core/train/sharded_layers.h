@@ -35,6 +35,10 @@ class ShardedLayers final : public model::CausalLm::LayerParameterSource, public
   void gather(size_t layer) override;
   // Collective: the layer's float32 master weights, exactly (a save).
   void gather_exact(size_t layer);
+  // Announces the layer's gather and starts it; the gather() of that layer
+  // that follows only waits for it. Any other layer operation first waits
+  // out an unused prefetch.
+  void prefetch(size_t layer) override;
   void release(size_t layer) override { shards_.at(layer).release(); }
   void add_gradients(size_t layer, const std::vector<at::Tensor>& gradients) override;
   void join(LayerOperation operation, size_t layer) override;
@@ -58,6 +62,9 @@ class ShardedLayers final : public model::CausalLm::LayerParameterSource, public
   std::vector<dist::LayerShards> shards_;
   std::set<const void*> held_;  // the layers' tensors, by implementation
   at::ScalarType compute_dtype_;  // the model's, as this source was attached
+  int64_t prefetched_ = -1;       // the layer whose gather is in flight; -1: none
+
+  void drop_prefetch();
   int id_;
 };
 

@@ -36,7 +36,7 @@ class UnreachedCommunicator final : public dist::Communicator {
   void barrier() override { unreached(); }
   std::unique_ptr<dist::PendingCollective> all_reduce_sum_async(std::vector<at::Tensor>&) override { unreached(); }
   std::unique_ptr<dist::PendingCollective> reduce_scatter_sum_async(at::Tensor&, at::Tensor&) override { unreached(); }
-  void all_gather(at::Tensor&, at::Tensor&) override { unreached(); }
+  std::unique_ptr<dist::PendingCollective> all_gather_async(at::Tensor&, at::Tensor&) override { unreached(); }
   double collective_seconds() const override { return 0.0; }
 
  private:
