@@ -135,6 +135,32 @@ void check_same_metrics(const fs::path& actual_run, const fs::path& expected_run
   }
 }
 
+struct PairedRuns {
+  fs::path none, full;
+  std::string none_output, full_output;
+};
+
+// `config` with `extra` settings at world size 2, under sharding "none" and
+// "full" (in dir/<name>_none and dir/<name>_full): every logged metric within
+// `metric_tolerance` relative or `metric_margin` absolute, final weights within 1e-6.
+PairedRuns full_against_none(const fs::path& dir, const std::string& name, const fs::path& config,
+                             const std::string& extra, double metric_tolerance, double metric_margin = 1e-12) {
+  PairedRuns runs{dir / (name + "_none"), dir / (name + "_full"), "", ""};
+  const CommandResult replicated_run = train(2, config, runs.none, "none", extra);
+  INFO(name << "\n" << replicated_run.output);
+  REQUIRE(replicated_run.exit_code == 0);
+  const CommandResult sharded_run = train(2, config, runs.full, "full", extra);
+  INFO(sharded_run.output);
+  REQUIRE(sharded_run.exit_code == 0);
+  check_same_metrics(runs.full, runs.none, metric_tolerance, metric_margin);
+  const double error = testing::relative_error(final_weights(runs.full), final_weights(runs.none));
+  INFO("relative weight error " << error);
+  CHECK(error <= 1e-6);
+  runs.none_output = replicated_run.output;
+  runs.full_output = sharded_run.output;
+  return runs;
+}
+
 }  // namespace
 
 TEST_CASE("optimizer and full sharding give the weights of replicated training after several AdamW steps",
@@ -192,42 +218,20 @@ TEST_CASE("full sharding matches replicated training when ranks run different nu
                            " --set checkpoint.best_metric=\"eval/loss\""},
       {"packed", uneven + " --set batch.micro_tokens=32 --set batch.packing=true"}};
   for (const auto& [name, settings] : variants) {
-    const fs::path none = dir / (name + "_none"), full = dir / (name + "_full");
-    const CommandResult replicated_run = train(2, config, none, "none", settings);
-    INFO(name << "\n" << replicated_run.output);
-    REQUIRE(replicated_run.exit_code == 0);
-    const CommandResult sharded_run = train(2, config, full, "full", settings);
-    INFO(sharded_run.output);
-    REQUIRE(sharded_run.exit_code == 0);
-    check_same_metrics(full, none, 1e-6);
-    const double error = testing::relative_error(final_weights(full), final_weights(none));
-    INFO("relative weight error " << error);
-    CHECK(error <= 1e-6);
+    const PairedRuns runs = full_against_none(dir, name, config, settings, 1e-6);
     if (name == "microbatches") {
-      REQUIRE(testing::read_metrics_jsonl(full / "metrics.jsonl").back().contains("eval/loss"));
+      REQUIRE(testing::read_metrics_jsonl(runs.full / "metrics.jsonl").back().contains("eval/loss"));
       // Each rank wrote its share of every model directory (rank_weight_writer.h).
-      for (const fs::path& model_dir : {full / "best", full / "final", full / "checkpoints" / "step_3"}) {
+      for (const fs::path& model_dir : {runs.full / "best", runs.full / "final", runs.full / "checkpoints" / "step_3"}) {
         INFO(model_dir);
         CHECK(weight_files(model_dir) == std::set<std::string>{"model-00001-of-00002.safetensors",
                                                                 "model-00002-of-00002.safetensors"});
       }
-      CHECK(weight_files(none / "final") == std::set<std::string>{"model.safetensors"});
+      CHECK(weight_files(runs.none / "final") == std::set<std::string>{"model.safetensors"});
     }
   }
-  // DPO: each microbatch runs the policy and then the reference, so the rank
-  // with 4 switches models while its peer, done with 3, waits to all-reduce.
-  const fs::path dpo_config = write_plugin_config(dir, "dpo");
-  const std::string dpo_uneven = uneven + " --set batch.micro_size=1";
-  const CommandResult replicated_run = train(2, dpo_config, dir / "dpo_none", "none", dpo_uneven);
-  INFO(replicated_run.output);
-  REQUIRE(replicated_run.exit_code == 0);
-  const CommandResult sharded_run = train(2, dpo_config, dir / "dpo_full", "full", dpo_uneven);
-  INFO(sharded_run.output);
-  REQUIRE(sharded_run.exit_code == 0);
-  check_same_metrics(dir / "dpo_full", dir / "dpo_none", 1e-5, 2e-7);
-  const double error = testing::relative_error(final_weights(dir / "dpo_full"), final_weights(dir / "dpo_none"));
-  INFO("relative weight error " << error);
-  CHECK(error <= 1e-6);
+  // DPO, one pair per microbatch: the rank with 4 ends its step later.
+  full_against_none(dir, "dpo", write_plugin_config(dir, "dpo"), uneven + " --set batch.micro_size=1", 1e-5, 2e-7);
 }
 
 TEST_CASE("full sharding under bf16-mixed gathers bfloat16 matrices and matches replicated bf16-mixed training",
@@ -237,62 +241,36 @@ TEST_CASE("full sharding under bf16-mixed gathers bfloat16 matrices and matches 
   // replicated bf16-mixed training's, up to the float32 summation order.
   const fs::path dir = testing::fresh_test_dir("sharding_full_bf16");
   const fs::path config = write_plugin_config(dir, "sft");
-  const std::string mixed = " --set runtime.precision=\"bf16-mixed\"";
-  const CommandResult replicated_run = train(2, config, dir / "none", "none", mixed);
-  INFO(replicated_run.output);
-  REQUIRE(replicated_run.exit_code == 0);
-  const CommandResult sharded_run = train(2, config, dir / "full", "full", mixed);
-  INFO(sharded_run.output);
-  REQUIRE(sharded_run.exit_code == 0);
-  CHECK_THAT(sharded_run.output, Catch::Contains("their gathers move the matrices in bfloat16"));
-  check_same_metrics(dir / "full", dir / "none", 1e-5, 2e-7);
-  const double error = testing::relative_error(final_weights(dir / "full"), final_weights(dir / "none"));
-  INFO("relative weight error " << error);
-  CHECK(error <= 1e-6);
+  const PairedRuns runs =
+      full_against_none(dir, "bf16", config, " --set runtime.precision=\"bf16-mixed\"", 1e-5, 2e-7);
+  CHECK_THAT(runs.full_output, Catch::Contains("their gathers move the matrices in bfloat16"));
   // The steps moved the weights far more than the tolerance.
-  CHECK(testing::relative_error(initial_weights(dir, "sft", dir / "none"), final_weights(dir / "none")) > 1e-3);
+  CHECK(testing::relative_error(initial_weights(dir, "sft", runs.none), final_weights(runs.none)) > 1e-3);
 }
 
 TEST_CASE("full sharding shards a GRPO reward model's decoder layers and scores as replicated training does",
           "[dist][sharding][grpo][reward_model]") {
+  // Rollouts of different lengths: one rank scores with the reward model
+  // while the other still generates with the policy (the ranks meet first).
   const fs::path dir = testing::fresh_test_dir("sharding_full_reward_model");
   testing::write_tiny_reward_model(dir / "tiny_rm");
   const fs::path config = write_plugin_config(dir, "grpo");  // [module] comes last
   std::ofstream(config, std::ios::app) << "reward_models = [\"" << (dir / "tiny_rm").string()
                                        << "\"]\nreward_weights = [1.0, 1.0, 0.5]\n";
-  const CommandResult replicated_run = train(2, config, dir / "none", "none");
-  INFO(replicated_run.output);
-  REQUIRE(replicated_run.exit_code == 0);
-  const CommandResult sharded_run = train(2, config, dir / "full", "full");
-  INFO(sharded_run.output);
-  REQUIRE(sharded_run.exit_code == 0);
-  CHECK_THAT(sharded_run.output, Catch::Contains("a reward model's 2 decoder layers are sharded too"));
-  REQUIRE(testing::read_metrics_jsonl(dir / "full" / "metrics.jsonl").front().contains("rewards/tiny_rm/mean"));
-  check_same_metrics(dir / "full", dir / "none", 1e-5, 2e-7);
-  const double error = testing::relative_error(final_weights(dir / "full"), final_weights(dir / "none"));
-  INFO("relative weight error " << error);
-  CHECK(error <= 1e-6);
+  const PairedRuns runs = full_against_none(dir, "reward_model", config, "", 1e-5, 2e-7);
+  CHECK_THAT(runs.full_output, Catch::Contains("a reward model's 2 decoder layers are sharded too"));
+  CHECK(testing::read_metrics_jsonl(runs.full / "metrics.jsonl").front().contains("rewards/tiny_rm/mean"));
 }
 
 TEST_CASE("full sharding: a TR-DPO reference sync blends the sharded reference as replicated training does",
           "[dist][sharding][dpo]") {
   // The reference (sharded too) takes 0.5·policy + 0.5·reference before every step after the first.
+  // Reward margins of ~3e-3 differed by 3.6e-8 on LibTorch 2.6 (another float32 summation order).
   const fs::path dir = testing::fresh_test_dir("sharding_full_trdpo");
-  const fs::path config = write_plugin_config(dir, "dpo");
   const std::string sync =
       " --set module.sync_reference=true --set module.sync_reference_steps=1 --set module.sync_reference_alpha=0.5";
-  const CommandResult replicated_run = train(2, config, dir / "none", "none", sync);
-  INFO(replicated_run.output);
-  REQUIRE(replicated_run.exit_code == 0);
-  CHECK_THAT(replicated_run.output, Catch::Contains("reference ← 0.5"));
-  const CommandResult sharded_run = train(2, config, dir / "full", "full", sync);
-  INFO(sharded_run.output);
-  REQUIRE(sharded_run.exit_code == 0);
-  // Reward margins of ~3e-3 differed by 3.6e-8 on LibTorch 2.6 (another float32 summation order).
-  check_same_metrics(dir / "full", dir / "none", 1e-5, 2e-7);
-  const double error = testing::relative_error(final_weights(dir / "full"), final_weights(dir / "none"));
-  INFO("relative weight error " << error);
-  CHECK(error <= 1e-6);
+  const PairedRuns runs = full_against_none(dir, "trdpo", write_plugin_config(dir, "dpo"), sync, 1e-5, 2e-7);
+  CHECK_THAT(runs.none_output, Catch::Contains("reference ← 0.5"));
 }
 
 TEST_CASE("a checkpoint resumes across world sizes 1, 2, 4 and sharding modes with the same batches",
