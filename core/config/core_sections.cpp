@@ -281,6 +281,8 @@ CoreSection lora_section() {
 CoreSection distributed_section() {
   const sdk::Choices<ShardingMode> sharding_modes{
       {"none", ShardingMode::kNone}, {"optimizer", ShardingMode::kOptimizer}, {"full", ShardingMode::kFull}};
+  const sdk::Choices<GenerationGather> generation_gathers{{"layer", GenerationGather::kLayer},
+                                                          {"whole", GenerationGather::kWhole}};
   auto binder =
       ConfigBinder<DistributedSection>()
           .key("timeout_s", &DistributedSection::timeout_s, 300, "seconds a collective may wait before the run fails",
@@ -289,7 +291,12 @@ CoreSection distributed_section() {
                "gradient all-reduce bucket size in MiB (buckets start during the last backward)", at_least(1))
           .choice("sharding", &DistributedSection::sharding, sharding_modes, ShardingMode::kNone,
                   "what ranks split: none (replicated), optimizer (ZeRO-1/2: gradients reduce-scattered, optimizer "
-                  "state sharded), full (ZeRO-3: decoder layers' parameters sharded too, gathered per layer)");
+                  "state sharded), full (ZeRO-3: decoder layers' parameters sharded too, gathered per layer)")
+          .choice("generation_gather", &DistributedSection::generation_gather, generation_gathers,
+                  GenerationGather::kLayer,
+                  "under sharding full, how rollouts get the policy's layers: layer (gathered one at a time for every "
+                  "decoding step: least memory) or whole (all gathered once per rollout call and held while it "
+                  "samples: as much memory as the whole model, far fewer collectives)");
   return bind_section("distributed", &RunConfig::distributed, std::move(binder));
 }
 

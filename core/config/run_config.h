@@ -139,10 +139,14 @@ struct LoraSection {
   bool save_merged = false;
 };
 
+// Under sharding "full": how generation gets the policy's decoder layers.
+enum class GenerationGather { kLayer, kWhole };
+
 struct DistributedSection {
   int64_t timeout_s = 0;
   int64_t bucket_mb = 0;  // gradient all-reduce bucket size
   ShardingMode sharding = ShardingMode::kNone;
+  GenerationGather generation_gather = GenerationGather::kLayer;
 };
 
 enum class DeviceChoice { kAuto, kCpu, kCuda };

@@ -102,6 +102,7 @@ std::optional<sdk::StopReason> stop_reason(const Row& row, const sdk::SamplingPa
 std::vector<sdk::Rollout> CausalLmRolloutEngine::generate(const std::vector<sdk::RolloutRequest>& requests,
                                                           const sdk::SamplingParams& params, int64_t max_batch) {
   std::vector<sdk::Rollout> rollouts(requests.size());
+  const model::CausalLm::LayersHeldWhole whole(model_, hold_whole_model_);
   const size_t chunk = max_batch > 0 ? static_cast<size_t>(max_batch) : std::max<size_t>(1, requests.size());
   // A bar while this step's rollouts are sampled (rank 0, on a terminal).
   log::PhaseProgress progress("generate", "rollouts", static_cast<int64_t>(requests.size()));

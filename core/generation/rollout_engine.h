@@ -24,6 +24,9 @@ class CausalLmRolloutEngine final : public sdk::RolloutEngine {
 
   std::vector<sdk::Rollout> generate(const std::vector<sdk::RolloutRequest>& requests,
                                      const sdk::SamplingParams& params, int64_t max_batch = 0) override;
+  // A sharded model's layers gathered whole once per generate() call, not
+  // at every decoding step (distributed.generation_gather = "whole").
+  void set_hold_whole_model(bool hold) { hold_whole_model_ = hold; }
 
  private:
   void generate_batch(const std::vector<sdk::RolloutRequest>& requests, const sdk::SamplingParams& params,
@@ -31,6 +34,7 @@ class CausalLmRolloutEngine final : public sdk::RolloutEngine {
 
   model::CausalLm& model_;
   const sdk::Tokenizer& tokenizer_;
+  bool hold_whole_model_ = false;
 };
 
 }  // namespace ptrain::generation

@@ -172,6 +172,27 @@ class CausalLm : public sdk::LanguageModel {
     // the current layer's compute (the forwards' order: ascending; backward's:
     // descending). The default starts nothing.
     virtual void prefetch(size_t /*layer*/) {}
+    // Every layer whole until release_whole(); the gathers and releases in
+    // between do nothing (generation with the whole model at hand). The
+    // defaults do nothing.
+    virtual void hold_whole() {}
+    virtual void release_whole() {}
+  };
+  // A sharded model's layers held whole while it lives (`hold` false, or no
+  // source: nothing happens).
+  class LayersHeldWhole {
+   public:
+    LayersHeldWhole(CausalLm& model, bool hold) : source_(hold ? model.layer_source_ : nullptr) {
+      if (source_ != nullptr) source_->hold_whole();
+    }
+    ~LayersHeldWhole() {
+      if (source_ != nullptr) source_->release_whole();
+    }
+    LayersHeldWhole(const LayersHeldWhole&) = delete;
+    LayersHeldWhole& operator=(const LayersHeldWhole&) = delete;
+
+   private:
+    LayerParameterSource* source_;
   };
   // `source` outlives the model's forwards and backwards; nullptr: none.
   void set_layer_parameter_source(LayerParameterSource* source) { layer_source_ = source; }

@@ -62,6 +62,7 @@ class HostContext final : public sdk::Context {
   sdk::Logger& logger() override { return logger_; }
   std::unique_ptr<sdk::Progress> start_progress(std::string_view label, int64_t total) override;
   sdk::RolloutEngine& rollout_engine() override { return rollout_engine_; }
+  generation::CausalLmRolloutEngine& policy_rollout_engine() { return rollout_engine_; }
   // Names are looked up where plugins are (plugin_search_dirs), after `extra_plugin_dirs`.
   std::unique_ptr<sdk::RewardLibrary> open_reward_library(const std::string& name_or_path) override {
     return load_reward_library(name_or_path, plugin_search_dirs(extra_plugin_dirs_));

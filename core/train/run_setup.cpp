@@ -224,6 +224,8 @@ RunParts load_run_parts(const config::RunConfig& config, const plugin::LoadedPlu
       std::make_unique<plugin::HostContext>(*policy, *tokenizer, config.module, communicator,
                                             sdk::RunInfo{config.seed, config.data.max_length, 0, 0, config.output_dir});
   context->set_frozen_model_hook(std::move(on_frozen_model));
+  context->policy_rollout_engine().set_hold_whole_model(config.distributed.generation_gather ==
+                                                        config::GenerationGather::kWhole);
   module->setup(*context);
   check_best_metric(config, *module);
   std::vector<sdk::Example> examples = load_examples(config, *module);

@@ -23,6 +23,7 @@ ShardedLayers::ShardedLayers(model::CausalLm& model, LayerCollectives& collectiv
 }
 
 void ShardedLayers::gather(size_t layer) {
+  if (held_whole_) return;
   if (prefetched_ == static_cast<int64_t>(layer)) {
     prefetched_ = -1;
     shards_.at(layer).finish_gather();
@@ -34,7 +35,7 @@ void ShardedLayers::gather(size_t layer) {
 }
 
 void ShardedLayers::prefetch(size_t layer) {
-  if (prefetched_ == static_cast<int64_t>(layer)) return;
+  if (held_whole_ || prefetched_ == static_cast<int64_t>(layer)) return;
   drop_prefetch();
   collectives_.announce(id_, LayerOperation::kGather, layer);
   shards_.at(layer).start_gather(compute_dtype_);
@@ -48,6 +49,16 @@ void ShardedLayers::drop_prefetch() {
   prefetched_ = -1;
   shards.finish_gather();
   shards.release();
+}
+
+void ShardedLayers::hold_whole() {
+  for (size_t i = 0; i < shards_.size(); ++i) gather(i);
+  held_whole_ = true;
+}
+
+void ShardedLayers::release_whole() {
+  held_whole_ = false;
+  for (dist::LayerShards& shards : shards_) shards.release();
 }
 
 void ShardedLayers::gather_exact(size_t layer) {

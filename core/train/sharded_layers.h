@@ -39,7 +39,12 @@ class ShardedLayers final : public model::CausalLm::LayerParameterSource, public
   // that follows only waits for it. Any other layer operation first waits
   // out an unused prefetch.
   void prefetch(size_t layer) override;
-  void release(size_t layer) override { shards_.at(layer).release(); }
+  // Collective: gathers every layer (announced, as forwards do).
+  void hold_whole() override;
+  void release_whole() override;
+  void release(size_t layer) override {
+    if (!held_whole_) shards_.at(layer).release();
+  }
   void add_gradients(size_t layer, const std::vector<at::Tensor>& gradients) override;
   void join(LayerOperation operation, size_t layer) override;
   // Throws sdk::Error unless `other` is a ShardedLayers of the same layout.
@@ -63,6 +68,7 @@ class ShardedLayers final : public model::CausalLm::LayerParameterSource, public
   std::set<const void*> held_;  // the layers' tensors, by implementation
   at::ScalarType compute_dtype_;  // the model's, as this source was attached
   int64_t prefetched_ = -1;       // the layer whose gather is in flight; -1: none
+  bool held_whole_ = false;
 
   void drop_prefetch();
   int id_;

@@ -101,7 +101,10 @@ std::vector<at::Tensor> shard_policy_layers(TrainingRun& run,
   log::info("train", "sharding full: the policy's " + std::to_string(run.parts.policy->num_layers()) +
                          " decoder layers are sharded over " + std::to_string(run.communicator.world_size()) +
                          " ranks; their gathers move " +
-                         (bf16 ? "the matrices in bfloat16 (norm weights and biases in float32)" : "float32"));
+                         (bf16 ? "the matrices in bfloat16 (norm weights and biases in float32)" : "float32") +
+                         (run.config.distributed.generation_gather == config::GenerationGather::kWhole
+                              ? "; rollouts hold them whole (distributed.generation_gather = \"whole\")"
+                              : ""));
   std::vector<at::Tensor> replicated;
   for (const at::Tensor& parameter : parameters) {
     if (!run.sharded_layers->holds(parameter)) replicated.push_back(parameter);

@@ -262,6 +262,16 @@ TEST_CASE("full sharding shards a GRPO reward model's decoder layers and scores 
   CHECK(testing::read_metrics_jsonl(runs.full / "metrics.jsonl").front().contains("rewards/tiny_rm/mean"));
 }
 
+TEST_CASE("full sharding: GRPO rollouts from the policy's layers held whole give replicated training's result",
+          "[dist][sharding][grpo]") {
+  // distributed.generation_gather = "whole": one gather of every layer per
+  // rollout call instead of one per decoding step, the same samples.
+  const fs::path dir = testing::fresh_test_dir("sharding_full_whole_rollouts");
+  const PairedRuns runs = full_against_none(dir, "whole", write_plugin_config(dir, "grpo"),
+                                            " --set distributed.generation_gather=\"whole\"", 1e-5, 2e-7);
+  CHECK_THAT(runs.full_output, Catch::Contains("rollouts hold them whole"));
+}
+
 TEST_CASE("full sharding: a TR-DPO reference sync blends the sharded reference as replicated training does",
           "[dist][sharding][dpo]") {
   // The reference (sharded too) takes 0.5·policy + 0.5·reference before every step after the first.
