@@ -456,8 +456,9 @@ def sharding():
             met = memory[mode, world] <= full_target if mode == "full" else None
             rows.append(row(f"params+grads+AdamW state per rank, small, world {world}: {mode} vs none sharding",
                             memory[mode, world], "MiB", memory["none", world], target=target, met=met,
-                            note="held between steps; under full one layer at a time is gathered whole in "
-                                 "forward and backward, and while a checkpoint or final/ is written" if mode == "full"
+                            note="held between steps; under full one layer (and the next, prefetched) is gathered "
+                                 "whole in forward and backward, and one layer at a time while a checkpoint or "
+                                 "final/ is written" if mode == "full"
                             else ""))
     speed = {}
     for mode in modes:
