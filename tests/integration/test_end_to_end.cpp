@@ -112,7 +112,7 @@ TEST_CASE("ptrain validate checks everything without training", "[e2e]") {
   const std::string validate = std::string(PTRAIN_EXE) + " validate -c " + config.string();
   CHECK_THAT(run_command("cd " + build_dir.string() + " && " + validate).output,
              Catch::Contains("(lib/ptrain/plugins/libptrain_plugin_sft.so)"));
-  CHECK_THAT(run_command("cd / && " + validate).output,
+  CHECK_THAT(run_command("cd " + dir.string() + " && " + validate).output,
              Catch::Contains("(" + (build_dir / "lib/ptrain/plugins/libptrain_plugin_sft.so").string() + ")"));
 
   const CommandResult bad_key = run_ptrain("validate -c " + config.string() + " --set optim.lrr=1e-3");
