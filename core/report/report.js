@@ -111,35 +111,37 @@
     return checkbox;
   }
 
-  data.families.forEach(function (family, familyIndex) {
-    var lines = familyLines(family);
-    var rows = rowsOf(lines);
-    var points = rows.reduce(function (sum, row) {
-      return sum + row.slice(1).filter(function (v) { return v !== null; }).length;
-    }, 0);
+  // Steps are whole numbers: ticks between them would label no step.
+  function wholeStepTicker(low, high, pixels, opts, dygraph, values) {
+    return Dygraph.numericTicks(low, high, pixels, opts, dygraph, values).filter(function (tick) {
+      return Math.abs(tick.v - Math.round(tick.v)) < 1e-9;
+    });
+  }
 
-    var box = element('div', 'chart', container);
-    box.id = 'chart-' + familyIndex;
-    box.setAttribute('data-family', family.name);
-    box.setAttribute('data-series', String(lines.length));
-    box.setAttribute('data-points', String(points));
-    var logCheckbox = chartHead(box, family, rows);
-    var plotDiv = element('div', 'plot', box);
-    var legendDiv = element('div', 'legend', box);
-    var chart = { family: family.name, series: lines.length, points: points,
-                  labels: lines.map(function (line) { return line.label; }), yTicks: [], ySplits: [] };
+  // dygraphs' own y ticks, labelled so that each says its value (recorded in
+  // `chart`); under a log scale only the ticks dygraphs labels keep a label.
+  function distinctYTicker(chart) {
+    return function (low, high, pixels, opts, dygraph, values) {
+      var ticks = Dygraph.numericTicks(low, high, pixels, opts, dygraph, values);
+      var labelled = ticks.filter(function (tick) { return tick.label !== ''; });
+      chart.ySplits = labelled.map(function (tick) { return tick.v; });
+      chart.yTicks = distinctTickLabels(chart.ySplits);
+      labelled.forEach(function (tick, i) { tick.label = chart.yTicks[i]; });
+      return ticks;
+    };
+  }
 
-    var seriesOptions = {};
+  function plotOptions(chart, lines, rows, legendDiv) {
+    var series = {};
     lines.forEach(function (line) {
       // An evaluation's curve is dashed, beside its training counterpart.
-      seriesOptions[line.label] = { strokePattern: line.evaluation ? [6, 4] : null,
-                                    drawPoints: rows.length <= 40 || line.evaluation };
+      series[line.label] = { strokePattern: line.evaluation ? [6, 4] : null,
+                             drawPoints: rows.length <= 40 || line.evaluation };
     });
-    var valueFormatter = function (value) { return formatNumber(value, 6); };
-    chart.plot = new Dygraph(plotDiv, rows, {
+    return {
       labels: ['step'].concat(chart.labels),
       colors: lines.map(function (line, i) { return palette[i % palette.length]; }),
-      series: seriesOptions,
+      series: series,
       width: width,
       height: 240,
       xlabel: 'step',
@@ -153,42 +155,43 @@
       labelsDiv: legendDiv,
       legendFormatter: function (legend) { return legendHtml(legend, lines); },
       axes: {
-        x: {
-          valueFormatter: function (x) { return String(x); },
-          // Steps are whole numbers: ticks between them would label no step.
-          ticker: function (low, high, pixels, opts, dygraph, values) {
-            return Dygraph.numericTicks(low, high, pixels, opts, dygraph, values).filter(function (tick) {
-              return Math.abs(tick.v - Math.round(tick.v)) < 1e-9;
-            });
-          }
-        },
-        y: {
-          axisLabelWidth: 70,
-          valueFormatter: valueFormatter,
-          // dygraphs' own ticks, labelled so that each says its value; under a
-          // log scale only the ticks dygraphs labels keep a label.
-          ticker: function (low, high, pixels, opts, dygraph, values) {
-            var ticks = Dygraph.numericTicks(low, high, pixels, opts, dygraph, values);
-            var labelled = ticks.filter(function (tick) { return tick.label !== ''; });
-            chart.ySplits = labelled.map(function (tick) { return tick.v; });
-            chart.yTicks = distinctTickLabels(chart.ySplits);
-            labelled.forEach(function (tick, i) { tick.label = chart.yTicks[i]; });
-            return ticks;
-          }
-        }
+        x: { valueFormatter: String, ticker: wholeStepTicker },
+        y: { axisLabelWidth: 70, valueFormatter: function (value) { return formatNumber(value, 6); },
+             ticker: distinctYTicker(chart) }
       }
-    });
+    };
+  }
+
+  function addChart(family, familyIndex) {
+    var lines = familyLines(family);
+    var rows = rowsOf(lines);
+    var points = rows.reduce(function (sum, row) {
+      return sum + row.slice(1).filter(function (v) { return v !== null; }).length;
+    }, 0);
+    var box = element('div', 'chart', container);
+    box.id = 'chart-' + familyIndex;
+    box.setAttribute('data-family', family.name);
+    box.setAttribute('data-series', String(lines.length));
+    box.setAttribute('data-points', String(points));
+    var logCheckbox = chartHead(box, family, rows);
+    var plotDiv = element('div', 'plot', box);
+    var legendDiv = element('div', 'legend', box);
+    var chart = { family: family.name, series: lines.length, points: points,
+                  labels: lines.map(function (line) { return line.label; }), yTicks: [], ySplits: [] };
+    chart.plot = new Dygraph(plotDiv, rows, plotOptions(chart, lines, rows, legendDiv));
     if (lines.length === 0) legendDiv.textContent = 'no finite value in any run';
     legendDiv.addEventListener('click', function (event) {
-      var series = event.target.closest('.series');
-      if (!series) return;
-      var index = Number(series.getAttribute('data-index'));
+      var entry = event.target.closest('.series');
+      if (!entry) return;
+      var index = Number(entry.getAttribute('data-index'));
       chart.plot.setVisibility(index, !chart.plot.visibility()[index]);
     });
     logCheckbox.addEventListener('change', function () {
       chart.plot.updateOptions({ logscale: logCheckbox.checked });
     });
     report.charts.push(chart);
-  });
+  }
+
+  data.families.forEach(addChart);
   report.ready = true;
 })();
