@@ -17,8 +17,9 @@ BUILD = Path(os.environ.get("PTRAIN_BUILD_DIR", ROOT / "build"))
 if not BUILD.is_absolute():
     BUILD = ROOT / BUILD
 OUT = ROOT / "bench" / "out"
-# Debian's, which has python3-torch (not a pyenv one); on a GPU machine its PyTorch.
-PYTHON = os.environ.get("PTRAIN_BENCH_PYTHON", "/usr/bin/python3")
+# The project's Python environment (scripts/python-env.sh), never the python3
+# first on the PATH; on a GPU machine, that machine's PyTorch (PTRAIN_PYTHON).
+PYTHON = os.environ.get("PTRAIN_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
 THREADS = int(os.environ.get("PTRAIN_BENCH_THREADS", "2"))
 
 
@@ -156,6 +157,15 @@ def run_reference(name, config, warmup, steps, env=None, extra_args=()):
     result = last_json_line(stdout)
     result["peak_rss_mb"] = peak_rss_mb
     return result
+
+
+def compared_libraries():
+    """"ptrain on LibTorch X, PyTorch eager on PyTorch Y (its BLAS)": what the suite's baselines compare."""
+    ptrain = subprocess.run([str(BUILD / "bin" / "ptrain"), "--version"], capture_output=True, text=True).stdout
+    libtorch = ptrain[ptrain.find("LibTorch"):].rstrip(")\n") if "LibTorch" in ptrain else "LibTorch (unknown)"
+    code = "import torch; print(torch.__version__, 'on', 'MKL' if torch.backends.mkl.is_available() else 'its BLAS')"
+    pytorch = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True).stdout.strip() or "(no torch)"
+    return f"ptrain on {libtorch}, PyTorch eager on PyTorch {pytorch} ({PYTHON})"
 
 
 def run_bench(binary, args, log_name, env=None):
