@@ -9,10 +9,14 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "clients"))
+from oracles.toml_config import toml_text  # noqa: E402  (the client checks write their configs alike)
+
 BUILD = Path(os.environ.get("PTRAIN_BUILD_DIR", ROOT / "build"))
 if not BUILD.is_absolute():
     BUILD = ROOT / BUILD
@@ -60,23 +64,9 @@ def last_json_line(stdout):
     raise ValueError("no JSON result line in output")
 
 
-def toml_value(value):
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value)  # a JSON string is a valid TOML basic string
-    if isinstance(value, list):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    return repr(value)
-
-
 def write_config(path, config):
     """config: {key: value | {key: value}} → a TOML file (tables after top-level keys)."""
-    lines = [f"{k} = {toml_value(v)}" for k, v in config.items() if not isinstance(v, dict)]
-    for section, table in config.items():
-        if isinstance(table, dict):
-            lines += ["", f"[{section}]"] + [f"{k} = {toml_value(v)}" for k, v in table.items()]
-    Path(path).write_text("\n".join(lines) + "\n")
+    Path(path).write_text(toml_text(config))
 
 
 def sft_config(name, model, data, max_length, global_size, micro_size, steps, **overrides):

@@ -18,7 +18,7 @@
 //         the LD-DPO split and the token counts are the plugin's own.
 //   grpo  {"algorithm": "grpo", "module": {...}, "log_probs": [B][T], "old_log_probs": [B][T],
 //          "ref_log_probs": [B][T], "advantages": [B], "mask": [B][T] (0/1)}
-//         → {"loss": L, "token_loss": [B][T]}, L = S / n of the loss_type's aggregation
+//         → {"loss": L}, L = S / n of the loss_type's aggregation (one microbatch, one rank)
 // Every number is float64 and JSON keeps it exact both ways.
 #include "dpo_config.h"
 #include "dpo_data.h"
@@ -35,6 +35,7 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,9 @@ namespace {
 
 using nlohmann::json;
 using namespace ptrain;
+
+// max_length of the DPO config and of the pairs: nothing is truncated.
+constexpr int64_t kNoTruncation = int64_t{1} << 30;
 
 // A JSON value of the request's "module" object as the config layer holds it.
 sdk::ConfigValue config_value(const std::string& key, const json& value) {
@@ -77,12 +81,6 @@ std::vector<double> to_vector(const at::Tensor& tensor) {
   return {flat.data_ptr<double>(), flat.data_ptr<double>() + flat.numel()};
 }
 
-json to_json_matrix(const at::Tensor& tensor) {
-  json rows = json::array();
-  for (int64_t r = 0; r < tensor.size(0); ++r) rows.push_back(to_vector(tensor[r]));
-  return rows;
-}
-
 // Values given per completion token, laid out where the collated batch trains:
 // row r's trained positions, in order, take sequence r's values. [R, T, ...]
 at::Tensor at_trained_positions(const at::Tensor& loss_mask, const std::vector<at::Tensor>& per_sequence) {
@@ -110,38 +108,66 @@ std::vector<at::Tensor> both_sides(const json& pairs, const std::string& chosen,
 
 std::vector<int64_t> ids(const json& values) { return values.get<std::vector<int64_t>>(); }
 
-json dpo_response(const json& request) {
-  sdk::ConfigSchema schema;
-  dpo::declare_dpo_config(schema);
-  const dpo::DpoConfig config = dpo::read_dpo_config(module_values(schema, request.at("module")), 1 << 20);
-  const json& pairs_json = request.at("pairs");
+// The request's pairs, collated as the plugin collates them: one concatenated
+// forward, chosen rows then rejected rows (dpo_data.h).
+dpo::PairBatch collate_request_pairs(const json& pairs_json) {
   std::vector<dpo::TokenizedPair> pairs;
   for (const json& pair : pairs_json) {
     const std::vector<int64_t> prompt(pair.at("prompt_length").get<int64_t>(), 1);
-    pairs.push_back(dpo::fit_pair(prompt, -1, {ids(pair.at("chosen_ids")), {}}, {ids(pair.at("rejected_ids")), {}},
-                                  1 << 20, 0));
+    pairs.push_back(dpo::fit_pair(prompt, /*bos_id=*/-1, {ids(pair.at("chosen_ids")), {}},
+                                  {ids(pair.at("rejected_ids")), {}}, kNoTruncation, /*max_prompt_length=*/0));
   }
-  const dpo::PairBatch batch = dpo::collate_pairs(pairs, /*pad_id=*/0, /*concatenated=*/true);
-  const sdk::TokenBatch& forward = batch.forwards.at(0);
-  const auto num_pairs = static_cast<int64_t>(pairs.size());
+  return dpo::collate_pairs(pairs, /*pad_id=*/0, /*concatenated=*/true);
+}
 
-  // The sequence log-probs as the plugin sums them (dpo_scoring.cpp), then
-  // combined at ld_alpha for the policy and the reference alike (dpo_module.cpp).
-  const auto scored = [&](const std::string& chosen, const std::string& rejected) {
-    const at::Tensor tokens = at_trained_positions(forward.loss_mask, both_sides(pairs_json, chosen, rejected, false));
-    return dpo::sequence_log_prob_parts(tokens, forward.loss_mask, batch.shared_masks.at(0));
-  };
-  const dpo::SequenceLogProbParts policy_parts = scored("policy_chosen", "policy_rejected");
+// A model's sequence log-probs of every side, as the plugin sums them
+// (dpo_scoring.cpp), from the request's per-token values. [2B] each.
+dpo::SequenceLogProbParts scored_sides(const json& pairs_json, const dpo::PairBatch& batch, const std::string& chosen,
+                                       const std::string& rejected) {
+  const at::Tensor& loss_mask = batch.forwards.at(0).loss_mask;
+  const at::Tensor tokens = at_trained_positions(loss_mask, both_sides(pairs_json, chosen, rejected, false));
+  return dpo::sequence_log_prob_parts(tokens, loss_mask, batch.shared_masks.at(0));
+}
+
+// What the pair losses read, combined at ld_alpha for the policy and the
+// reference alike (dpo_module.cpp).
+dpo::PairLogProbs pair_log_probs(const dpo::SequenceLogProbParts& policy_parts,
+                                 const dpo::SequenceLogProbParts& reference_parts, const dpo::PairBatch& batch,
+                                 const dpo::DpoConfig& config) {
+  const int64_t num_pairs = batch.chosen_tokens.size(0);
   const at::Tensor policy = dpo::combine_parts(policy_parts, config.ld_alpha);
-  const at::Tensor reference = dpo::combine_parts(scored("reference_chosen", "reference_rejected"), config.ld_alpha);
+  const at::Tensor reference =
+      config.reference_free ? at::zeros_like(policy) : dpo::combine_parts(reference_parts, config.ld_alpha);
   dpo::PairLogProbs logps;
   logps.policy_chosen = policy.narrow(0, 0, num_pairs);
   logps.policy_rejected = policy.narrow(0, num_pairs, num_pairs);
-  logps.reference_chosen = config.reference_free ? at::zeros_like(logps.policy_chosen) : reference.narrow(0, 0, num_pairs);
-  logps.reference_rejected =
-      config.reference_free ? at::zeros_like(logps.policy_chosen) : reference.narrow(0, num_pairs, num_pairs);
+  logps.reference_chosen = reference.narrow(0, 0, num_pairs);
+  logps.reference_rejected = reference.narrow(0, num_pairs, num_pairs);
   logps.chosen_tokens = batch.chosen_tokens.to(at::kDouble);
   logps.rejected_tokens = batch.rejected_tokens.to(at::kDouble);
+  return logps;
+}
+
+// WPO's weight of each pair from the request's logits. [B]
+at::Tensor wpo_weights(const json& pairs_json, const dpo::PairBatch& batch) {
+  const sdk::TokenBatch& forward = batch.forwards.at(0);
+  const int64_t num_pairs = batch.chosen_tokens.size(0);
+  const at::Tensor logits =
+      at_trained_positions(forward.loss_mask, both_sides(pairs_json, "chosen_logits", "rejected_logits", true));
+  const at::Tensor means = dpo::wpo_adjusted_log_prob_means(logits, forward.target_ids, forward.loss_mask);
+  return dpo::wpo_pair_weights(means.narrow(0, 0, num_pairs), means.narrow(0, num_pairs, num_pairs));
+}
+
+json dpo_response(const json& request) {
+  sdk::ConfigSchema schema;
+  dpo::declare_dpo_config(schema);
+  const dpo::DpoConfig config = dpo::read_dpo_config(module_values(schema, request.at("module")), kNoTruncation);
+  const json& pairs_json = request.at("pairs");
+  const dpo::PairBatch batch = collate_request_pairs(pairs_json);
+  const int64_t num_pairs = batch.chosen_tokens.size(0);
+  const dpo::SequenceLogProbParts policy = scored_sides(pairs_json, batch, "policy_chosen", "policy_rejected");
+  const dpo::PairLogProbs logps =
+      pair_log_probs(policy, scored_sides(pairs_json, batch, "reference_chosen", "reference_rejected"), batch, config);
 
   // Σ_j λ_j ℓ_j per pair over the pair losses, and the sft term per chosen
   // token (its own units), as dpo_module.cpp weighs them.
@@ -149,29 +175,24 @@ json dpo_response(const json& request) {
   at::Tensor losses = at::zeros({num_pairs}, at::kDouble);
   double sft_loss = 0.0;
   for (size_t j = 0; j < config.losses.size(); ++j) {
-    if (config.losses[j] == dpo::LossType::kSft) {
-      const at::Tensor chosen_sums = (policy_parts.shared + policy_parts.rest).narrow(0, 0, num_pairs);
-      sft_loss = config.loss_weights[j] * -chosen_sums.sum().item<double>() / logps.chosen_tokens.sum().item<double>();
-    } else {
+    if (config.losses[j] != dpo::LossType::kSft) {
       losses = losses + config.loss_weights[j] * dpo::pair_loss(config.losses[j], logps, params);
+      continue;
     }
+    const at::Tensor chosen_sums = (policy.shared + policy.rest).narrow(0, 0, num_pairs);
+    sft_loss = config.loss_weights[j] * -chosen_sums.sum().item<double>() / logps.chosen_tokens.sum().item<double>();
+  }
+  json response{{"sft_loss", sft_loss}};
+  if (config.use_weighting) {
+    const at::Tensor weights = wpo_weights(pairs_json, batch);
+    losses = losses * weights;
+    response["wpo_weights"] = to_vector(weights);
   }
   // Rewards in the form of the first pair loss, as the plugin reports them.
   const auto first_pair_loss = std::find_if(config.losses.begin(), config.losses.end(),
                                             [](dpo::LossType type) { return type != dpo::LossType::kSft; });
-  const dpo::LossType reward_form = first_pair_loss == config.losses.end() ? dpo::LossType::kSigmoid : *first_pair_loss;
-  json response;
-  response["sft_loss"] = sft_loss;
-  if (config.use_weighting) {
-    const at::Tensor logits =
-        at_trained_positions(forward.loss_mask, both_sides(pairs_json, "chosen_logits", "rejected_logits", true));
-    const at::Tensor means = dpo::wpo_adjusted_log_prob_means(logits, forward.target_ids, forward.loss_mask);
-    const at::Tensor weights =
-        dpo::wpo_pair_weights(means.narrow(0, 0, num_pairs), means.narrow(0, num_pairs, num_pairs));
-    losses = losses * weights;
-    response["wpo_weights"] = to_vector(weights);
-  }
-  const dpo::PairRewards rewards = dpo::pair_rewards(reward_form, logps, config.beta);
+  const dpo::PairRewards rewards = dpo::pair_rewards(
+      first_pair_loss == config.losses.end() ? dpo::LossType::kSigmoid : *first_pair_loss, logps, config.beta);
   response["losses"] = to_vector(losses);
   response["rewards_chosen"] = to_vector(rewards.chosen);
   response["rewards_rejected"] = to_vector(rewards.rejected);
@@ -192,8 +213,7 @@ json grpo_response(const json& request) {
   const grpo::TokenLoss token_loss = grpo::grpo_token_loss(inputs, config);
   const at::Tensor loss_sum = sdk::aggregate_loss_sum(token_loss.loss, mask, config.aggregation);
   const int64_t units = sdk::count_loss_units(mask, config.aggregation);
-  return {{"loss", loss_sum.item<double>() / static_cast<double>(units)},
-          {"token_loss", to_json_matrix(token_loss.loss)}};
+  return {{"loss", loss_sum.item<double>() / static_cast<double>(units)}};
 }
 
 }  // namespace

@@ -63,7 +63,8 @@ def check_chat_template(session, name):
     cases = json.loads((ROOT / "tests/fixtures/tokenizers/chat_template_cases.json").read_text())
     for generation_prompt in (False, True):
         when = f"{'with' if generation_prompt else 'without'} the generation prompt"
-        theirs = {case["name"]: transformers_rendering(tokenizer, case["messages"], generation_prompt) for case in cases}
+        theirs = {case["name"]: transformers_rendering(tokenizer, case["messages"], generation_prompt)
+                  for case in cases}
         rendered = [case for case in cases if theirs[case["name"]] is not None]
         texts, ids = ptrain_renderings(session, final, [case["messages"] for case in rendered], generation_prompt)
         mismatches = [{"case": case["name"], "ptrain": [text, case_ids], "transformers": theirs[case["name"]]}

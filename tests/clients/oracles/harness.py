@@ -6,7 +6,6 @@ A check is a function `check(session)`: it makes its inputs, runs ptrain
 them, and records each comparison with `session.compare`. The session fails
 the check at the end if any comparison is over its tolerance.
 """
-import json
 import subprocess
 import time
 from dataclasses import dataclass
@@ -14,6 +13,8 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file
+
+from .toml_config import toml_text
 
 ROOT = Path(__file__).resolve().parents[3]
 # float32 on both sides; relative to the largest |logit| (docs/testing.md)
@@ -44,25 +45,6 @@ def relative_difference(ours, theirs):
     """max |ours − theirs| / max |theirs|, in float64."""
     ours, theirs = ours.double(), theirs.double()
     return ((ours - theirs).abs().max() / theirs.abs().max().clamp(min=1e-30)).item()
-
-
-def toml_value(value):
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value)  # a JSON string is a valid TOML basic string
-    if isinstance(value, list):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    return repr(value)
-
-
-def toml_text(config):
-    """{key: value | {key: value}} → TOML, tables after the top-level keys."""
-    lines = [f"{k} = {toml_value(v)}" for k, v in config.items() if not isinstance(v, dict)]
-    for section, table in config.items():
-        if isinstance(table, dict):
-            lines += ["", f"[{section}]"] + [f"{k} = {toml_value(v)}" for k, v in table.items()]
-    return "\n".join(lines) + "\n"
 
 
 class Session:

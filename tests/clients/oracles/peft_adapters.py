@@ -72,7 +72,8 @@ def check_ptrain_loads_peft_adapter(session):
         final = lora_run(session, f"{family}_from_peft", init, steps=1, lr=1e-30, init=str(adapter))
         ours = session.ptrain_logits(final / "merged", ids)
         session.compare_logits(f"{family}: ptrain run from PEFT's adapter vs PEFT", ours, theirs)
-        saved, started = load_file(final / "adapter_model.safetensors"), load_file(adapter / "adapter_model.safetensors")
+        saved = load_file(final / "adapter_model.safetensors")
+        started = load_file(adapter / "adapter_model.safetensors")
         largest = max((saved[name] - started[name]).abs().max().item() for name in started)
         session.compare(f"{family}: ptrain's final/ adapter vs PEFT's (same keys, same values)",
                         largest if saved.keys() == started.keys() else float("inf"), 0.0)

@@ -16,7 +16,8 @@ TOLERANCES = {"wpo": 1e-5, "exo_pair": 1e-6}
 CASES = [
     *[(loss, {"loss": [loss]}, {"loss_type": [loss]})
       for loss in ("sigmoid", "nca_pair", "bco_pair", "apo_zero", "apo_down", "discopop", "sigmoid_norm")],
-    *[(loss, {"loss": [loss], "beta": 0.5}, {"loss_type": [loss], "beta": 0.5}) for loss in ("hinge", "ipo", "sppo_hard")],
+    *[(loss, {"loss": [loss], "beta": 0.5}, {"loss_type": [loss], "beta": 0.5})
+      for loss in ("hinge", "ipo", "sppo_hard")],
     *[(loss, {"loss": [loss], "label_smoothing": 0.1}, {"loss_type": [loss], "label_smoothing": 0.1})
       for loss in ("robust", "exo_pair")],
     ("ld_dpo", {"loss": ["sigmoid"], "ld_alpha": 0.5}, {"loss_type": ["sigmoid"], "ld_alpha": 0.5}),
@@ -81,7 +82,7 @@ def trl_batch(pairs):
     for row, (pair, side) in enumerate(sides):
         start, ids = pair["prompt_length"], torch.tensor(pair[f"{side}_ids"])
         end = start + len(ids)
-        input_ids[row, 1:start] = 1
+        input_ids[row, :start] = 1
         input_ids[row, start:end] = ids
         attention[row, :end] = 1
         completion[row, start:end] = 1
@@ -127,12 +128,13 @@ def check_case(session, name, module, config, pairs):
     if "sft" in module["loss"]:
         return  # TRL's sft term is a mean over the batch's tokens: no per-pair value
     per_pair = [trl_loss(trainer, [pair]) for pair in pairs]
-    theirs = [loss for loss, _, _ in per_pair]
-    session.compare(f"{name}: per-pair losses", relative_error(ours["losses"], theirs), tolerance)
+    session.compare(f"{name}: per-pair losses",
+                    relative_error(ours["losses"], [loss for loss, _, _ in per_pair]), tolerance)
     if name in TOKEN_MEAN_REWARDS:
         return
-    rewards = (ours["rewards_chosen"] + ours["rewards_rejected"], [c for _, c, _ in per_pair] + [r for *_, r in per_pair])
-    session.compare(f"{name}: per-pair rewards (chosen, rejected)", relative_error(*rewards), EXACT)
+    rewards = [chosen for _, chosen, _ in per_pair] + [rejected for _, _, rejected in per_pair]
+    session.compare(f"{name}: per-pair rewards (chosen, rejected)",
+                    relative_error(ours["rewards_chosen"] + ours["rewards_rejected"], rewards), EXACT)
 
 
 def check_dpo_losses(session):

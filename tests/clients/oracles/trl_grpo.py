@@ -14,7 +14,8 @@ CLIP = ({"epsilon_low": 0.2, "epsilon_high": 0.28}, {"epsilon": 0.2, "epsilon_hi
 # names a surrogate and an aggregation at once; ptrain sets them apart
 # (policy_loss, loss_type).
 CASES = [
-    *[(loss, {"loss_type": loss, **CLIP[0]}, {"loss_type": loss, **CLIP[1]}) for loss in ("grpo", "bnpo", "dr_grpo", "dapo")],
+    *[(loss, {"loss_type": loss, **CLIP[0]}, {"loss_type": loss, **CLIP[1]})
+      for loss in ("grpo", "bnpo", "dr_grpo", "dapo")],
     # TRL multiplies the KL term by the importance ratio unless told not to (use_bias_correction_kl,
     # DeepSeek-V3.2); ptrain has no such weighting (docs/grpo.md).
     ("grpo_kl", {"loss_type": "grpo", "beta": 0.04, **CLIP[0]},
@@ -58,9 +59,11 @@ def grpo_trainer(session, config):
 
     args = GRPOConfig(**trainer_arguments(session.work), per_device_train_batch_size=2, num_generations=2,
                       max_completion_length=LENGTH, **config)
-    trainer = GRPOTrainer(model=tiny_model_dir(session.work), reward_funcs=[lambda completions, **_: [0.0] * len(completions)],
-                          args=args, train_dataset=Dataset.from_list([{"prompt": "t1 t2"}] * 2),
-                          processing_class=tiny_tokenizer())
+    def no_reward(completions, **_):
+        return [0.0] * len(completions)
+
+    trainer = GRPOTrainer(model=tiny_model_dir(session.work), reward_funcs=[no_reward], args=args,
+                          train_dataset=Dataset.from_list([{"prompt": "t1 t2"}] * 2), processing_class=tiny_tokenizer())
     trainer.model.eval()
     return trainer
 
