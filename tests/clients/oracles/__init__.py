@@ -5,7 +5,10 @@ oracles: the checks by name, for ctest (tests/clients/run_check.py, label
 Importing this package loads no library; a check imports what it needs when it runs.
 """
 import importlib
+import json
+import tarfile
 from functools import partial
+from pathlib import Path
 
 FAMILIES = ("llama", "qwen2", "qwen3", "mistral")
 # The bundled tokenizers (tests/fixtures/tokenizers) that have a chat template.
@@ -23,6 +26,17 @@ CHECKS = {
     "trl_dpo_losses": ("trl_dpo", "check_dpo_losses", {}),
     "trl_grpo_losses": ("trl_grpo", "check_grpo_losses", {}),
 }
+
+
+def bundled_tokenizers_with_template():
+    """The tokenizers of tests/fixtures/tokenizers whose tokenizer_config.json has a chat template."""
+    names = []
+    for archive in sorted((Path(__file__).resolve().parents[2] / "fixtures" / "tokenizers").glob("*.tar.xz")):
+        with tarfile.open(archive) as tar:
+            config = json.load(tar.extractfile("tokenizer_config.json"))
+        if config.get("chat_template"):
+            names.append(archive.name.removesuffix(".tar.xz"))
+    return names
 
 
 def load_check(name):
