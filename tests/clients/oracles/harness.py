@@ -17,7 +17,7 @@ from safetensors.torch import load_file
 from .toml_config import toml_text
 
 ROOT = Path(__file__).resolve().parents[3]
-# float32 on both sides; relative to the largest |logit| (docs/testing.md)
+# float32 on both sides; relative to the largest |logit| (docs/clients.md)
 LOGIT_TOLERANCE = 1e-4
 
 
@@ -109,9 +109,10 @@ class Session:
     def require_difference(what, a, b, least=1e-3):
         """Fails the check unless a and b differ: equal logits compared with a model that does not change them
         would prove nothing."""
-        if relative_difference(a, b) < least:
-            raise CheckFailed(f"{what} does not change the logits (relative difference "
-                              f"{relative_difference(a, b):.3g} < {least:g}): the comparison would prove nothing")
+        difference = relative_difference(a, b)
+        if difference < least:
+            raise CheckFailed(f"{what} does not change the logits (relative difference {difference:.3g} < "
+                              f"{least:g}): the comparison would prove nothing")
 
     def finish(self):
         failed = [c.name for c in self.comparisons if not c.passed]

@@ -19,7 +19,7 @@ FAMILIES = {
 VOCAB_SIZE = 512  # ≥ 259: ptrain's byte tokenizer trains these models
 
 
-def family_config(family, **overrides):
+def family_config(family):
     """A transformers config of `family` at the tiny sizes."""
     from transformers import AutoConfig
 
@@ -27,7 +27,7 @@ def family_config(family, **overrides):
     rope = settings.pop("rope")
     sizes = dict(vocab_size=VOCAB_SIZE, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, initializer_range=0.2)
-    return AutoConfig.for_model(settings.pop("model_type"), **sizes, **settings, rope_parameters=rope, **overrides)
+    return AutoConfig.for_model(settings.pop("model_type"), **sizes, **settings, rope_parameters=rope)
 
 
 def random_model(config, seed=0):
