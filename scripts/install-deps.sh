@@ -42,6 +42,7 @@ test_packages=(
   catch2                       # the test suite (PTRAIN_BUILD_TESTS) and examples/plugin_template's tests
   clang libclang-rt-dev        # libFuzzer targets (scripts/fuzz.sh)
   debootstrap                  # scripts/compat-trixie.sh: the LibTorch 2.x build root
+  python3-venv                 # scripts/python-env.sh: .venv for the client tests and the benchmarks
 )
 if [ "${PTRAIN_REPORT:-ON}" != OFF ]; then
   test_packages+=(chromium)    # the report's browser test (headless, driven by the .venv's playwright)
