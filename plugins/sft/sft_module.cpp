@@ -118,6 +118,13 @@ void SftModule::prepare_dataset(sdk::Context& ctx, const std::vector<sdk::Exampl
       "sft", std::string(stats.from_cache ? "loaded " : "tokenized ") + std::to_string(stats.examples) + " examples (" +
                  rate + ")" +
                  (stats.cache_file.empty() ? "" : (stats.from_cache ? " from " : ", cached in ") + stats.cache_file));
+  if (untrainable == static_cast<int64_t>(examples.size())) {
+    const std::string& first = examples.front().location;
+    throw sdk::DataError(first.substr(0, first.rfind(':')) + ": none of its " + std::to_string(examples.size()) +
+                         " examples has a trainable token left within data.max_length = " + std::to_string(max_length) +
+                         ", so every step would be skipped; raise data.max_length or shorten what precedes the "
+                         "trained text");
+  }
   if (untrainable > 0) {
     ctx.logger().warn("sft",
                       std::to_string(untrainable) + " of " + std::to_string(examples.size()) +
