@@ -285,7 +285,7 @@ class CrossChecks {
   void check_lora() {
     const bool lora = has("lora", "rank") && i("lora", "rank") > 0;
     if (!lora) {
-      for (const char* k : {"alpha", "dropout", "target_modules", "init", "save_merged"}) {
+      for (const char* k : {"alpha", "use_rslora", "dropout", "target_modules", "init", "save_merged"}) {
         if (has("lora", k)) reject_unused("lora", k, "lora", "rank", "LoRA (lora.rank > 0)");
       }
       return;

@@ -106,6 +106,7 @@ at::Tensor float_on_device(const fs::path& dir, const std::string& name, const a
     throw sdk::ModelError(dir.string() + ": tensor '" + name + "' has dtype " + c10::toString(t.scalar_type()) +
                           ", expected a floating type");
   }
+  require_finite_weights(t, name, dir.string());
   return t.to(device).to(at::kFloat).contiguous();
 }
 

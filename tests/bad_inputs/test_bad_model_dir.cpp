@@ -59,6 +59,13 @@ TEST_CASE("bad model directories are rejected naming the tensor or key", "[bad_i
       {"integer dtype",
        [&](const fs::path&, NamedTensors& t, nlohmann::json&) { t[0].second = t[0].second.to(at::kLong); },
        ": tensor '" + embed + "' has dtype Long"},
+      {"a NaN in a weight",
+       [&](const fs::path&, NamedTensors& t, nlohmann::json&) {
+         for (auto& [name, tensor] : t) {
+           if (name == q_proj) tensor = tensor.detach().clone().index_put_({0, 5}, std::nan(""));
+         }
+       },
+       ": tensor '" + q_proj + "' holds 1 NaN or Inf values of 1024"},
       {"unexpected tensor",
        [&](const fs::path&, NamedTensors& t, nlohmann::json&) {
          t.emplace_back("model.layers.9.mlp.weight", at::zeros({2}));
