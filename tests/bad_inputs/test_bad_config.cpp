@@ -118,6 +118,18 @@ TEST_CASE("bad configs are rejected naming file:line and key", "[bad_inputs][con
        {},
        "ConfigError",
        ":11: key 'distributed.generation_gather'"},
+      {"generation gather without sharding full",
+       kMinimal + kModule + "[distributed]\nsharding = \"optimizer\"\ngeneration_gather = \"whole\"\n",
+       {},
+       "ConfigError",
+       ":12: key 'distributed.generation_gather' only applies to sharding = \"full\", but 'distributed.sharding' = "
+       "\"optimizer\""},
+      {"generation gather with the default sharding",
+       kMinimal + kModule + "[distributed]\ngeneration_gather = \"whole\"\n",
+       {},
+       "ConfigError",
+       ":11: key 'distributed.generation_gather' only applies to sharding = \"full\", but 'distributed.sharding' = "
+       "\"none\" (default)"},
       {"sharding full with LoRA",
        kMinimal + kModule + "[distributed]\nsharding = \"full\"\n[lora]\nrank = 4\n",
        {},

@@ -74,6 +74,8 @@ TEST_CASE("bad GRPO policy-loss and dynamic-sampling keys name file:line and key
        ":10: key 'module.max_generation_rounds'", ""},
       {"refill without the filter", "max_generation_rounds = 4\n", ":9: key 'module.max_generation_rounds'",
        "but module.filter_zero_std_groups is false"},
+      {"an empty stop string", "stop_strings = [\"</answer>\", \"\"]\n", ":9: key 'module.stop_strings'",
+       "stop_strings[1] is empty, which stops nothing"},
   };
   for (const GrpoCase& c : cases) {
     DYNAMIC_SECTION(c.name) {
