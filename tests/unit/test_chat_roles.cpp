@@ -8,6 +8,7 @@
 #include "catch.h"
 #include "dpo_test_support.h"
 #include "grpo_test_support.h"
+#include "support/test_util.h"
 
 #include "core/dist/communicator.h"
 #include "core/plugin/host_context.h"
@@ -29,6 +30,7 @@
 using namespace ptrain;
 namespace fs = std::filesystem;
 using nlohmann::json;
+using ptrain::testing::error_of;
 
 namespace {
 
@@ -68,15 +70,6 @@ std::unique_ptr<tokenizer::HfTokenizer> qwen_with_own_template() {
   auto qwen = tokenizer::HfTokenizer::load(kExtracted / "qwen3" / "tokenizer.json");
   qwen->set_chat_template(qwen->own_chat_template());
   return qwen;
-}
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const sdk::DataError& error) {
-    return error.what();
-  }
-  return "accepted";
 }
 
 }  // namespace
