@@ -3,6 +3,7 @@
 #include "core/checkpoint/atomic_dir.h"
 #include "core/checkpoint/json_fields.h"
 #include "core/checkpoint/state_pieces.h"
+#include "core/io/read_file.h"
 #include "core/log/failpoint.h"
 #include "core/model/safetensors.h"
 #include "ptrain/sdk/errors.h"
@@ -13,7 +14,6 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
-#include <sstream>
 
 namespace ptrain::checkpoint {
 namespace fs = std::filesystem;
@@ -31,14 +31,6 @@ void require_finite(const NamedTensors& tensors, const fs::path& target, const s
 constexpr const char* kFormat = "ptrain-checkpoint-1";
 constexpr const char* kManifest = "manifest.json";
 constexpr const char* kLatest = "latest";
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw sdk::Error(path.string() + ": cannot read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 void write_file(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -95,7 +87,7 @@ struct Manifest {
 
 Manifest read_manifest(const fs::path& path) {
   const JsonPlace place{path.string(), ""};
-  const nlohmann::json json = parse_json(read_file(path), path);
+  const nlohmann::json json = parse_json(io::read_file(path), path);
   if (!json.is_object() || !json.contains("format") || json["format"] != kFormat) {
     throw sdk::Error(place.path + ": not a " + kFormat + " manifest (key 'format')");
   }
@@ -205,7 +197,7 @@ LoadedCheckpoint read_checkpoint(const fs::path& dir) {
   LoadedCheckpoint loaded;
   loaded.dir = dir;
   const fs::path trainer_path = dir / "trainer_state.json";
-  loaded.trainer = TrainerState::from_json(parse_json(read_file(trainer_path), trainer_path), trainer_path.string());
+  loaded.trainer = TrainerState::from_json(parse_json(io::read_file(trainer_path), trainer_path), trainer_path.string());
   if (manifest.run_id != loaded.trainer.run_id || manifest.step != loaded.trainer.completed_steps) {
     throw sdk::Error(manifest_path.string() + ": belongs to another run or step than trainer_state.json");
   }
@@ -216,8 +208,8 @@ LoadedCheckpoint read_checkpoint(const fs::path& dir) {
   }
   loaded.optimizer_state = read_optimizer_state(dir, manifest.files);
   loaded.plugin_state.tensors = model::read_safetensors(dir / "plugin_state.safetensors");
-  loaded.plugin_state.meta = parse_json(read_file(dir / "plugin_state.json"), dir / "plugin_state.json");
-  loaded.config_toml = read_file(dir / "config.toml");
+  loaded.plugin_state.meta = parse_json(io::read_file(dir / "plugin_state.json"), dir / "plugin_state.json");
+  loaded.config_toml = io::read_file(dir / "config.toml");
   return loaded;
 }
 
@@ -225,7 +217,7 @@ std::optional<fs::path> find_resume_checkpoint(const std::string& resume, const 
   const auto from_latest = [](const fs::path& checkpoints_dir) -> std::optional<fs::path> {
     const fs::path latest = checkpoints_dir / kLatest;
     if (!fs::exists(latest)) return std::nullopt;
-    std::string name = read_file(latest);
+    std::string name = io::read_file(latest);
     name.erase(name.find_last_not_of(" \n\r\t") + 1);
     return checkpoints_dir / name;
   };

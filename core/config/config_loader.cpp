@@ -10,11 +10,10 @@
 #include "core/config/parsed_config.h"
 #include "core/config/section_validator.h"
 #include "core/config/toml_values.h"
+#include "core/io/read_file.h"
 #include "ptrain/sdk/errors.h"
 
-#include <fstream>
 #include <map>
-#include <sstream>
 
 namespace ptrain::config {
 
@@ -106,16 +105,14 @@ const std::filesystem::path& ConfigDocument::file() const { return impl_->file; 
 ConfigDocument ConfigDocument::load(const std::filesystem::path& file, const std::vector<std::string>& overrides) {
   auto impl = std::make_unique<Impl>();
   impl->file = file;
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
+  const std::optional<std::string> text = io::try_read_file(file);
+  if (!text) {
     const bool exists = std::filesystem::exists(file);
     throw ConfigError(file.string() + ": cannot read config file (" +
                       (exists ? "permission denied or not a file" : "no such file") + ")");
   }
-  std::ostringstream text;
-  text << in.rdbuf();
   try {
-    impl->root = toml::parse(text.str(), file.string());
+    impl->root = toml::parse(*text, file.string());
   } catch (const toml::parse_error& e) {
     const auto& begin = e.source().begin;
     throw ConfigError(file.string() + ":" + std::to_string(begin.line) + ":" + std::to_string(begin.column) + ": " +

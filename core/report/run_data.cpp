@@ -1,5 +1,7 @@
 #include "core/report/run_data.h"
 
+#include "core/io/read_file.h"
+
 #include "ptrain/sdk/errors.h"
 
 #include <nlohmann/json.hpp>
@@ -7,19 +9,11 @@
 #include <algorithm>
 #include <fstream>
 #include <set>
-#include <sstream>
 
 namespace ptrain::report {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // The step's values, or nullopt for a line that is not a metrics object.
 std::optional<std::pair<int64_t, nlohmann::json>> parse_line(const std::string& line) {
@@ -39,7 +33,7 @@ RunData read_run(const fs::path& dir) {
   run.dir = dir;
   run.name = fs::absolute(dir).lexically_normal().filename().string();
   if (run.name.empty()) run.name = fs::absolute(dir).lexically_normal().parent_path().filename().string();
-  if (fs::exists(dir / "config.toml")) run.config_toml = read_text(dir / "config.toml");
+  if (fs::exists(dir / "config.toml")) run.config_toml = io::try_read_file(dir / "config.toml").value_or("");
 
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);

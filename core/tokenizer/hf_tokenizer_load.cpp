@@ -4,28 +4,17 @@
 // the file and the key.
 #include "core/tokenizer/hf_tokenizer.h"
 
+#include "core/io/read_file.h"
 #include "core/tokenizer/hf_tokenizer_impl.h"
 
 #include "ptrain/sdk/errors.h"
 #include "ptrain/sdk/util/fingerprint.h"
-
-#include <fstream>
-#include <sstream>
 
 namespace ptrain::tokenizer {
 
 using nlohmann::json;
 
 namespace {
-
-bool read_file(const std::filesystem::path& path, std::string& text) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  text = buffer.str();
-  return true;
-}
 
 json parse_json(const std::string& text, const std::filesystem::path& path) {
   try {
@@ -54,17 +43,16 @@ void check_decoder(const detail::Decoder& decoder, bool byte_level_model, const 
 }  // namespace
 
 std::unique_ptr<HfTokenizer> HfTokenizer::load(const std::filesystem::path& tokenizer_json) {
-  std::string text;
-  if (!read_file(tokenizer_json, text)) {
+  const std::optional<std::string> text = io::try_read_file(tokenizer_json);
+  if (!text) {
     throw sdk::ConfigError(tokenizer_json.string() + ": cannot read tokenizer file (" +
                            (std::filesystem::exists(tokenizer_json) ? "not a readable file" : "no such file") + ")");
   }
-  const json tokenizer = parse_json(text, tokenizer_json);
-  std::string config_text;
-  json config;
+  const json tokenizer = parse_json(*text, tokenizer_json);
   const std::filesystem::path config_path = tokenizer_json.parent_path() / "tokenizer_config.json";
-  if (read_file(config_path, config_text)) config = parse_json(config_text, config_path);
-  return build(tokenizer, config, tokenizer_json.string(), fingerprint_of(text, config_text));
+  const std::optional<std::string> config_text = io::try_read_file(config_path);
+  const json config = config_text ? parse_json(*config_text, config_path) : json();
+  return build(tokenizer, config, tokenizer_json.string(), fingerprint_of(*text, config_text.value_or("")));
 }
 
 std::unique_ptr<HfTokenizer> HfTokenizer::from_json(const json& tokenizer, const json& config,

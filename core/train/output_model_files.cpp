@@ -1,14 +1,12 @@
 #include "core/train/output_model_files.h"
 
 #include "core/config/byte_size.h"
+#include "core/io/read_file.h"
 #include "core/tokenizer/byte_tokenizer_files.h"
 #include "core/tokenizer/chat_template_jinja.h"
 #include "ptrain/sdk/errors.h"
 
 #include <nlohmann/json.hpp>
-
-#include <fstream>
-#include <sstream>
 
 namespace ptrain::train {
 namespace {
@@ -16,18 +14,10 @@ namespace {
 namespace fs = std::filesystem;
 using OrderedJson = nlohmann::ordered_json;  // keeps the input files' key order
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw sdk::ConfigError(path.string() + ": cannot read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 OrderedJson read_json_object(const fs::path& path) {
   OrderedJson value;
   try {
-    value = OrderedJson::parse(read_file(path));
+    value = OrderedJson::parse(io::read_file<sdk::ConfigError>(path));
   } catch (const nlohmann::json::exception& error) {
     throw sdk::ConfigError(path.string() + ": not valid JSON: " + error.what());
   }
@@ -86,11 +76,11 @@ void add_hf_tokenizer_files(checkpoint::ModelDirFiles& files, const config::Toke
                             const sdk::Tokenizer& tokenizer) {
   const fs::path tokenizer_json = section.path;
   const fs::path dir = tokenizer_json.parent_path();
-  files.files.emplace_back("tokenizer.json", read_file(tokenizer_json));
+  files.files.emplace_back("tokenizer.json", io::read_file<sdk::ConfigError>(tokenizer_json));
   files.files.emplace_back("tokenizer_config.json",
                            tokenizer_config(dir / "tokenizer_config.json", section, tokenizer));
   if (fs::exists(dir / "special_tokens_map.json")) {
-    files.files.emplace_back("special_tokens_map.json", read_file(dir / "special_tokens_map.json"));
+    files.files.emplace_back("special_tokens_map.json", io::read_file<sdk::ConfigError>(dir / "special_tokens_map.json"));
   }
 }
 
