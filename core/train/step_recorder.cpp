@@ -1,6 +1,7 @@
 #include "core/train/step_recorder.h"
 
 #include "core/metrics/throughput.h"
+#include "core/model/gemm_rate.h"
 #include "core/train/compute_device.h"
 #include "core/train/resume.h"
 #include "core/train/training_run.h"
@@ -18,7 +19,7 @@ StepRecorder::StepRecorder(const TrainingRun& run)
     : communicator_(run.communicator),
       num_parameters_(run.num_parameters),
       peak_flops_per_s_(
-          metrics::measure_matmul_flops_per_s(run.parts.device, compute_dtype(run.config.runtime.precision))),
+          model::measure_gemm_flops_per_s(run.parts.device, compute_dtype(run.config.runtime.precision))),
       run_start_(Clock::now()) {
   if (communicator_.rank() != 0) return;
   const config::RunConfig& config = run.config;
