@@ -49,6 +49,7 @@ int command_train(const ConfigOptions& options, bool overwrite, const std::strin
   const at::Device device = train::resolve_device(run.config, launch.local_rank, launch.local_world_size);
   auto communicator = dist::make_communicator(launch, std::chrono::seconds(run.config.distributed.timeout_s), device);
   train::TrainOptions train_options;
+  train_options.device = device;
   train_options.overwrite = overwrite;
   train_options.resume = resume;
   train_options.resolved_config_toml = config::to_toml(run.config, run.plugin.config_schema());
@@ -100,7 +101,8 @@ int command_validate(const ConfigOptions& options) {
   const config::RunConfig& config = run.config;
   if (config.logging.tensorboard) metrics::require_tensorboard_available();
   auto communicator = dist::make_single_process_communicator();
-  const train::RunParts parts = train::load_run_parts(config, run.plugin, *communicator);
+  const at::Device device = train::resolve_device(config, communicator->local_rank(), communicator->local_world_size());
+  const train::RunParts parts = train::load_run_parts(config, run.plugin, device, *communicator);
   const data::GlobalBatchSampler sampler(static_cast<int64_t>(parts.examples.size()), config.batch.global_size,
                                          config.seed);
   std::error_code error;

@@ -216,9 +216,8 @@ sdk::MicrobatchPlan microbatch_plan(const config::RunConfig& config) {
   return plan;
 }
 
-RunParts load_run_parts(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,
+RunParts load_run_parts(const config::RunConfig& config, const plugin::LoadedPlugin& plugin, at::Device device,
                         dist::Communicator& communicator, plugin::HostContext::FrozenModelHook on_frozen_model) {
-  const at::Device device = resolve_device(config, communicator.local_rank(), communicator.local_world_size());
   auto tokenizer = make_tokenizer(config.tokenizer);
   auto policy = make_policy(config, *tokenizer, device);
   plugin::ModuleHandle module = plugin.create_module();

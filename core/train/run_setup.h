@@ -72,10 +72,11 @@ struct RunParts {
   std::vector<sdk::Example> eval_examples;  // eval.data, checked the same way; empty without it
 };
 
-// The tokenizer, the policy, the plugin's module set up with its context,
-// and the training and held-out sets checked example by example.
+// The tokenizer, the policy on `device` (runtime.device as the caller
+// resolved it, once, for its communicator too), the plugin's module set up with
+// its context, and the training and held-out sets checked example by example.
 // `on_frozen_model` (may be empty) runs on each frozen model (reference, reward) the context hands out.
-RunParts load_run_parts(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,
+RunParts load_run_parts(const config::RunConfig& config, const plugin::LoadedPlugin& plugin, at::Device device,
                         dist::Communicator& communicator, plugin::HostContext::FrozenModelHook on_frozen_model = {});
 
 }  // namespace ptrain::train

@@ -177,7 +177,7 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
 
   auto draining = std::make_unique<dist::DrainingCommunicator>(communicator);
   std::unique_ptr<LayerCollectives> collectives = layer_collectives_if_full(config, communicator, *draining);
-  RunParts parts = load_run_parts(config, plugin, *draining, frozen_model_sharding(collectives.get()));
+  RunParts parts = load_run_parts(config, plugin, options.device, *draining, frozen_model_sharding(collectives.get()));
   // Read now, so that an unreadable input file fails before the run directory exists.
   checkpoint::ModelDirFiles model_files = output_model_files(config, *parts.tokenizer);
   run_dir.create(communicator, options.resolved_config_toml);
