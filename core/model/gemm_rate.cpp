@@ -23,11 +23,11 @@ double cpu_matmul_flops_per_s(at::ScalarType dtype) {
   constexpr int kRepeats = 10;
   const at::Tensor a = at::randn({kSize, kSize}).to(dtype);
   const at::Tensor b = at::randn({kSize, kSize}).to(dtype);
-  at::Tensor c = mm(a, b);  // warm-up: thread pool, BLAS buffers, oneDNN's generated kernels
+  at::Tensor c = model::mm(a, b);  // warm-up: thread pool, BLAS buffers, oneDNN's generated kernels
   double best_seconds = 0.0;
   for (int i = 0; i < kRepeats; ++i) {
     const auto start = Clock::now();
-    c = mm(a, b);
+    c = model::mm(a, b);
     const double seconds = seconds_since(start);
     if (i == 0 || seconds < best_seconds) best_seconds = seconds;
   }
