@@ -45,7 +45,8 @@ sdk::ChatTemplate chosen_template(const TokenizeOptions& options, const tokenize
 int command_tokenize(const TokenizeOptions& options, std::istream& in, std::ostream& out) {
   std::unique_ptr<sdk::Tokenizer> tokenizer;
   const tokenizer::HfTokenizer* hf = nullptr;
-  std::string bos_text = "<bos>", eos_text = "<eos>";  // the byte tokenizer's names (DESIGN.md §6)
+  // The byte tokenizer's names (docs/file-formats.md#the-byte-tokenizer).
+  std::string bos_text = "<bos>", eos_text = "<eos>";
   if (options.tokenizer == "bytes") {
     tokenizer = std::make_unique<tokenizer::ByteTokenizer>();
   } else {

@@ -1,5 +1,5 @@
 // Writing directories and small files so that a crash at any moment leaves
-// either the old complete version or the new complete one (DESIGN.md §7).
+// either the old complete version or the new complete one (docs/checkpoints.md).
 #pragma once
 
 #include <filesystem>

@@ -1,4 +1,4 @@
-// A complete Hugging Face model directory (DESIGN.md §6), as final/ and each
+// A complete Hugging Face model directory (docs/file-formats.md#model-directories), as final/ and each
 // checkpoint's model are written (for a model with LoRA adapters, a PEFT
 // adapter directory instead of config.json and the weights: lora_adapter_dir.h): the weights and config.json
 // (CausalLm::save_hf_dir, sharded above a size) plus the files a user serves

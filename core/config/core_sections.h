@@ -1,4 +1,4 @@
-// The core's config sections (DESIGN.md §8), each key declared once with
+// The core's config sections (docs/config.md), each key declared once with
 // sdk::ConfigBinder: the schema the loader validates against and documents,
 // the reader into RunConfig's typed sections and the writer of the resolved
 // config.toml all come from that one declaration.

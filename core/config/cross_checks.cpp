@@ -165,7 +165,7 @@ class CrossChecks {
         }
       }
     }
-    // Ids 0-255 are bytes and 256-258 are <bos>, <eos>, <pad> (DESIGN.md §6).
+    // Ids 0-255 are bytes and 256-258 are <bos>, <eos>, <pad> (docs/file-formats.md#the-byte-tokenizer).
     if (has("tokenizer", "kind") && str("tokenizer", "kind") == "bytes" && !has("model", "init") &&
         has("model", "vocab_size") && i("model", "vocab_size") < 259) {
       report("model", "vocab_size", "tokenizer", "kind",

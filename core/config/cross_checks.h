@@ -1,4 +1,4 @@
-// Rules about several keys at once (DESIGN.md §8), over the validated
+// Rules about several keys at once (docs/config.md), over the validated
 // sections, and the defaults that follow from other keys (tokenizer.kind from
 // tokenizer.path, batch.micro_size from batch.global_size). Keys that failed
 // their own checks are absent, and no rule reports them again.

@@ -1,4 +1,4 @@
-// The resolved run configuration as typed structs (DESIGN.md §8).
+// The resolved run configuration as typed structs (docs/config.md).
 //
 // Each field's key, default, bounds and doc are declared once, in
 // core_sections.cpp; ConfigDocument::resolve() (config_loader.h) is the only
@@ -120,7 +120,7 @@ struct EvalSection {
   int64_t max_examples = 0;  // the first N examples of data; 0: all of them
 };
 
-// What data-parallel ranks split among themselves (DESIGN.md §5): kNone
+// What data-parallel ranks split among themselves (docs/distributed.md#sharding-distributedsharding): kNone
 // replicates everything; kOptimizer (ZeRO-1/2) shards the reduced gradients
 // and the optimizer state; kFull (ZeRO-3/FSDP) also shards the decoder
 // layers' parameters (core/train/sharded_layers.h).
@@ -152,7 +152,7 @@ struct DistributedSection {
 
 enum class DeviceChoice { kAuto, kCpu, kCuda };
 // kBf16Mixed: float32 master weights, gradients and optimizer state; the
-// model's matrix products read bfloat16 operands (DESIGN.md §5).
+// model's matrix products read bfloat16 operands (docs/devices.md#runtimeprecision).
 enum class Precision { kFp32, kBf16Mixed };
 
 struct RuntimeSection {

@@ -1,5 +1,5 @@
 // How gradients are grouped into buckets for the collectives of a step, and,
-// under sharded data parallel (DESIGN.md §5), which part of every bucket each
+// under sharded data parallel (docs/distributed.md#sharding-distributedsharding), which part of every bucket each
 // rank owns.
 //
 // Buckets hold about `bucket_bytes` of float32 gradients each, in reverse

@@ -39,7 +39,7 @@ class Communicator {
   // and untouched until wait() returns.
   virtual std::unique_ptr<PendingCollective> all_reduce_sum_async(std::vector<at::Tensor>& tensors) = 0;
 
-  // Sharded data parallel (DESIGN.md §5), on one device's contiguous tensors.
+  // Sharded data parallel (docs/distributed.md#sharding-distributedsharding), on one device's contiguous tensors.
   // Starts a SUM reduce-scatter and returns at once: `input` is
   // [world_size * chunk], and this rank's chunk of the sum over ranks lands
   // in `output` ([chunk]); `input` may be overwritten.

@@ -1,4 +1,4 @@
-// A PEFT LoRA adapter directory (DESIGN.md §6), as final/, best/ and the
+// A PEFT LoRA adapter directory (docs/file-formats.md#lora-adapters), as final/, best/ and the
 // checkpoints of a LoRA run hold it and peft.PeftModel.from_pretrained reads it:
 //
 //   adapter_config.json        peft_type "LORA", r, lora_alpha, use_rslora, lora_dropout,

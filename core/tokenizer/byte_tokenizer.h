@@ -1,4 +1,4 @@
-// The built-in byte tokenizer (DESIGN.md §6): ids 0–255 are the bytes of the
+// The built-in byte tokenizer (docs/file-formats.md#the-byte-tokenizer): ids 0–255 are the bytes of the
 // UTF-8 text, 256 = <bos>, 257 = <eos>, 258 = <pad>.
 #pragma once
 

@@ -1,4 +1,4 @@
-// When a run saves a checkpoint (DESIGN.md §6, docs/checkpoints.md): every
+// When a run saves a checkpoint (docs/checkpoints.md): every
 // checkpoint.every_steps updates, when a stop is requested, and once more
 // after the last step (so a longer max_steps can continue the run), never
 // twice for one step. Rank 0 writes under <output_dir>/checkpoints/ and keeps

@@ -1,5 +1,5 @@
 // runtime.device and runtime.precision resolved against this LibTorch build
-// and this machine (DESIGN.md §5): the device a rank computes on and the
+// and this machine (docs/devices.md#runtimedevice): the device a rank computes on and the
 // dtype its matrix products read.
 #pragma once
 

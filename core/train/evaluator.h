@@ -1,5 +1,5 @@
 // Evaluation on the held-out set of [eval] during training. The evaluator
-// owns its cadence (STYLE.md 13): after every eval.every_steps-th update and
+// owns its cadence (docs/style.md#set-up-is-not-the-loop): after every eval.every_steps-th update and
 // always after the last one.
 //
 // An evaluation runs the plugin's microbatch loss without gradients over the

@@ -1,5 +1,5 @@
 // What final/ and every checkpoint's model directory hold besides the weights
-// (DESIGN.md §6), gathered once when the run is built, so that a served model
+// (docs/file-formats.md#model-directories), gathered once when the run is built, so that a served model
 // renders chat and stops the way it was trained:
 //   config.json             + bos_token_id / eos_token_id of the run's tokenizer (null where it has none)
 //   generation_config.json  the input model's (model.init), with bos/eos/pad ids added where it lacks them

@@ -1,4 +1,4 @@
-// Sharding "optimizer" (ZeRO-1/2, DESIGN.md §5): each rank owns a chunk of
+// Sharding "optimizer" (ZeRO-1/2, docs/distributed.md#sharding-distributedsharding): each rank owns a chunk of
 // every gradient bucket (dist/bucket_layout.h) and keeps the optimizer state
 // of those elements only. After the reduce-scatter, it clips with the global
 // norm (Σ over ranks of its chunks' squared norms), steps AdamW or SGD on its

@@ -1,5 +1,5 @@
 // A training run's parts, built before its first step and handed to the loop
-// as typed objects (STYLE.md 13): the tokenizer, policy and plugin module,
+// as typed objects (docs/style.md#set-up-is-not-the-loop): the tokenizer, policy and plugin module,
 // the dataset and its sampler, the optimizer and gradient synchronisation,
 // and the step counters a resumed run continues from. Building loads and
 // checks everything before the run directory is created or replaced, so a

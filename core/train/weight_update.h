@@ -1,6 +1,6 @@
 // How a step's gradient becomes new weights: clipping to the global gradient
 // norm, then the optimizer. Sharding "none" runs both on every rank over the
-// whole model; "optimizer" (ZeRO-1/2, DESIGN.md §5) runs them on each rank's
+// whole model; "optimizer" (ZeRO-1/2, docs/distributed.md#sharding-distributedsharding) runs them on each rank's
 // shard of the reduce-scattered gradient and all-gathers the updated shards
 // (sharded_update.h). Both give the same weights, and both load the
 // optimizer state per parameter, so a checkpoint resumes under any sharding

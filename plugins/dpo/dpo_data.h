@@ -2,7 +2,7 @@
 // and collation of a microbatch's pairs into forward batches.
 //
 // A pair is two sequences sharing a prompt, <bos> prompt chosen <eos> and
-// <bos> prompt rejected <eos> (DESIGN.md §6). Position t predicts token t+1;
+// <bos> prompt rejected <eos> (docs/file-formats.md#the-byte-tokenizer). Position t predicts token t+1;
 // only completion tokens and the final <eos> are trained on.
 //
 // Truncation (max_length L, max_prompt_length Lp, longest completion c incl.

@@ -1,6 +1,6 @@
 // Supervised fine-tuning: the pure functions of the plugin.
 //
-// Prompt/completion data is <bos> prompt completion <eos> (DESIGN.md §6);
+// Prompt/completion data is <bos> prompt completion <eos> (docs/file-formats.md#the-byte-tokenizer);
 // chat data is the conversation rendered by the run's chat template. Position
 // t predicts token t+1; a target is trained on when its token is trainable:
 // completion tokens and the final <eos>, or — for chat with

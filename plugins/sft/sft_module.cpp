@@ -77,7 +77,7 @@ void SftModule::check_example(const sdk::Example& example) const {
     return;
   }
   // An empty completion is a valid example: its <eos> is the one trained
-  // target (DESIGN.md §6, as TRL does), teaching the model to answer nothing.
+  // target (docs/file-formats.md#datasets, as TRL does), teaching the model to answer nothing.
   sdk::require_string(example, "prompt");
   sdk::require_string(example, "completion");
 }

@@ -81,7 +81,7 @@ LoopReads InProcessRun::loop_scalar_reads(const std::vector<int64_t>& example_in
 
 namespace {
 
-// Loss sums accumulate in float32 or wider, on the model's device (DESIGN.md §5).
+// Loss sums accumulate in float32 or wider, on the model's device (docs/devices.md#runtimeprecision).
 std::string placement_problem(const at::Tensor& sum, size_t term, at::Device device) {
   std::string problem;
   if (sum.device() != device) {

@@ -181,7 +181,7 @@ struct GreedyCompletion {
 };
 
 GreedyCompletion greedy_completion(ptrain::model::CausalLm& model, const std::string& prompt, int64_t room) {
-  constexpr int64_t kBos = 256, kEos = 257;  // the byte tokenizer's (DESIGN.md §6)
+  constexpr int64_t kBos = 256, kEos = 257;  // the byte tokenizer's (docs/file-formats.md#the-byte-tokenizer)
   std::vector<int64_t> ids{kBos};
   for (const unsigned char byte : prompt) ids.push_back(byte);
   GreedyCompletion completion;

@@ -1,5 +1,5 @@
 // final/ and every checkpoint's model are complete Hugging Face directories
-// (DESIGN.md §6): a run with Qwen3's tokenizer.json writes config.json with
+// (docs/file-formats.md#model-directories): a run with Qwen3's tokenizer.json writes config.json with
 // bos/eos ids, the input's generation_config.json merged with the
 // tokenizer's ids, tokenizer.json and special_tokens_map.json as they were,
 // tokenizer_config.json with the chat template the run used, and weights

@@ -1,4 +1,4 @@
-// Empty answers are valid data (DESIGN.md §6, as TRL does): an SFT completion
+// Empty answers are valid data (docs/file-formats.md#datasets, as TRL does): an SFT completion
 // "" or an assistant turn with empty content trains exactly one target, the
 // end-of-turn token; a DPO answer "" is <eos> alone. The expected losses are
 // computed here from CausalLm::logits and a full-vocabulary log_softmax on the

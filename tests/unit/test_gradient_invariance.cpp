@@ -284,7 +284,7 @@ TEST_CASE("extra loss terms are normalised by their own global units under every
   }
 }
 
-// bf16-mixed (DESIGN.md §5): the model's dense and lm_head products read
+// bf16-mixed (docs/devices.md#runtimeprecision): the model's dense and lm_head products read
 // bfloat16 operands; weights, gradients, their accumulation over
 // microbatches, loss sums and unit counts stay float32. Each split's step
 // gradient is then the fp32 full-batch reference up to bf16 rounding. With

@@ -1,4 +1,4 @@
-// The model families of DESIGN.md §6 — Llama 3.x rope scaling (llama3,
+// The model families of docs/models.md — Llama 3.x rope scaling (llama3,
 // linear) and explicit head_dim, Qwen3's q/k RMSNorm, Mistral's sliding
 // window — against an independent reference written from the Hugging Face
 // definitions (hf_reference_model.h): logits, log-probs and parameter
