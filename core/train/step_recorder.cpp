@@ -4,6 +4,7 @@
 #include "core/model/gemm_rate.h"
 #include "core/train/compute_device.h"
 #include "core/train/resume.h"
+#include "core/train/step_metric_names.h"
 #include "core/train/training_run.h"
 
 namespace ptrain::train {
@@ -43,27 +44,27 @@ void StepRecorder::record(const StepRecord& record) {
   const StepTotals& totals = *record.totals;
   std::map<std::string, double> values;
   if (record.gradient->has_units) {
-    values["loss"] = totals.loss;
-    values["grad_norm"] = record.grad_norm;
+    values[step_metric::kLoss] = totals.loss;
+    values[step_metric::kGradNorm] = record.grad_norm;
   }
-  values["lr"] = record.lr;
+  values[step_metric::kLr] = record.lr;
   // The first loss term's units: the plugin's own unit (tokens, sequences, pairs).
   const std::vector<int64_t>& units = record.gradient->global_units;
-  values["units"] = static_cast<double>(units.empty() ? 0 : units.front());
-  values["tokens"] = static_cast<double>(totals.tokens);
-  values["padded_tokens"] = totals.padded_tokens;
-  values["step_s"] = step_s;
-  values["comm_s"] = communicator_.collective_seconds() - collective_s_at_start_;
-  values["tokens_per_s"] = static_cast<double>(totals.tokens) / step_s;
-  values["mfu"] = metrics::training_flops(num_parameters_, totals.tokens) / step_s /
-                  (peak_flops_per_s_ * communicator_.world_size());
-  values["skipped_steps"] = static_cast<double>(record.skipped_steps);
-  values["nonfinite_steps"] = static_cast<double>(record.nonfinite_steps);
-  values["loss_spikes"] = static_cast<double>(record.loss_spikes);
-  values["epoch"] = static_cast<double>(record.epoch);
+  values[step_metric::kUnits] = static_cast<double>(units.empty() ? 0 : units.front());
+  values[step_metric::kTokens] = static_cast<double>(totals.tokens);
+  values[step_metric::kPaddedTokens] = totals.padded_tokens;
+  values[step_metric::kStepS] = step_s;
+  values[step_metric::kCommS] = communicator_.collective_seconds() - collective_s_at_start_;
+  values[step_metric::kTokensPerS] = static_cast<double>(totals.tokens) / step_s;
+  values[step_metric::kMfu] = metrics::training_flops(num_parameters_, totals.tokens) / step_s /
+                              (peak_flops_per_s_ * communicator_.world_size());
+  values[step_metric::kSkippedSteps] = static_cast<double>(record.skipped_steps);
+  values[step_metric::kNonfiniteSteps] = static_cast<double>(record.nonfinite_steps);
+  values[step_metric::kLossSpikes] = static_cast<double>(record.loss_spikes);
+  values[step_metric::kEpoch] = static_cast<double>(record.epoch);
   values.insert(totals.plugin_metrics.begin(), totals.plugin_metrics.end());
   if (evaluated) {
-    values["eval_s"] = eval_s;
+    values[step_metric::kEvalS] = eval_s;
     values.insert(record.eval->metrics.begin(), record.eval->metrics.end());
   }
   if (step_log_) step_log_->record(record.step, values);

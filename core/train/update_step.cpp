@@ -1,6 +1,7 @@
 #include "core/train/update_step.h"
 
 #include "core/log/failpoint.h"
+#include "core/train/step_metric_names.h"
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
@@ -116,9 +117,7 @@ std::vector<sdk::MetricSpec> step_metric_specs(const sdk::TrainModule& module) {
   std::vector<sdk::MetricSpec> specs{{kLossMetric, sdk::Reduction::kSum},
                                      {kTokensMetric, sdk::Reduction::kSum},
                                      {kPaddedTokensMetric, sdk::Reduction::kSum}};
-  std::set<std::string> reserved{
-      "loss", "grad_norm",     "lr",    "units", "tokens",          "tokens_per_s", "step_s", "comm_s",
-      "mfu",  "skipped_steps", "epoch", "step",  "nonfinite_steps", "loss_spikes"};
+  std::set<std::string> reserved(step_metric::kAll.begin(), step_metric::kAll.end());
   const std::vector<sdk::LossTerm> terms = module.loss_terms();
   for (const sdk::LossTerm& term : terms) {
     if (term.name.empty() || !reserved.insert(term_metric(term)).second) {

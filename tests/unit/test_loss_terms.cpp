@@ -38,9 +38,10 @@ class FakeModule final : public sdk::TrainModule {
   bool extra_count = false;   // count_units gives one count too many
   bool missing_sum = false;   // microbatch_loss gives one sum too few
   bool detached_sum = false;  // the last term's sum does not require grad
+  std::vector<sdk::MetricSpec> specs;
 
   void setup(sdk::Context&) override {}
-  std::vector<sdk::MetricSpec> metric_specs() const override { return {}; }
+  std::vector<sdk::MetricSpec> metric_specs() const override { return specs; }
   void check_example(const sdk::Example&) const override {}
   std::vector<std::unique_ptr<sdk::Microbatch>> prepare(sdk::Context&, const std::vector<const sdk::Example*>&,
                                                         const sdk::MicrobatchPlan&) override {
@@ -177,4 +178,20 @@ TEST_CASE("loss terms: a term name that clashes is refused", "[terms]") {
   FakeModule empty = two_terms();
   empty.terms = {{"", sdk::TermDivisor::kGlobalUnits}};
   CHECK_THROWS_AS(train::step_metric_specs(empty), sdk::PluginError);
+}
+
+// The figures docs/monitoring.md lists as the core's, each written by the step
+// recorder: a plugin metric of the same name would be lost behind it.
+TEST_CASE("loss terms: a plugin metric named like a core figure is refused", "[terms]") {
+  for (const char* name : {"step", "loss", "grad_norm", "lr", "units", "tokens", "padded_tokens", "step_s", "comm_s",
+                           "tokens_per_s", "mfu", "skipped_steps", "nonfinite_steps", "loss_spikes", "epoch", "eval_s",
+                           "core/tokens"}) {
+    FakeModule module = two_terms();
+    module.specs = {{name, sdk::Reduction::kSum}};
+    CHECK(testing::error_of([&] { train::step_metric_specs(module); }) ==
+          "plugin metric '" + std::string(name) + "' clashes with a core metric name");
+  }
+  FakeModule own = two_terms();
+  own.specs = {{"accuracy", sdk::Reduction::kMean}};
+  CHECK(train::step_metric_specs(own).back().name == "accuracy");
 }
