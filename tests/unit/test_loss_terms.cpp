@@ -180,7 +180,7 @@ TEST_CASE("loss terms: a term name that clashes is refused", "[terms]") {
   CHECK_THROWS_AS(train::step_metric_specs(empty), sdk::PluginError);
 }
 
-// The figures docs/monitoring.md lists as the core's, each written by the step
+// The core's figures (docs/architecture.md, Metrics), each written by the step
 // recorder: a plugin metric of the same name would be lost behind it.
 TEST_CASE("loss terms: a plugin metric named like a core figure is refused", "[terms]") {
   for (const char* name : {"step", "loss", "grad_norm", "lr", "units", "tokens", "padded_tokens", "step_s", "comm_s",
