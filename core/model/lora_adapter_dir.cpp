@@ -3,6 +3,7 @@
 #include "core/model/safetensors.h"
 #include "ptrain/sdk/errors.h"
 
+#include <ATen/ops/isfinite.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -123,6 +124,13 @@ LoraAdapter read_lora_adapter_dir(const fs::path& dir) {
     throw sdk::ModelError(weights_path.string() + ": missing (adapter_model.bin pickles are never loaded)");
   }
   adapter.weights = read_safetensors(weights_path);
+  // Refused here, before the run directory is touched: a NaN would poison
+  // the run and surface only when its first checkpoint refuses to save.
+  for (const auto& [name, tensor] : adapter.weights) {
+    if (tensor.is_floating_point() && !at::isfinite(tensor).all().item<bool>()) {
+      throw sdk::ModelError(weights_path.string() + ": tensor '" + name + "' holds NaN or Inf");
+    }
+  }
   return adapter;
 }
 

@@ -141,6 +141,8 @@ std::vector<ScoredCompletion> scored_completions(const RolloutGroups& groups, co
 
 void GrpoModule::setup(sdk::Context& ctx) {
   config_ = read_grpo_config(ctx.module_config());
+  chat_template_.reset();
+  if (const sdk::ChatTemplate* chat_template = ctx.tokenizer().chat_template()) chat_template_ = *chat_template;
   reward_functions_.clear();
   reward_functions_ = make_reward_functions(ctx, config_);
   environment_ = open_environment(ctx, config_);
@@ -188,7 +190,12 @@ std::vector<sdk::MetricSpec> GrpoModule::metric_specs() const {
 
 void GrpoModule::check_example(const sdk::Example& example) const {
   if (sdk::has_field(example, "messages")) {
-    sdk::read_messages(example);
+    const std::vector<sdk::ChatMessage> messages = sdk::read_messages(example);
+    if (!chat_template_) {
+      throw sdk::DataError(example.location + ": field 'messages': the run's tokenizer has no chat template");
+    }
+    // As the rollouts will render it: an unknown role fails now, not when the prompt is first sampled.
+    chat_template_->render(messages, true, example.location);
   } else {
     sdk::require_string(example, "prompt");
   }
