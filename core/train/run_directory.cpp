@@ -78,6 +78,7 @@ RunDirectory::RunDirectory(fs::path dir, Use use, dist::Communicator& communicat
 }
 
 RunDirectory::~RunDirectory() {
+  if (remover_.joinable()) remover_.join();
   if (communicator_.rank() == 0 && started_ && !confirmed_) undo();
 }
 
@@ -176,7 +177,12 @@ void RunDirectory::create_on_rank0(const std::string& resolved_config_toml) {
 void RunDirectory::confirm_start() {
   if (confirmed_) return;
   confirmed_ = true;
-  if (communicator_.rank() == 0 && started_) commit_start(dir_);
+  if (communicator_.rank() != 0 || !started_) return;
+  remover_ = std::thread([committed = commit_start(dir_)] {
+    // A leftover is harmless: a ptrain name that the next replacement removes.
+    const std::string failure = checkpoint::try_remove_owned(committed);
+    if (!failure.empty()) log::warn("run", failure);
+  });
 }
 
 void RunDirectory::undo() noexcept {

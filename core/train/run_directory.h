@@ -17,6 +17,7 @@
 
 #include <filesystem>
 #include <string>
+#include <thread>
 
 namespace ptrain::train {
 
@@ -41,8 +42,9 @@ class RunDirectory {
   // writes config.toml; every rank adds its log file.
   void create(const std::string& resolved_config_toml);
 
-  // After the run's first completed step: deletes what the start set aside.
-  // Every rank may call it; later calls do nothing.
+  // After the run's first completed step: deletes what the start set aside
+  // (in the background: a replaced run can be large). Every rank may call
+  // it; later calls do nothing.
   void confirm_start();
 
  private:
@@ -58,6 +60,7 @@ class RunDirectory {
   bool holds_run_ = false;  // when opened, the directory held a run
   bool started_ = false;    // create() began changing the directory
   bool confirmed_ = false;
+  std::thread remover_;  // deletes what a confirmed start set aside; joined on destruction
 };
 
 }  // namespace ptrain::train

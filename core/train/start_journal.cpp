@@ -77,14 +77,13 @@ void begin_start(const fs::path& run_dir, StartMode mode, bool created_dir) {
   checkpoint::fsync_path(run_dir);
 }
 
-void commit_start(const fs::path& run_dir) {
-  // Renamed first, in one step: a journal that is still there later means a
-  // start to undo, so it must never outlive the commit half-deleted.
-  const fs::path journal = journal_of(run_dir);
+fs::path commit_start(const fs::path& run_dir) {
+  // Renamed, not deleted: a journal that is still there later means a start
+  // to undo, so it must never outlive the commit half-deleted.
   const fs::path committed = run_dir / (std::string(".old-") + kStartJournalDir + "-" + std::to_string(::getpid()));
-  fs::rename(journal, committed);
+  fs::rename(journal_of(run_dir), committed);
   checkpoint::fsync_path(run_dir);
-  checkpoint::try_remove_owned(committed);  // a leftover is a ptrain name the next replacement removes
+  return committed;
 }
 
 std::optional<UndoneStart> undo_start(const fs::path& run_dir) {

@@ -26,8 +26,10 @@ enum class StartMode {
 // `created_dir`: the start created the directory.
 void begin_start(const std::filesystem::path& run_dir, StartMode mode, bool created_dir);
 
-// The run completed its first step: what was set aside is deleted.
-void commit_start(const std::filesystem::path& run_dir);
+// The run completed its first step: the journal is renamed out of the way
+// in one step (from then on the start is final) and its new path returned,
+// for the caller to remove: it may hold a whole replaced run.
+std::filesystem::path commit_start(const std::filesystem::path& run_dir);
 
 struct UndoneStart {
   StartMode mode = StartMode::kReplace;
