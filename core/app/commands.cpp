@@ -96,7 +96,8 @@ void warn_about_output_dir(const std::string& output_dir) {
   const std::vector<std::string> contents = train::contents_of(output_dir);
   if (contents.empty()) return;
   if (train::holds_run_marker(contents)) {
-    log::warn("validate", named + " already holds a run: `ptrain train` will refuse it without --resume or --overwrite");
+    log::warn("validate",
+              named + " already holds a run: `ptrain train` will refuse it without --resume or --overwrite");
     return;
   }
   log::warn("validate", named + " is not empty and is not a ptrain run directory (it holds " +

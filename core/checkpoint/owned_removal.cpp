@@ -50,9 +50,8 @@ void require_removable(const fs::path& path) {
   const fs::path target = resolved_parent_form(path);
   for (const fs::path& kept : protected_dirs()) {
     if (contains(target, kept)) {
-      throw sdk::Error("refusing to remove '" + path.string() + "': it is " +
-                       (target == kept ? "" : "a parent of ") + "'" + kept.string() +
-                       "' (the filesystem root, the home or the working directory)");
+      throw sdk::Error("refusing to remove '" + path.string() + "': it is " + (target == kept ? "" : "a parent of ") +
+                       "'" + kept.string() + "' (the filesystem root, the home or the working directory)");
     }
   }
 }

@@ -84,8 +84,8 @@ class CrossChecks {
   // named "~" in the working directory, one `rm -r ~` away from disaster.
   void check_output_dir() {
     if (!has("", "output_dir") || str("", "output_dir").rfind('~', 0) != 0) return;
-    problems_.add(location("", "output_dir"), describe("", "output_dir") +
-                                                  ": ptrain does not expand '~'; write the full path of the folder");
+    problems_.add(location("", "output_dir"),
+                  describe("", "output_dir") + ": ptrain does not expand '~'; write the full path of the folder");
   }
 
   void check_model() {

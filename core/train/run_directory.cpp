@@ -52,9 +52,8 @@ bool holds(const std::vector<std::string>& names, const std::string& name) {
 }
 
 [[noreturn]] void refuse_foreign(const fs::path& dir, const std::vector<std::string>& names) {
-  std::string message = "output_dir '" + dir.string() +
-                        "' is not empty and is not a ptrain run directory (it has no " + kRunMarkerFile +
-                        "): it holds " + list_names(names) +
+  std::string message = "output_dir '" + dir.string() + "' is not empty and is not a ptrain run directory (it has no " +
+                        kRunMarkerFile + "): it holds " + list_names(names) +
                         ". ptrain never writes into, replaces or deletes such a folder (--overwrite included); "
                         "choose a new or empty output_dir";
   if (holds(names, "config.toml") || holds(names, "checkpoints/")) {
@@ -91,8 +90,8 @@ void RunDirectory::lock() {
       }
       return;
     case RunLock::Outcome::kHeld:
-      throw sdk::ConfigError("output_dir '" + dir_.string() + "' is in use by another ptrain run: " +
-                             lock_.holder() + ". Wait for it to end or stop it, or choose another output_dir");
+      throw sdk::ConfigError("output_dir '" + dir_.string() + "' is in use by another ptrain run: " + lock_.holder() +
+                             ". Wait for it to end or stop it, or choose another output_dir");
     case RunLock::Outcome::kUnsupported:
       log::warn("run", "cannot lock " + (dir_ / kRunLockFile).string() + " (" + lock_.failure() +
                            "): this filesystem does not support locks, so nothing keeps a second run out of "

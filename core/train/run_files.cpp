@@ -17,11 +17,19 @@ bool has_prefix(const std::string& text, const std::string& prefix) { return tex
 
 // Exactly the names the core, the SDK's token cache and the bundled plugins write.
 bool is_fixed_run_file(const std::string& name) {
-  static const std::set<std::string> names{
-      kRunMarkerFile, kRunLockFile, kStartJournalDir, "config.toml", "metrics.jsonl", "checkpoints", "final", "best",
-      "best.json", "token_cache",
-      "report.html",                                       // ptrain report's default output
-      "reference_logps.json", "reference_logps.json.tmp"};  // the DPO plugin's default reference cache
+  static const std::set<std::string> names{kRunMarkerFile,
+                                           kRunLockFile,
+                                           kStartJournalDir,
+                                           "config.toml",
+                                           "metrics.jsonl",
+                                           "checkpoints",
+                                           "final",
+                                           "best",
+                                           "best.json",
+                                           "token_cache",
+                                           "report.html",  // ptrain report's default output
+                                           "reference_logps.json",
+                                           "reference_logps.json.tmp"};  // the DPO plugin's default reference cache
   return names.count(name) > 0;
 }
 

@@ -49,8 +49,7 @@ std::string describe_holder(const fs::path& path, pid_t locking_pid) {
   std::ifstream in(path);
   const nlohmann::json holder = nlohmann::json::parse(in, nullptr, false);
   if (!holder.is_object() || !holder.contains("pid")) {
-    return "process " + std::to_string(locking_pid) + " (it has not written its name into " + path.string() +
-           " yet)";
+    return "process " + std::to_string(locking_pid) + " (it has not written its name into " + path.string() + " yet)";
   }
   return "pid " + std::to_string(holder.value("pid", int64_t{-1})) + " on host " + holder.value("host", "?") +
          ", running since " + holder.value("started", "?");
@@ -74,7 +73,8 @@ RunLock::Outcome RunLock::acquire(const fs::path& dir) {
   const fs::path path = dir / kRunLockFile;
   for (int attempt = 0; attempt < 3; ++attempt) {
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) throw sdk::Error(path.string() + ": cannot open the run directory's lock file: " + std::strerror(errno));
+    if (fd < 0)
+      throw sdk::Error(path.string() + ": cannot open the run directory's lock file: " + std::strerror(errno));
     struct flock lock = whole_file(F_WRLCK);
     if (::fcntl(fd, F_SETLK, &lock) != 0) {
       const int error = errno;

@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 namespace ptrain::train {
 namespace fs = std::filesystem;

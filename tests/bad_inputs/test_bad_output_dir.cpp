@@ -29,7 +29,8 @@ namespace {
 // A tiny SFT run on its own two examples; output_dir comes from --set.
 fs::path write_run_config(const fs::path& dir) {
   const fs::path data = testing::write_text_file(
-      dir, "train.jsonl", "{\"prompt\": \"1+1=\", \"completion\": \"2\"}\n{\"prompt\": \"2+2=\", \"completion\": \"4\"}\n");
+      dir, "train.jsonl",
+      "{\"prompt\": \"1+1=\", \"completion\": \"2\"}\n{\"prompt\": \"2+2=\", \"completion\": \"4\"}\n");
   const fs::path path = dir / "run.toml";
   std::ofstream(path) << "plugin = \"sft\"\n"
                       << "[model]\nvocab_size = 259\nhidden_size = 16\nintermediate_size = 32\nnum_layers = 1\n"
@@ -128,7 +129,9 @@ TEST_CASE("--overwrite replaces only what ptrain wrote in a run directory; a use
   std::ifstream config_toml(run / "config.toml");
   CHECK_THAT(std::string(std::istreambuf_iterator<char>(config_toml), {}), Catch::Contains("seed = 7"));
   CHECK(fs::exists(run / "final" / "model.safetensors"));
-  CHECK_FALSE(fs::exists(run / ".ptrain-start"));  // the replaced run is gone once the new one stepped
+  // The replaced run is gone once the new one stepped, its set-aside copy included.
+  CHECK_FALSE(fs::exists(run / ".ptrain-start"));
+  for (const auto& entry : fs::directory_iterator(run)) CHECK(entry.path().filename().string().rfind(".old-", 0) != 0);
 }
 
 TEST_CASE("a symlinked output_dir to a user's folder is refused; links inside a run are never followed",
@@ -211,8 +214,8 @@ TEST_CASE("no removal reaches the root, the home or working directory, or a pare
   const std::string saved_home_text = saved_home ? saved_home : "";
   fs::current_path(cwd);
   ::setenv("HOME", home.c_str(), 1);
-  for (const fs::path& refused : {fs::path("/"), fs::path("."), fs::path(".."), cwd, home, root, cwd / "data" / "..",
-                                  fs::path("data/..")}) {
+  for (const fs::path& refused :
+       {fs::path("/"), fs::path("."), fs::path(".."), cwd, home, root, cwd / "data" / "..", fs::path("data/..")}) {
     INFO("removing " << refused);
     CHECK_THAT(testing::error_of([&] { checkpoint::remove_owned(refused); }), Catch::Contains("refusing to remove"));
   }

@@ -100,8 +100,8 @@ void check_refused_intact(const PreviousRun& previous, const std::string& start,
   INFO(result.output);
   CHECK(result.exit_code == exit_code);
   CHECK_THAT(result.output, Catch::Contains(message));
-  const std::string undone = "the run ended before its first step: output_dir '" + previous.dir.string() +
-                             "' is as it was before";
+  const std::string undone =
+      "the run ended before its first step: output_dir '" + previous.dir.string() + "' is as it was before";
   if (kept == Kept::kUntouched) CHECK_THAT(result.output, !Catch::Contains(undone));
   if (kept == Kept::kPutBack) CHECK_THAT(result.output, Catch::Contains(undone));
   CHECK(previous.snapshot(ignored) == before);
@@ -145,9 +145,9 @@ TEST_CASE("inputs once caught after --overwrite had deleted the old run are refu
 
   SECTION("a DPO reference_cache that is no cache: a config error naming the key, the user's file untouched") {
     const fs::path notes = testing::write_text_file(root, "notes.txt", "my notes, not a cache\n");
-    const fs::path config = write_config(root, "dpo", "dpo", testing::write_text_file(root, "pairs.jsonl", kPairs),
-                                         "[module]\nprecompute_reference = true\nreference_cache = \"" +
-                                             notes.string() + "\"\n");
+    const fs::path config =
+        write_config(root, "dpo", "dpo", testing::write_text_file(root, "pairs.jsonl", kPairs),
+                     "[module]\nprecompute_reference = true\nreference_cache = \"" + notes.string() + "\"\n");
     const std::string start = ptrain + train_into(config, previous.dir, " --overwrite");
     check_refused_intact(previous, start, 2,
                          where_set(config, "reference_cache") + ": key 'module.reference_cache': " + notes.string() +
@@ -160,19 +160,18 @@ TEST_CASE("inputs once caught after --overwrite had deleted the old run are refu
   }
 
   SECTION("a GRPO prompt with a role the chat template does not know") {
-    const fs::path prompts = testing::write_text_file(
-        root, "prompts.jsonl",
-        "{\"prompt\": \"1+1=\", \"answer\": \"2\"}\n"
-        "{\"messages\": [{\"role\": \"robot\", \"content\": \"2+2=\"}], \"answer\": \"4\"}\n");
+    const fs::path prompts =
+        testing::write_text_file(root, "prompts.jsonl",
+                                 "{\"prompt\": \"1+1=\", \"answer\": \"2\"}\n"
+                                 "{\"messages\": [{\"role\": \"robot\", \"content\": \"2+2=\"}], \"answer\": \"4\"}\n");
     const fs::path config = write_config(root, "grpo", "grpo", prompts, "[module]\nnum_generations = 2\n");
     check_refused_intact(previous, ptrain + train_into(config, previous.dir, " --overwrite"), 1,
                          prompts.string() + ":2: field 'messages[0].role': unknown role \"robot\"", Kept::kUntouched);
   }
 
   SECTION("DPO's sync_reference with [lora]: a config error naming both keys") {
-    const fs::path config =
-        write_config(root, "dpo_lora", "dpo", testing::write_text_file(root, "pairs.jsonl", kPairs),
-                     "[module]\nsync_reference = true\n[lora]\nrank = 2\n");
+    const fs::path config = write_config(root, "dpo_lora", "dpo", testing::write_text_file(root, "pairs.jsonl", kPairs),
+                                         "[module]\nsync_reference = true\n[lora]\nrank = 2\n");
     check_refused_intact(previous, ptrain + train_into(config, previous.dir, " --overwrite"), 2,
                          where_set(config, "sync_reference") +
                              ": key 'module.sync_reference' = true cannot be combined with key 'lora.rank' > 0",
@@ -198,8 +197,8 @@ TEST_CASE("a start that fails or dies before its first step leaves the previous 
   const std::string nan_at_2 = "PTRAIN_TEST_NAN_AT=2 ";
 
   SECTION("--overwrite whose first step fails puts the old run back") {
-    check_refused_intact(previous, nan_at_1 + ptrain + train_into(previous.config, previous.dir, " --overwrite" +
-                                                                                          failing_step),
+    check_refused_intact(previous,
+                         nan_at_1 + ptrain + train_into(previous.config, previous.dir, " --overwrite" + failing_step),
                          1, "1 consecutive updates had a non-finite loss", Kept::kPutBack);
   }
 

@@ -128,9 +128,9 @@ TEST_CASE("a killed holder leaves no stale lock: the next run starts without a m
   const fs::path dir = ptrain::testing::fresh_test_dir("run_lock_killed");
   const fs::path config = ptrain::testing::write_small_sft_config(dir, "run", 3e-3);
   const fs::path run = dir / "run";
-  const CommandResult killed = while_holding(
-      dir, train_args(config, run, " --set train.max_steps=100000 --set checkpoint.every_steps=1"),
-      run / "checkpoints" / "latest", "", "KILL");
+  const CommandResult killed =
+      while_holding(dir, train_args(config, run, " --set train.max_steps=100000 --set checkpoint.every_steps=1"),
+                    run / "checkpoints" / "latest", "", "KILL");
   INFO(killed.output << "\nholder: " << read_text(dir / "holder.log"));
   REQUIRE(printed_values(killed.output).at("holder_exit") == "137");
   REQUIRE(fs::exists(run / "ptrain.lock"));
@@ -154,13 +154,13 @@ TEST_CASE("a multi-rank run holds one lock, rank 0's", "[reliability][run_lock]"
   // The lines of /proc/locks on the lock file's inode, and rank 0's pid.
   const std::string inspect =
       "ino=$(stat -c %i " + lock.string() + ")\n" + "grep \":$ino \" /proc/locks > " + (dir / "locks.txt").string() +
-      "\necho locks=$(wc -l < " + (dir / "locks.txt").string() + ")\n" +
-      "locker=$(awk '{print $5}' " + (dir / "locks.txt").string() + " | head -n 1)\necho locker=$locker\n" +
+      "\necho locks=$(wc -l < " + (dir / "locks.txt").string() + ")\n" + "locker=$(awk '{print $5}' " +
+      (dir / "locks.txt").string() + " | head -n 1)\necho locker=$locker\n" +
       "echo locker_rank=$(tr '\\0' '\\n' < /proc/$locker/environ | grep '^RANK=' | cut -d= -f2)\n" +
       attempt(dir, "second", train_args(config, run, " --set train.max_steps=2 --overwrite"));
-  const CommandResult result = while_holding(
-      dir, "launch --nproc 2 -- " + train_args(config, run, " --set train.max_steps=100000"), run / "metrics.jsonl",
-      inspect, "TERM");
+  const CommandResult result =
+      while_holding(dir, "launch --nproc 2 -- " + train_args(config, run, " --set train.max_steps=100000"),
+                    run / "metrics.jsonl", inspect, "TERM");
   INFO(result.output << "\nholder: " << read_text(dir / "holder.log"));
   const auto values = printed_values(result.output);
   CHECK(values.at("locks") == "1");
