@@ -54,6 +54,12 @@ void fill_user_folder(const fs::path& dir) {
 
 const std::vector<std::string> kEveryUse{"", " --overwrite", " --resume auto"};
 
+// The refusal of a non-empty directory that is not ptrain's.
+std::string not_a_run(const std::string& output_dir, const std::string& holds) {
+  return "output_dir '" + output_dir +
+         "' is not empty and is not a ptrain run directory (it has no ptrain_run.json): it holds " + holds;
+}
+
 // Run from `cwd`, `output_dir` is refused (exit 2, naming `message`) as a new
 // run, with --overwrite and with --resume, and nothing under `watched` changes.
 void check_refused_every_way(const fs::path& cwd, const fs::path& config, const std::string& output_dir,
@@ -78,14 +84,8 @@ TEST_CASE("output_dir = the working directory or its parent, holding a user's fi
   const fs::path work = project / "work";
   fill_user_folder(work);
   testing::write_text_file(project, "README.md", "the parent's own file\n");
-  check_refused_every_way(work, config, ".",
-                          "output_dir '.' is not empty and is not a ptrain run directory (it has no ptrain_run.json): "
-                          "it holds data/, mycode.py and notes/",
-                          project);
-  check_refused_every_way(work, config, "..",
-                          "output_dir '..' is not empty and is not a ptrain run directory (it has no "
-                          "ptrain_run.json): it holds README.md and work/",
-                          project);
+  check_refused_every_way(work, config, ".", not_a_run(".", "data/, mycode.py and notes/"), project);
+  check_refused_every_way(work, config, "..", not_a_run("..", "README.md and work/"), project);
 }
 
 TEST_CASE("a folder holding a user's file is refused, --overwrite included, naming what it holds",
@@ -94,11 +94,7 @@ TEST_CASE("a folder holding a user's file is refused, --overwrite included, nami
   const fs::path config = write_run_config(root / "inputs");
   const fs::path folder = root / "thesis";
   testing::write_text_file(folder, "thesis.txt", "years of work\n");
-  check_refused_every_way(root, config, folder.string(),
-                          "output_dir '" + folder.string() +
-                              "' is not empty and is not a ptrain run directory (it has no ptrain_run.json): it "
-                              "holds thesis.txt",
-                          folder);
+  check_refused_every_way(root, config, folder.string(), not_a_run(folder.string(), "thesis.txt"), folder);
 }
 
 TEST_CASE("--overwrite replaces only what ptrain wrote in a run directory; a user's file there stays",
@@ -145,10 +141,8 @@ TEST_CASE("a symlinked output_dir to a user's folder is refused; links inside a 
   const auto before = tree_snapshot(user);
 
   fs::create_directory_symlink(user / "project", root / "linked_run");
-  check_refused_every_way(root, config, (root / "linked_run").string(),
-                          "is not a ptrain run directory (it has no ptrain_run.json): it holds data/, mycode.py and "
-                          "notes/",
-                          user);
+  const std::string linked = (root / "linked_run").string();
+  check_refused_every_way(root, config, linked, not_a_run(linked, "data/, mycode.py and notes/"), user);
   CHECK(fs::is_symlink(root / "linked_run"));
 
   // A run whose final/ and an old checkpoint are links to the user's folders:
@@ -189,7 +183,7 @@ TEST_CASE("output_dir = / or ~ is refused without touching anything", "[bad_inpu
   };
   const std::vector<std::string> root_before = root_entries();
 
-  check_refused_every_way(work, config, "/", "output_dir '/' is not empty and is not a ptrain run directory", work);
+  check_refused_every_way(work, config, "/", not_a_run("/", ""), work);
   CHECK(root_entries() == root_before);
 
   for (const std::string output_dir : {"~", "~/runs/sft"}) {  // no folder named "~" appears in `work`
