@@ -128,6 +128,7 @@ class GrpoModule final : public sdk::TrainModule {
 
   GrpoConfig config_;
   std::optional<sdk::ChatTemplate> chat_template_;  // the tokenizer's, copied at setup
+  bool tokenizer_has_bos_ = false;
   std::vector<std::unique_ptr<sdk::RewardFunction>> reward_functions_;
   std::unique_ptr<sdk::Environment> environment_;  // only with module.environment
   std::unique_ptr<sdk::LanguageModel> reference_;  // only when beta > 0
