@@ -210,6 +210,24 @@ TEST_CASE("a start that fails or dies before its first step leaves the previous 
                          1, "1 consecutive updates had a non-finite loss", Kept::kPutBack, {"log_rank0.txt"});
   }
 
+  SECTION("data with no trainable token, found while preparing it: --overwrite puts the old run back, a new run "
+          "leaves no directory") {
+    const fs::path long_prompts = testing::write_text_file(
+        root, "long_prompts.jsonl",
+        "{\"prompt\": \"a prompt longer than max_length\", \"completion\": \"2\"}\n"
+        "{\"prompt\": \"another prompt past max_length\", \"completion\": \"4\"}\n");
+    const std::string data = " --set data.train=\"" + long_prompts.string() + "\"";
+    const std::string refusal = long_prompts.string() + ": none of its 2 examples has a trainable token left within "
+                                                        "data.max_length = 16";
+    check_refused_intact(previous, ptrain + train_into(previous.config, previous.dir, " --overwrite" + data), 1,
+                         refusal, Kept::kPutBack);
+    const CommandResult fresh = testing::run_command(ptrain + train_into(previous.config, root / "new_run", data));
+    INFO(fresh.output);
+    CHECK(fresh.exit_code == 1);
+    CHECK_THAT(fresh.output, Catch::Contains(refusal));
+    CHECK_FALSE(fs::exists(root / "new_run"));
+  }
+
   SECTION("a new run whose first step fails leaves no directory") {
     const CommandResult result =
         testing::run_command(nan_at_1 + ptrain + train_into(previous.config, root / "new_run", failing_step));
