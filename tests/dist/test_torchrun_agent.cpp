@@ -38,7 +38,7 @@ TEST_CASE("torchrun's agent store: every rank joins it, under a prefix per resta
     const dist_test::ScopedEnv agent({{"TORCHELASTIC_USE_AGENT_STORE", "True"}, {"TORCHELASTIC_RESTART_COUNT", "2"}});
     CHECK(dist::read_launch_env().agent_store_prefix == "/worker/attempt_2");
   }
-  const dist_test::ScopedEnv not_agent({{"TORCHELASTIC_USE_AGENT_STORE", "False"}});
+  const dist_test::ScopedEnv not_agent({{"TORCHELASTIC_USE_AGENT_STORE", "False"}, {"TORCHELASTIC_RESTART_COUNT", "3"}});
   CHECK(dist::read_launch_env().agent_store_prefix.empty());
 }
 
