@@ -1,7 +1,7 @@
 """The docs test: README.md and docs/*.md against the code and its runs.
 
     .venv/bin/python tests/docs/run_docs_test.py static  --build-dir build
-    .venv/bin/python tests/docs/run_docs_test.py session --build-dir build [--all] [--write-figures] [--update-docs] [--keep]
+    .venv/bin/python tests/docs/run_docs_test.py session --build-dir build [--figure-runs] [--write-figures] [--update-docs] [--keep]
 
 `static` checks, without running anything but `ptrain --help`/`schema` and
 scripts' --help: every block parses, and every config key, flag, build target,
@@ -10,9 +10,9 @@ in a scratch copy of the checkout in the order a reader meets them (README.md,
 then docs/*.md by name), checks what each promises (exit status, printed
 output, sample output, files it must leave as committed), then every figure
 the docs quote against the runs (tests/docs/figures.toml). Blocks marked
-`skip=minutes` run only with --all; --write-figures then records the figures
-in tests/docs/figures.json. ctest runs both (label `docs`); docs/README of
-the marks: tests/docs/docs_test/blocks.py.
+`skip=minutes figure-runs` run only with --figure-runs; --write-figures then
+records the figures in tests/docs/figures.json. ctest runs both (label
+`docs`); the marks a block may carry: tests/docs/docs_test/blocks.py.
 """
 import argparse
 import os
@@ -50,7 +50,8 @@ def main():
     parser.add_argument("--source-dir", type=Path, default=SOURCE_DIR)
     parser.add_argument("--build-dir", type=Path, default=SOURCE_DIR / "build")
     parser.add_argument("--python", default=sys.executable, help="the Python of the blocks (the project's .venv)")
-    parser.add_argument("--all", action="store_true", help="also run the blocks marked skip=minutes")
+    parser.add_argument("--figure-runs", action="store_true",
+                        help="also run the blocks marked skip=minutes and figure-runs (whose runs give quoted figures)")
     parser.add_argument("--write-figures", action="store_true",
                         help="write the figures of this session to tests/docs/figures.json")
     parser.add_argument("--update-docs", action="store_true",

@@ -177,7 +177,7 @@ class FiguresAndRunsTest(unittest.TestCase):
         stale = Figures(self.root, self.root).check_quote(figures.spec["quote"][0], "the loss falls from 2.50 to 1.0-1.5",
                                                           self.root)
         self.assertEqual(stale, ['page.md:1: tests/docs/figures.json has 2.25 for mean(a, "loss", 1, 2), the runs give '
-                                 '2.50 (run the session with --all --write-figures)'])
+                                 '2.50 (run the session with --figure-runs --write-figures)'])
         self.assertIsNotNone(quote_pattern("a {x:.2f}").fullmatch("a -1.5e-03"))
 
     def test_output_lines_follow_their_command(self):

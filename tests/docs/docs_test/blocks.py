@@ -5,7 +5,9 @@ on the rendered page):
 
     <!-- doc-test: skip=minutes id=quickstart -->
 
-Marks (MARKS below): `skip=REASON[,REASON]` (not run; REASONS), `exit=N`
+Marks (MARKS below): `skip=REASON[,REASON]` (not run; REASONS), `figure-runs`
+(a block marked skip=minutes whose runs give figures the docs quote: run with
+the session's --figure-runs, which regenerates those figures), `exit=N`
 (the exit status the block promises, 0 unless marked), `id=NAME` (for
 `sample-of`), `sample-of=ID` (this plain block is what the block ID prints),
 `output` (in a command block, `# ` lines right after a command are its
@@ -32,7 +34,7 @@ REASONS = {
     "network": "needs the network or files from elsewhere (a model, a download)",
     "minutes": "takes minutes of compute",
 }
-MARKS = {"skip", "exit", "id", "sample-of", "output", "excerpt", "runs-in", "same-metrics"}
+MARKS = {"skip", "exit", "id", "sample-of", "output", "excerpt", "runs-in", "same-metrics", "figure-runs"}
 MARK_COMMENT = re.compile(r"^\s*<!--\s*doc-test:(.*?)-->\s*$", re.S)
 # First words of a line that make an unlabelled block look like commands.
 COMMAND_WORDS = re.compile(r"^\s*((build/bin|scripts|bench|\.venv/bin)/\S|ptrain (train|validate|plugins|schema|tokenize|launch|report)( |$)"

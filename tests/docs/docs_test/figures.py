@@ -11,7 +11,7 @@ run directories (`[runs]`: name = folder; `[groups]`: name = [runs]):
 
 A figure whose runs the session did not make (a block it skipped) is taken
 from tests/docs/figures.json, which `--write-figures` rewrites from a session
-that made them all (`--all`); where the session made the runs, the file must
+that made them all (`--figure-runs`); where the session made the runs, the file must
 agree with them too. A quote the doc no longer holds, or holds with other
 figures, fails naming the doc line."""
 import json
@@ -132,7 +132,7 @@ class Figures:
             if expression in self.computed and (recorded is None or format(recorded, spec) != wanted):
                 failures.append(f"{doc}:{line}: tests/docs/figures.json has "
                                 f"{'no value' if recorded is None else format(recorded, spec)} for {expression}, "
-                                f"the runs give {wanted} (run the session with --all --write-figures)")
+                                f"the runs give {wanted} (run the session with --figure-runs --write-figures)")
         return failures
 
     def check(self, source_dir):

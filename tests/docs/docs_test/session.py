@@ -131,7 +131,7 @@ class Session:
 
     def runs(self, block):
         if block.skip_reasons:
-            return self.args.all and block.skip_reasons == ["minutes"]
+            return self.args.figure_runs and block.skip_reasons == ["minutes"] and "figure-runs" in block.marks
         return "runs-in" not in block.marks and "excerpt" not in block.marks
 
     def run(self, docs):
