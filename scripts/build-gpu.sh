@@ -65,7 +65,7 @@ PY
 # .gpu-deps/*.deb unpacked into $deps, again whenever the set of packages changes.
 unpack_gpu_deps() {
   local manifest
-  manifest="$(stat -c '%n %s' .gpu-deps/*.deb)"
+  manifest="$deps $(stat -c '%n %s' .gpu-deps/*.deb)"
   if [ "$(cat "$deps/.unpacked" 2>/dev/null)" = "$manifest" ]; then return; fi
   command -v dpkg-deb >/dev/null || fail "dpkg-deb is missing: it unpacks .gpu-deps/*.deb"
   rm -rf "$deps" && mkdir -p "$deps"
@@ -102,13 +102,12 @@ check_libraries() {
     boost/filesystem.hpp:boost_filesystem:libboost-filesystem1.74-dev toml++/toml.h::libtomlplusplus-dev \
     spdlog/spdlog.h:spdlog:libspdlog-dev fmt/core.h:fmt:libfmt-dev nlohmann/json.hpp::nlohmann-json3-dev \
     zlib.h:z:zlib1g-dev openssl/evp.h:crypto:libssl-dev pcre2.h:pcre2-8:libpcre2-dev \
-    utf8proc.h:utf8proc:libutf8proc-dev; do
+    utf8proc.h:utf8proc:libutf8proc-dev gloo/algorithm.h::libgloo-dev; do
     IFS=: read -r header library package <<<"$entry"
     has_header "$header" || missing+=("$header ($package)")
     [ -z "$library" ] || has_library "$library" || missing+=("lib$library.so ($package)")
   done
   has_header catch2/catch.hpp || has_header catch2/catch_all.hpp || missing+=("Catch2's headers (catch2)")
-
   if ! command -v pkg-config >/dev/null; then
     if [ -x "$deps/usr/bin/pkgconf" ]; then
       cmake_args+=(-DPKG_CONFIG_EXECUTABLE="$deps/usr/bin/pkgconf")

@@ -1,36 +1,224 @@
 #!/usr/bin/env bash
-# Issue 23's proof on a GPU machine, in phases that each fit one 10-minute
-# device command; every phase writes its log and results under $OUT (or ./gpu-proof).
+# The GPU proof in one command, for a bare GPU machine (PyTorch with CUDA, a
+# compiler, CMake, ninja, nvcc; the checkout with .gpu-deps/ from
+# scripts/gpu-deps.sh), within 9 minutes:
 #
-#   scripts/gpu-proof.sh build    scripts/build-gpu.sh (carry .gpu-deps from scripts/gpu-deps.sh)
-#   scripts/gpu-proof.sh test     the whole ctest suite; runtime.device = "auto" resolves to CUDA
-#   scripts/gpu-proof.sh bench    bench/gpu_suite.py → bench/results_gpu.json
-#   scripts/gpu-proof.sh parity   bench/hf_parity.py → bench/results_hf_parity.json
+#   scripts/gpu-proof.sh all [--device cuda|cpu] [--quick]
+#   scripts/gpu-proof.sh PHASE... [--device cuda|cpu] [--quick]
 #
-# Several phases in one call run in order ("build test"); a failing phase is
-# recorded in $OUT/status.txt and the next one still runs.
+# Phases (`all` runs every one; test runs beside train, nccl and parity,
+# and bench runs last, alone on the machine):
+#   build   scripts/build-gpu.sh: every target, tests included
+#   test    the whole ctest suite; runtime.device = "auto" resolves to the GPU
+#   train   configs/sft.toml, then configs/dpo.toml and configs/grpo.toml from
+#           its model, in fp32 and bf16-mixed, compared with the figures the
+#           README and docs report (bench/proof_figures.py)
+#   nccl    a one-rank `ptrain launch` run whose process group is NCCL's
+#   parity  bench/hf_parity.py: transformers against ptrain on the device
+#   bench   bench/gpu_suite.py: bench/results_gpu.json
+#
+# Each phase has a hard time budget (seconds; PTRAIN_PROOF_<PHASE>_S
+# overrides it, PTRAIN_PROOF_TOTAL_S the whole); a failing or late phase is
+# recorded and the next one still runs. $OUT (default ./gpu-proof) receives
+# at most five files: results_gpu_proof.json (every phase's exit status and
+# seconds, ctest's counts, the training figures), summary.txt (the table
+# printed last), logs.tgz (every log), results_gpu.json (the bench) and
+# results_hf_parity.json. --device cpu hides the GPUs and runs every phase on
+# the CPU (the bench with --smoke); --quick shortens the training runs to a
+# tenth (their figures are then not compared). Work files go to
+# build-gpu/proof/. Environment: PYTHON (as for scripts/build-gpu.sh),
+# PTRAIN_JOBS, PTRAIN_PROOF_CTEST_ARGS (extra ctest arguments, e.g. -L device).
 set -uo pipefail
+command_line="$0 $*"
 cd "$(dirname "$0")/.."
-out="${OUT:-$PWD/gpu-proof}"
-mkdir -p "$out"
-export PTRAIN_BUILD_DIR=build-gpu PTRAIN_BENCH_PYTHON="${PYTHON:-python3}"
-export LD_LIBRARY_PATH="$(scripts/build-gpu.sh --print-library-path)"
-
-phase() {
+checkout="$PWD"
+out="$(mkdir -p "${OUT:-gpu-proof}" && cd "${OUT:-gpu-proof}" && pwd)"
+export PTRAIN_BUILD_DIR="${PTRAIN_BUILD_DIR:-build-gpu}"
+work="$checkout/$PTRAIN_BUILD_DIR/proof"
+logs="$work/logs"
+device=cuda quick=0 phases=() run_only=""
+while [ $# -gt 0 ]; do
   case "$1" in
-    build) scripts/build-gpu.sh ;;
-    test) ctest --test-dir build-gpu -j "${PTRAIN_TEST_JOBS:-8}" --timeout 600 --output-on-failure ;;
-    bench) (cd bench && "$PTRAIN_BENCH_PYTHON" gpu_suite.py) && cp bench/results_gpu.json "$out/" ;;
-    parity) "$PTRAIN_BENCH_PYTHON" bench/hf_parity.py --device cuda && cp bench/results_hf_parity.json "$out/" ;;
-    *) echo "gpu-proof: unknown phase '$1' (build, test, bench, parity)" >&2; return 2 ;;
+    --device) device="$2"; shift ;;
+    --device=*) device="${1#*=}" ;;
+    --quick) quick=1 ;;
+    --run) run_only="$2"; shift ;;  # one phase, as run_recorded starts it under its budget
+    all | build | test | train | nccl | parity | bench) phases+=("$1") ;;
+    *) echo "gpu-proof: unknown argument '$1' (all, build, test, train, nccl, parity, bench, --device, --quick)" >&2; exit 2 ;;
   esac
+  shift
+done
+[ ${#phases[@]} -gt 0 ] || [ -n "$run_only" ] ||
+  { echo "usage: scripts/gpu-proof.sh all|PHASE... [--device cuda|cpu] [--quick]" >&2; exit 2; }
+case "$device" in cuda) ;; cpu) export CUDA_VISIBLE_DEVICES= ;; *) echo "gpu-proof: --device is cuda or cpu" >&2; exit 2 ;; esac
+
+start_time=$(date +%s)
+total_budget="${PTRAIN_PROOF_TOTAL_S:-540}"
+elapsed() { echo $(($(date +%s) - start_time)); }
+jobs="${PTRAIN_JOBS:-$(nproc)}"
+python="$(scripts/build-gpu.sh --print-python)" || exit 1
+export PYTHON="$python" PTRAIN_BENCH_PYTHON="$python" PYTHONUNBUFFERED=1
+export LD_LIBRARY_PATH="$(scripts/build-gpu.sh --print-library-path)"
+bin="$checkout/$PTRAIN_BUILD_DIR/bin"
+
+budget_of() {  # <phase>: its seconds, from PTRAIN_PROOF_<PHASE>_S or the default
+  local default variable="PTRAIN_PROOF_${1^^}_S"
+  case "$1" in build) default=200 ;; test) default=200 ;; train) default=110 ;; nccl) default=25 ;;
+    parity) default=60 ;; bench) default=$((total_budget - $(elapsed) - 10)) ;; esac
+  echo "${!variable:-$default}"
 }
 
-for name in "$@"; do
-  start=$(date +%s)
-  phase "$name" >"$out/$name.log" 2>&1
+# ---- the phases (each runs as `scripts/gpu-proof.sh --run PHASE`, under timeout) ----
+
+train_job() {  # <precision> <job>: one bundled config on the device into $work/runs/<precision>/<job>
+  local precision="$1" job="$2" steps=() init=()
+  local dir="$work/runs/$precision/$job"
+  if [ "$quick" = 1 ]; then
+    case "$job" in sft) steps=(--set train.max_steps=30) ;; dpo) steps=(--set train.max_steps=12) ;;
+      grpo) steps=(--set train.max_steps=10) ;; esac
+  fi
+  [ "$job" = sft ] || init=(--set "model.init=\"$work/runs/$precision/sft/final\"")
+  echo "== $job, $precision, $device"
+  "$bin/ptrain" train -c "configs/$job.toml" --overwrite --set "output_dir=\"$dir\"" --set "runtime.device=\"$device\"" \
+    --set "runtime.precision=\"$precision\"" "${init[@]}" "${steps[@]}"
+}
+
+run_phase() {
+  case "$1" in
+    build) scripts/build-gpu.sh ;;
+    test)
+      echo "ctest: $("$python" -c 'import torch; print("CUDA" if torch.cuda.is_available() else "no GPU:")') runtime.device = \"auto\""
+      # ${PTRAIN_PROOF_CTEST_ARGS} is a list of ctest arguments.
+      # shellcheck disable=SC2086
+      ctest --test-dir "$PTRAIN_BUILD_DIR" -j "$((jobs * 3 / 4 > 0 ? jobs * 3 / 4 : 1))" --timeout 120 \
+        --stop-time "$(date -d "+$(($(budget_of test) - 15)) seconds" +%H:%M:%S)" --output-on-failure \
+        ${PTRAIN_PROOF_CTEST_ARGS:-} ;;
+    train)
+      local status=0 precision job
+      for precision in fp32 bf16-mixed; do
+        for job in sft dpo grpo; do train_job "$precision" "$job" || status=1; done
+      done
+      "$python" bench/proof_figures.py "$work/runs" --json "$work/figures.json" || [ "$quick" = 1 ] || status=1
+      return $status ;;
+    nccl)
+      # PTRAIN_TEST_PROCESS_GROUP: one rank still builds its process group, NCCL on a GPU (docs/reliability.md).
+      PTRAIN_TEST_PROCESS_GROUP=1 "$bin/ptrain" launch --nproc 1 -- train -c configs/sft.toml --overwrite \
+        --set "output_dir=\"$work/runs/nccl\"" --set "runtime.device=\"$device\"" --set train.max_steps=40 ;;
+    parity)
+      "$python" bench/hf_parity.py --device "$device" && cp bench/results_hf_parity.json "$out/" ;;
+    bench)
+      if [ "$device" = cpu ]; then
+        (cd bench && "$python" gpu_suite.py --smoke --device cpu) && cp bench/out/results_gpu_smoke.json "$out/"
+      else
+        # shellcheck disable=SC2086
+        (cd bench && "$python" gpu_suite.py ${PTRAIN_PROOF_BENCH_ARGS:---warmup 1 --steps 3}) && cp bench/results_gpu.json "$out/"
+      fi ;;
+  esac
+}
+if [ -n "$run_only" ]; then
+  run_phase "$run_only"
+  exit
+fi
+
+# ---- the record ----
+
+ctest_counts() {  # from the test log: passed failed total
+  local log="$logs/test.log" total
+  total=$(ctest --test-dir "$PTRAIN_BUILD_DIR" -N ${PTRAIN_PROOF_CTEST_ARGS:-} 2>/dev/null | sed -n 's/^Total Tests: //p')
+  echo "$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* Passed ' "$log")" \
+    "$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*(\*\*\*|Failed|Not Run|Timeout|Exception)' "$log")" "${total:-0}"
+}
+
+record() {  # <phase> <exit> <seconds> <budget>: one line of $work/phases.jsonl
+  local extra=""
+  if [ "$1" = test ]; then
+    read -r passed failed total < <(ctest_counts)
+    local failed_names
+    failed_names=$(sed -nE 's/^[[:space:]]*[0-9]+ - (.*) \((.*)\)$/\1 (\2)/p' "$logs/test.log" | head -40 |
+      "$python" -c 'import json,sys; print(json.dumps([l.rstrip("\n") for l in sys.stdin]))')
+    extra=", \"passed\": $passed, \"failed\": $failed, \"not_run\": $((total - passed - failed)), \"total\": $total, \"failed_tests\": $failed_names"
+  fi
+  if [ "$1" = train ] && [ -f "$work/figures.json" ]; then
+    extra=", \"figures\": $(cat "$work/figures.json")"
+  fi
+  echo "{\"name\": \"$1\", \"exit\": $2, \"seconds\": $3, \"budget_s\": $4$extra}" >>"$work/phases.jsonl"
+}
+
+write_results() {  # results_gpu_proof.json, summary.txt and logs.tgz, from what has run so far
+  "$python" - "$work/phases.jsonl" "$out" "$device" "$(elapsed)" "$command_line" <<'PY'
+import json, platform, sys, time
+from pathlib import Path
+phases_path, out, device, total_s, command = sys.argv[1:]
+phases = [json.loads(l) for l in Path(phases_path).read_text().splitlines() if l.strip()]
+facts = {"device": "cpu", "torch": None, "cuda": None}
+try:
+    import torch
+    facts = {"device": torch.cuda.get_device_name(0) if device == "cuda" and torch.cuda.is_available() else "cpu",
+             "torch": torch.__version__, "cuda": torch.version.cuda}
+except Exception as error:  # the record must be written whatever broke
+    facts["error"] = str(error)
+result = dict(facts, date=time.strftime("%Y-%m-%d %H:%M"), host=platform.node(), command=command,
+              total_s=int(total_s), phases=phases)
+Path(out, "results_gpu_proof.json").write_text(json.dumps(result, indent=1) + "\n")
+lines = [f"{'phase':7} {'exit':>4} {'s':>5} {'budget':>6}  notes"]
+for p in phases:
+    note = ""
+    if p["name"] == "test" and "total" in p:
+        note = f"{p['passed']} passed, {p['failed']} failed, {p['not_run']} not run of {p['total']}"
+    if p["name"] == "train" and "figures" in p:
+        ok = sum(f["ok"] for f in p["figures"])
+        note = f"{ok} of {len(p['figures'])} figures in the documented range"
+    if p["exit"] == 124:
+        note = ("over budget; " + note).rstrip("; ")
+    lines.append(f"{p['name']:7} {p['exit']:>4} {p['seconds']:>5} {p['budget_s']:>6}  {note}")
+lines.append(f"total {total_s} s on {facts['device']}, torch {facts['torch']}, CUDA {facts['cuda']}")
+Path(out, "summary.txt").write_text("\n".join(lines) + "\n")
+PY
+  (cd "$work" && tar czf "$out/logs.tgz" logs $(find runs -name metrics.jsonl 2>/dev/null)) || true
+}
+
+run_recorded() {  # <phase>: runs it under its budget, logs to $logs/<phase>.log, records it
+  local phase="$1" budget phase_start status
+  budget=$(budget_of "$phase")
+  if [ "$budget" -lt 5 ]; then budget=5; fi
+  phase_start=$(date +%s)
+  timeout --kill-after=10 "$budget" "$0" --run "$phase" --device "$device" $([ "$quick" = 1 ] && echo --quick) \
+    >"$logs/$phase.log" 2>&1
   status=$?
-  echo "$name: exit $status in $(($(date +%s) - start)) s" | tee -a "$out/status.txt"
-  tail -n 25 "$out/$name.log"
-done
-nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || true
+  if [ "$phase" = test ]; then cp "$PTRAIN_BUILD_DIR/Testing/Temporary/LastTest.log" "$logs/ctest_LastTest.log" 2>/dev/null; fi
+  record "$phase" "$status" $(($(date +%s) - phase_start)) "$budget"
+  echo "[gpu-proof $(elapsed)s] $phase: exit $status in $(($(date +%s) - phase_start)) s (budget $budget s)"
+}
+
+# ---- the run ----
+
+rm -rf "$logs" "$work/phases.jsonl" "$work/figures.json"
+mkdir -p "$logs"
+{
+  nvidia-smi 2>&1 || echo "nvidia-smi: none"
+  echo "nproc $(nproc); $("${CXX:-g++}" --version | head -1); $(cmake --version | head -1); ninja $(ninja --version)"
+  "$python" -c 'import sys, torch; print(sys.executable, sys.version.split()[0], "torch", torch.__version__, "CUDA", torch.version.cuda, "GPU", torch.cuda.is_available())'
+} >"$logs/env.txt" 2>&1
+if [ "${phases[*]}" = all ]; then
+  run_recorded build
+  write_results
+  # The suite beside the correctness runs (both only need the device to
+  # compute right); the bench afterwards, alone, for its timings.
+  run_recorded test &
+  test_lane=$!
+  for phase in train nccl parity; do
+    run_recorded "$phase"
+    write_results
+  done
+  wait "$test_lane"
+  run_recorded bench
+else
+  for phase in "${phases[@]}"; do
+    [ "$phase" != all ] || { echo "gpu-proof: 'all' runs alone" >&2; exit 2; }
+    run_recorded "$phase"
+    write_results
+  done
+fi
+write_results
+echo "[gpu-proof] $out: $(cd "$out" && ls | tr '\n' ' ')"
+cat "$out/summary.txt"
