@@ -77,6 +77,8 @@ mount_in_root "$checkout" --bind "$checkout"
 mount_in_root /usr/local/cuda --bind "$(realpath /usr/local/cuda)" -o ro
 mkdir -p "$ccache_dir"
 mount_in_root /ccache --bind "$ccache_dir"
+# The host's name resolves as it does outside (Gloo binds to the hostname's address).
+cp /etc/hosts /etc/resolv.conf "$root/etc/"
 
 in_root() {
   # CCACHE_COMPILERCHECK=content: the root's compiler is another file than

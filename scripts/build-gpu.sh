@@ -30,7 +30,7 @@ torch_python() {
   local candidate
   for candidate in ${PYTHON:-.venv/bin/python python3}; do
     if "$candidate" -c 'import torch' 2>/dev/null; then
-      command -v "$candidate"
+      realpath -s "$(command -v "$candidate")"
       return
     fi
   done
@@ -78,11 +78,15 @@ unpack_gpu_deps() {
 # The torch package directory first: its lib/ holds libtorch.so, which CMake
 # must find before any system LibTorch (Debian's libtorch-dev in /usr/lib).
 prefixes="$torch_dir"
-include_dirs=()
+include_dirs=() cmake_args=()
 if compgen -G ".gpu-deps/*.deb" >/dev/null; then
   unpack_gpu_deps
   prefixes="$prefixes;$deps/usr"
-  include_dirs=(-I"$deps/usr/include")
+  # Multiarch headers (OpenSSL's configuration.h) lie in include/x86_64-linux-gnu,
+  # which the compiler searches last for /usr only: this tree gets the same place.
+  multiarch_include="$deps/usr/include/x86_64-linux-gnu"
+  include_dirs=(-I"$deps/usr/include" -isystem "$multiarch_include")
+  cmake_args+=(-DCMAKE_CXX_STANDARD_INCLUDE_DIRECTORIES="$multiarch_include")
 else
   say "no .gpu-deps/ (scripts/gpu-deps.sh): using the system's C++ libraries"
 fi
@@ -121,7 +125,6 @@ check_libraries() {
     fail "run scripts/gpu-deps.sh where apt works and carry .gpu-deps/, or install those packages"
   fi
 }
-cmake_args=()
 check_libraries
 
 # Python rewards embed the interpreter: they need that Python's headers and

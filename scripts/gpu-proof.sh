@@ -30,9 +30,10 @@
 # PTRAIN_JOBS, PTRAIN_PROOF_CTEST_ARGS (extra ctest arguments, e.g. -L device).
 set -uo pipefail
 command_line="$0 $*"
+out="$(mkdir -p "${OUT:-$(dirname "$0")/../gpu-proof}" && cd "${OUT:-$(dirname "$0")/../gpu-proof}" && pwd)"
 cd "$(dirname "$0")/.."
 checkout="$PWD"
-out="$(mkdir -p "${OUT:-gpu-proof}" && cd "${OUT:-gpu-proof}" && pwd)"
+self="$checkout/scripts/gpu-proof.sh"
 export PTRAIN_BUILD_DIR="${PTRAIN_BUILD_DIR:-build-gpu}"
 work="$checkout/$PTRAIN_BUILD_DIR/proof"
 logs="$work/logs"
@@ -63,8 +64,8 @@ bin="$checkout/$PTRAIN_BUILD_DIR/bin"
 
 budget_of() {  # <phase>: its seconds, from PTRAIN_PROOF_<PHASE>_S or the default
   local default variable="PTRAIN_PROOF_${1^^}_S"
-  case "$1" in build) default=200 ;; test) default=200 ;; train) default=110 ;; nccl) default=25 ;;
-    parity) default=60 ;; bench) default=$((total_budget - $(elapsed) - 10)) ;; esac
+  case "$1" in build) default=180 ;; test) default=210 ;; train) default=120 ;; nccl) default=25 ;;
+    parity) default=60 ;; bench) default=$((total_budget - $(elapsed) - 5)) ;; esac
   echo "${!variable:-$default}"
 }
 
@@ -101,9 +102,13 @@ run_phase() {
       "$python" bench/proof_figures.py "$work/runs" --json "$work/figures.json" || [ "$quick" = 1 ] || status=1
       return $status ;;
     nccl)
-      # PTRAIN_TEST_PROCESS_GROUP: one rank still builds its process group, NCCL on a GPU (docs/reliability.md).
-      PTRAIN_TEST_PROCESS_GROUP=1 "$bin/ptrain" launch --nproc 1 -- train -c configs/sft.toml --overwrite \
-        --set "output_dir=\"$work/runs/nccl\"" --set "runtime.device=\"$device\"" --set train.max_steps=40 ;;
+      # PTRAIN_TEST_PROCESS_GROUP: one rank still builds its process group,
+      # NCCL's on a GPU (Gloo's on the CPU); NCCL's own log shows it ran.
+      NCCL_DEBUG=INFO PTRAIN_TEST_PROCESS_GROUP=1 "$bin/ptrain" launch --nproc 1 -- train -c configs/sft.toml \
+        --overwrite --set "output_dir=\"$work/runs/nccl\"" --set "runtime.device=\"$device\"" --set train.max_steps=40 \
+        2>&1 | tee "$work/nccl.txt"
+      [ "${PIPESTATUS[0]}" = 0 ] || return 1
+      [ "$device" = cpu ] || grep -q "NCCL INFO" "$work/nccl.txt" || { echo "gpu-proof: NCCL printed nothing" >&2; return 1; } ;;
     parity)
       "$python" bench/hf_parity.py --device "$device" && cp bench/results_hf_parity.json "$out/" ;;
     bench)
@@ -182,7 +187,7 @@ run_recorded() {  # <phase>: runs it under its budget, logs to $logs/<phase>.log
   budget=$(budget_of "$phase")
   if [ "$budget" -lt 5 ]; then budget=5; fi
   phase_start=$(date +%s)
-  timeout --kill-after=10 "$budget" "$0" --run "$phase" --device "$device" $([ "$quick" = 1 ] && echo --quick) \
+  timeout --kill-after=10 "$budget" "$self" --run "$phase" --device "$device" $([ "$quick" = 1 ] && echo --quick) \
     >"$logs/$phase.log" 2>&1
   status=$?
   if [ "$phase" = test ]; then cp "$PTRAIN_BUILD_DIR/Testing/Temporary/LastTest.log" "$logs/ctest_LastTest.log" 2>/dev/null; fi
