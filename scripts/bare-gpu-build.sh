@@ -52,22 +52,8 @@ if [ ! -f "$marker" ]; then
   touch "$marker"
 fi
 
-mounts=()
-cleanup() {
-  local status=$?
-  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
-    umount "${mounts[i]}" 2>/dev/null || umount --lazy "${mounts[i]}" || true
-  done
-  exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-mount_in_root() {  # <target inside the root> <mount arguments...>
-  mkdir -p "$root$1"
-  mount "${@:2}" "$root$1"
-  mounts+=("$root$1")
-}
+# shellcheck source=scripts/lib/root-mounts.sh
+source scripts/lib/root-mounts.sh
 mount_in_root /proc -t proc proc
 mount_in_root /dev/shm -t tmpfs -o mode=1777,nosuid,nodev shm
 # The checkout and the venv at their own paths, so the venv's links and the
