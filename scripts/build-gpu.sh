@@ -156,11 +156,13 @@ PY
 
 echo "build-gpu: torch $torch_version ($torch_dir), CUDA $cuda_version, compute capability ${PTRAIN_CUDA_ARCH:-$capability}"
 if [ ! -f "$build_dir/CMakeCache.txt" ]; then
+  # The tests' Python (PTRAIN_PYTHON) is the one with this torch: on a GPU
+  # machine without the checkout's .venv, that machine's.
   # shellcheck disable=SC2046  # python_rewards_args prints separate arguments
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefixes" \
     -DOPENSSL_ROOT_DIR="$deps/usr" -DTORCH_CUDA_ARCH_LIST="${PTRAIN_CUDA_ARCH:-$capability}" \
     -DPTRAIN_WITH_CUDA=ON -DPTRAIN_ONEDNN=OFF -DPTRAIN_TENSORBOARD=OFF -DPTRAIN_REPORT=OFF \
-    "${cmake_args[@]}" $(python_rewards_args)
+    -DPTRAIN_PYTHON="$python" "${cmake_args[@]}" $(python_rewards_args)
 fi
 # Relative paths under the checkout let clones in other directories (CI) hit the cache.
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
