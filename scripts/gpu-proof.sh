@@ -107,9 +107,10 @@ run_phase() {
       [ "$all_lanes" = 1 ] || scripts/build-gpu.sh -- -k 0 ;;
     test)
       local deadline=$(($(date +%s) + $(budget_of test) - 15))
-      # Under `all` the tests build here, beside the training runs.
+      # Under `all` the tests build here, beside the training runs (two cores left to those).
       if [ "$all_lanes" = 1 ]; then
-        scripts/build-gpu.sh -- -k 0 || echo "gpu-proof: the build failed; ctest runs what was built"
+        PTRAIN_JOBS=$((jobs > 4 ? jobs - 2 : jobs)) scripts/build-gpu.sh -- -k 0 ||
+          echo "gpu-proof: the build failed; ctest runs what was built"
       fi
       echo "ctest: $("$python" -c 'import torch; print("CUDA" if torch.cuda.is_available() else "no GPU:")') runtime.device = \"auto\""
       ctest --test-dir "$PTRAIN_BUILD_DIR" -j "$((jobs * 3 / 4 > 0 ? jobs * 3 / 4 : 1))" --timeout 120 \
