@@ -74,7 +74,7 @@ ctest_selection=(--label-exclude clients ${PTRAIN_PROOF_CTEST_ARGS:-})
 
 budget_of() {  # <phase>: its seconds, from PTRAIN_PROOF_<PHASE>_S or the default
   local default variable="PTRAIN_PROOF_${1^^}_S"
-  case "$1" in build) default=150 ;; test) default=270 ;; train) default=150 ;; nccl) default=25 ;;
+  case "$1" in build) default=150 ;; test) default=240 ;; train) default=150 ;; nccl) default=25 ;;
     parity) default=60 ;; bench) default=$((total_budget - $(elapsed) - 5)) ;; esac
   echo "${!variable:-$default}"
 }
