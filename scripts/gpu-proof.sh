@@ -30,7 +30,8 @@
 # the CPU (the bench with --smoke); --quick shortens the training runs to a
 # tenth (their figures are then not compared). Work files go to
 # build-gpu/proof/. Environment: PYTHON (as for scripts/build-gpu.sh),
-# PTRAIN_JOBS, PTRAIN_PROOF_CTEST_ARGS (extra ctest arguments, e.g. -L device).
+# PTRAIN_JOBS, PTRAIN_PROOF_CTEST_ARGS (extra ctest arguments, e.g. -L device),
+# PTRAIN_PROOF_PARITY_ARGS (extra bench/hf_parity.py arguments, e.g. --only 'chat_template_*').
 set -uo pipefail
 command_line="$0 $*"
 out="$(mkdir -p "${OUT:-$(dirname "$0")/../gpu-proof}" && cd "${OUT:-$(dirname "$0")/../gpu-proof}" && pwd)"
@@ -140,7 +141,9 @@ run_phase() {
         "$python" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('$package') is None)" ||
           { echo "parity: no $package in $python: leaving out $pattern"; skip+=(--skip "$pattern"); }
       done
-      "$python" bench/hf_parity.py --device "$device" "${skip[@]}" && cp bench/results_hf_parity.json "$out/" ;;
+      # shellcheck disable=SC2086  # a list of hf_parity.py arguments
+      "$python" bench/hf_parity.py --device "$device" "${skip[@]}" ${PTRAIN_PROOF_PARITY_ARGS:-} &&
+        cp bench/results_hf_parity.json "$out/" ;;
     bench)
       if [ "$device" = cpu ]; then
         (cd bench && "$python" gpu_suite.py --smoke --device cpu) && cp bench/out/results_gpu_smoke.json "$out/"
