@@ -13,7 +13,7 @@
 //   checkpoints/latest    the name of the newest complete checkpoint, replaced atomically
 //
 // The data order needs no saved state: global batches depend only on (seed,
-// epoch, step) (DESIGN.md §2), which is also why a checkpoint resumes on any
+// epoch, step) (docs/architecture.md#the-update-step), which is also why a checkpoint resumes on any
 // world size or microbatch setting. The core draws no other random numbers.
 #pragma once
 

@@ -1,6 +1,6 @@
 // Sums gradients over ranks once per step, in buckets, starting each bucket's
 // collective during the backward pass of the step's last microbatch as soon
-// as its gradients are final (DESIGN.md §2: never during earlier microbatches).
+// as its gradients are final (docs/architecture.md#the-update-step: never during earlier microbatches).
 //
 // A parameter's gradient is final when autograd hands it the last
 // microbatch's contribution g: final = accumulated .grad + g. A hook copies

@@ -1,5 +1,5 @@
 // Reduces named metrics over the microbatches of a step, then over ranks, in
-// two collectives (DESIGN.md §4): one SUM of packed sums, counts and weights,
+// two collectives (docs/architecture.md#metrics): one SUM of packed sums, counts and weights,
 // one MAX of packed maxima and negated minima. Every rank gets the same result.
 #pragma once
 

@@ -5,7 +5,7 @@
 // An evaluation runs the plugin's microbatch loss without gradients over the
 // whole held-out set, split over the ranks (example i on rank i mod R, so
 // shards may be uneven) and, on each rank, into microbatches by the run's
-// batch plan. As for an update step (DESIGN.md §2) each loss term j adds
+// batch plan. As for an update step (docs/architecture.md#the-update-step) each loss term j adds
 // its sums S_j and units n_j, and
 //   eval/loss = Σ_j ΣS_j / divisor_j(N_j)     (a term with N_j = 0 adds nothing)
 // over the whole set, with the sums and the plugin's metrics reduced by the

@@ -1,5 +1,5 @@
 // The names of the figures the core writes to metrics.jsonl for every update
-// step (docs/architecture.md, Metrics), in one place: step_recorder.cpp writes
+// step (docs/architecture.md#metrics), in one place: step_recorder.cpp writes
 // them, and update_step.cpp refuses a plugin metric that takes one.
 #pragma once
 

@@ -1,4 +1,4 @@
-// What one update step logs (DESIGN.md §4): the core's figures (loss,
+// What one update step logs (docs/architecture.md#metrics): the core's figures (loss,
 // grad_norm, lr, units, tokens, throughput, mfu, skip counters, epoch) next
 // to the plugin's reduced metrics. Every rank computes them; rank 0 sends
 // them to metrics.jsonl, TensorBoard and the console (metrics::StepLog).

@@ -1,4 +1,4 @@
-// One step's metrics reduced over microbatches and ranks (DESIGN.md §4),
+// One step's metrics reduced over microbatches and ranks (docs/architecture.md#metrics),
 // together with what every rank must agree on before it decides the step:
 // the loss L, a stop request and a numeric fault on any rank. The core's
 // values ride in the same two collectives as the plugin's metrics and come

@@ -1,4 +1,4 @@
-// The gradient of one global batch (DESIGN.md §2), for a loss of terms j:
+// The gradient of one global batch (docs/architecture.md#the-update-step), for a loss of terms j:
 //
 //   n_j[r,k] = count_units(microbatch k on rank r)[j]    before any forward
 //   N_j      = Σ_r Σ_k n_j[r,k]                           one all-reduce for all terms

@@ -73,7 +73,7 @@ void score_rank_shard(sdk::Context& ctx, sdk::LanguageModel& model, const std::v
 
 // TR-DPO blends whole weights; a LoRA policy's reference shares its frozen
 // base weights, so the first sync would fail hours into the run. The SDK
-// shows a LoRA policy by its PEFT adapter names (DESIGN.md §6).
+// shows a LoRA policy by its PEFT adapter names (docs/file-formats.md#lora-adapters).
 void check_sync_fits(sdk::Context& ctx, const DpoConfig& config) {
   if (!config.sync_reference) return;
   for (const auto& [name, tensor] : ctx.policy().named_parameters()) {

@@ -19,7 +19,7 @@
 // prompts). Its units follow loss_type through the SDK's aggregation modes:
 //   grpo → seq_mean_token_mean, bnpo / dapo → token_mean,
 //   dr_grpo → seq_mean_token_sum_norm with C = max_completion_length,
-// so the step loss is exact under any split (DESIGN.md §2). Completions
+// so the step loss is exact under any split (docs/architecture.md#the-update-step). Completions
 // dropped by mask_truncated_completions or filter_zero_std_groups have no
 // trained token and add no unit.
 //

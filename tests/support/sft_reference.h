@@ -20,7 +20,7 @@ struct PromptCompletion {
   std::string completion;
 };
 
-// L of the global batch for one aggregation mode (DESIGN.md §2), with byte
+// L of the global batch for one aggregation mode (docs/architecture.md#the-update-step), with byte
 // tokens <bos> prompt completion <eos> cut to max_length; differentiable.
 at::Tensor reference_sft_step_loss(model::CausalLm& model, const std::vector<PromptCompletion>& batch,
                                    const sdk::AggregationSpec& spec, int64_t max_length);

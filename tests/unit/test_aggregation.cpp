@@ -31,7 +31,7 @@ int64_t units_for(sdk::LossAggregation mode) {
 
 }  // namespace
 
-TEST_CASE("aggregation sums and units match the table of DESIGN.md §2") {
+TEST_CASE("aggregation sums and units match the table of the update step (docs/architecture.md)") {
   using M = sdk::LossAggregation;
   CHECK(sum_for(M::kTokenMean) == Approx(16.0));
   CHECK(units_for(M::kTokenMean) == 5);

@@ -1,4 +1,4 @@
-// DPO's split invariance (DESIGN.md §2): one step on the same global batch of
+// DPO's split invariance (docs/architecture.md#the-update-step): one step on the same global batch of
 // 8 pairs with micro sizes 1, 2, 4 (8, 4 and 2 accumulation steps) and 8,
 // and packed rows under three token budgets, gives the gradient and loss of
 // the full-batch reference computed from the formulas (dpo_test_support.h),

@@ -1,4 +1,4 @@
-// The framework's first promise (DESIGN.md §2): a step's gradient does not
+// The framework's first promise (docs/architecture.md#the-update-step): a step's gradient does not
 // depend on how its global batch is split. The reference is computed here
 // from the formula, one unpadded sequence at a time through the full-vocabulary
 // log_softmax, not through the code under test's collate or log-prob path.

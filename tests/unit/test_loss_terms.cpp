@@ -1,4 +1,4 @@
-// The update step's loss terms (DESIGN.md §2): each term divided by its own
+// The update step's loss terms (docs/architecture.md#the-update-step): each term divided by its own
 // global units (or by 1), its share of L logged as loss/<term>, and a plugin
 // whose counts or sums do not match its terms refused, naming it.
 #include "catch.h"
@@ -180,7 +180,7 @@ TEST_CASE("loss terms: a term name that clashes is refused", "[terms]") {
   CHECK_THROWS_AS(train::step_metric_specs(empty), sdk::PluginError);
 }
 
-// The core's figures (docs/architecture.md, Metrics), each written by the step
+// The core's figures (docs/architecture.md#metrics), each written by the step
 // recorder: a plugin metric of the same name would be lost behind it.
 TEST_CASE("loss terms: a plugin metric named like a core figure is refused", "[terms]") {
   for (const char* name : {"step", "loss", "grad_norm", "lr", "units", "tokens", "padded_tokens", "step_s", "comm_s",

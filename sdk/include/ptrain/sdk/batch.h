@@ -67,7 +67,7 @@ struct Microbatch {
 
 // How one rank's examples are cut into microbatches: by count or by a padded
 // token budget (exactly one of the two is positive). Any cut gives the same
-// step gradient (DESIGN.md §2), so the plan only decides speed and memory.
+// step gradient (docs/architecture.md#the-update-step), so the plan only decides speed and memory.
 struct MicrobatchPlan {
   int64_t micro_size = 0;    // examples per microbatch
   int64_t micro_tokens = 0;  // max (rows × longest row) per microbatch

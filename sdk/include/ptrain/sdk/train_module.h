@@ -1,6 +1,6 @@
 // The one interface an algorithm implements: turn a microbatch into loss sums.
 //
-// A loss has one or more terms (DESIGN.md §2), each with units of its own:
+// A loss has one or more terms (docs/architecture.md#the-update-step), each with units of its own:
 // SFT's NLL over tokens; DPO's pair losses over pairs plus an NLL term over
 // chosen tokens. The plugin declares its terms once (loss_terms()); per
 // microbatch k on rank r the core asks for n_j[r,k] = count_units()[j]

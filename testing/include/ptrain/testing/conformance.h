@@ -1,5 +1,6 @@
 // The plugin conformance harness (ptrain::testing): checks a plugin against
-// the update-step contract of DESIGN.md §2–§4 on a tiny job its author gives.
+// the update-step contract (docs/architecture.md#the-update-step,
+// docs/architecture.md#metrics, docs/plugins.md) on a tiny job its author gives.
 //
 //   ptrain::testing::ConformanceSpec spec;
 //   spec.plugin = "build/libptrain_plugin_orpo.so";

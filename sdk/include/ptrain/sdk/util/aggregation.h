@@ -1,4 +1,4 @@
-// Loss aggregation modes shared by all plugins (DESIGN.md §2).
+// Loss aggregation modes shared by all plugins (docs/architecture.md#the-update-step).
 //
 // With per-token loss l, mask m over sequences i and tokens t, one microbatch adds
 //   mode                     S (sum)                     n (units)
