@@ -37,6 +37,16 @@ double elapsed_seconds(const Event& start, const Event& end) {
   }
 }
 
+// Waits until the device has reached `event` (c10::Event::synchronize, as new as elapsedTime).
+template <class Event>
+void wait_for(const Event& event) {
+  if constexpr (HasElapsedTime<Event>::value) {
+    event.synchronize();
+  } else {
+    TORCH_CHECK(false, "step phase timers: this LibTorch's c10::Event cannot time device work");
+  }
+}
+
 }  // namespace
 
 const char* step_phase_name(StepPhase phase) {
@@ -140,7 +150,7 @@ void StepPhaseTimer::mark(StepPhase phase) {
 void StepPhaseTimer::fold(bool wait) {
   if (!events_) return;
   std::deque<c10::Event>& events = events_->events;
-  if (wait && !events.empty()) events.back().synchronize();
+  if (wait && !events.empty()) wait_for(events.back());
   while (marks_.size() > 1 && (wait || events[1].query())) {
     seconds_[static_cast<size_t>(marks_.front().phase)] += elapsed_seconds(events[0], events[1]);
     marks_.erase(marks_.begin());

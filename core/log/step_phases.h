@@ -26,11 +26,11 @@
 
 namespace ptrain::log {
 
-enum class StepPhase { kOther, kData, kForward, kLossHead, kBackward, kCollectives, kOptimizer, kEval, kCheckpoint };
+enum class StepPhase { kData, kForward, kLossHead, kBackward, kCollectives, kOptimizer, kEval, kCheckpoint, kOther };
 inline constexpr size_t kStepPhaseCount = 9;
 
-// "other", "data", "forward", "loss_head", "backward", "collectives",
-// "optimizer", "eval", "checkpoint": the `time/<name>_s` metric keys.
+// "data", "forward", "loss_head", "backward", "collectives", "optimizer",
+// "eval", "checkpoint", "other": the `time/<name>_s` metric keys.
 const char* step_phase_name(StepPhase phase);
 
 using PhaseSeconds = std::array<double, kStepPhaseCount>;  // indexed by StepPhase

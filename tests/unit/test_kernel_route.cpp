@@ -49,13 +49,16 @@ ModelConfig tiny_config() {
   return c;
 }
 
-std::unique_ptr<CausalLm> tiny_model() {
+// Weights ~ N(0, scale²) (norms 1 + N(0, 0.2²)): large enough that every
+// term moves the logits; bf16-mixed cases take smaller ones, whose logits a
+// bf16 rounding moves less.
+std::unique_ptr<CausalLm> tiny_model(double scale = 0.3) {
   auto model = CausalLm::init_random(tiny_config(), 3);
   at::NoGradGuard no_grad;
   at::manual_seed(4);
   for (auto& [name, p] : model->named_parameters()) {
     p.copy_(name.find("norm.weight") != std::string::npos ? 1.0 + 0.2 * at::randn(p.sizes())
-                                                          : 0.3 * at::randn(p.sizes()));
+                                                          : scale * at::randn(p.sizes()));
   }
   return model;
 }
@@ -141,7 +144,7 @@ TEST_CASE("the accelerator route scores targets as the full log-softmax does, va
 }
 
 TEST_CASE("the accelerator route runs packed rows as their documents alone, fp32 and bf16-mixed", "[model][route]") {
-  auto model = tiny_model();
+  auto model = tiny_model(0.1);
   at::manual_seed(12);
   // Two packed rows of 8: documents of 3 + 5 and 6 + padding 2.
   const std::vector<std::vector<int64_t>> lengths{{3, 5}, {6}};
@@ -206,9 +209,10 @@ TEST_CASE("the accelerator route runs packed rows as their documents alone, fp32
 
 TEST_CASE("the accelerator route's bf16-mixed step agrees across microbatch splits", "[model][route]") {
   // Row-wise kernels: a row's log-probs and its share of the gradient do not
-  // depend on the rows beside it beyond float rounding.
-  auto model = tiny_model();
-  model->set_compute_dtype(at::kBFloat16);
+  // depend on the rows beside it beyond rounding. Here (ATen on the CPU)
+  // products round their results to bfloat16, so a split may move a row by
+  // bf16 rounding: no more than twice what bf16-mixed moves it from float32.
+  auto model = tiny_model(0.1);
   const RouteScope scope(CpuKernelRoute::kAccelerator);
   at::manual_seed(21);
   const int64_t b = 4, t = 9, v = 29;
@@ -216,6 +220,8 @@ TEST_CASE("the accelerator route's bf16-mixed step agrees across microbatch spli
   const at::Tensor target_ids = at::randint(0, v, {b, t}, at::kLong);
   const at::Tensor loss_mask = at::rand({b, t}) < 0.7;
   const at::Tensor weights = at::randn({b, t});
+  const Scored fp32 = score(*model, {input_ids, target_ids, loss_mask}, weights);
+  model->set_compute_dtype(at::kBFloat16);
   const Scored whole = score(*model, {input_ids, target_ids, loss_mask}, weights);
   std::vector<at::Tensor> split_grads;
   at::Tensor split_log_probs = at::zeros({b, t});
@@ -225,16 +231,23 @@ TEST_CASE("the accelerator route's bf16-mixed step agrees across microbatch spli
                              weights.narrow(0, row, 1));
     split_log_probs[row].copy_(one.log_probs[0]);
     for (size_t i = 0; i < one.grads.size(); ++i) {
-      if (row == 0) split_grads.push_back(one.grads[i]);
-      else split_grads[i] += one.grads[i];
+      if (row == 0) {
+        split_grads.push_back(one.grads[i]);
+      } else {
+        split_grads[i] += one.grads[i];
+      }
     }
   }
   const double value_error = max_abs_diff(split_log_probs, whole.log_probs);
   const double grad_error = relative_error(split_grads, whole.grads);
-  std::printf("[test_kernel_route] accelerator route, bf16-mixed, 1 vs 4 rows: log-prob error %.3g, gradient %.3g\n",
-              value_error, grad_error);
-  CHECK(value_error < 2e-2);
-  CHECK(grad_error < 1e-2);
+  const double bf16_value_error = max_abs_diff(whole.log_probs, fp32.log_probs);
+  const double bf16_grad_error = relative_error(whole.grads, fp32.grads);
+  std::printf("[test_kernel_route] accelerator route, bf16-mixed, 1 vs 4 rows: log-prob error %.3g, gradient %.3g "
+              "(bf16-mixed vs fp32: %.3g, %.3g)\n",
+              value_error, grad_error, bf16_value_error, bf16_grad_error);
+  CHECK(value_error <= 2 * bf16_value_error);
+  CHECK(grad_error <= 2 * bf16_grad_error);
+  CHECK(bf16_grad_error < 3e-2);
 }
 
 TEST_CASE("loss-head chunks: the CPU keeps ~4M logits, an accelerator takes large even chunks", "[model][route]") {
@@ -273,8 +286,9 @@ TEST_CASE("the loss head's chunk size does not change its values or gradients", 
     hidden.mutable_grad() = at::Tensor();
     weight.mutable_grad() = at::Tensor();
   }
-  CHECK(max_abs_diff(results[1], results[0]) < 1e-5);
-  CHECK(max_abs_diff(results[2], results[0]) < 1e-5);
+  const double scale = results[0].abs().max().item<double>();
+  CHECK(max_abs_diff(results[1], results[0]) < 1e-6 * scale);
+  CHECK(max_abs_diff(results[2], results[0]) < 1e-6 * scale);
 }
 
 TEST_CASE("packed rows: each document's start, then each row's padding, for the varlen kernel", "[model][route]") {
