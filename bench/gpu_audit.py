@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The GPU-work audit (issue 38): what a bf16-mixed SFT step asks of a GPU, measured on the CPU.
 
 One update step at Qwen2.5-0.5B's shapes (vocabulary 151,936, hidden 896, 14
@@ -23,9 +22,9 @@ Both are read by the same accounting below:
 
 needs bench_gpu_audit built against LibTorch >= 2.5 (the GPU's kernels: SDPA
 with grouped-query heads): scripts/build-gpu.sh builds it into build-gpu/
-(PTRAIN_AUDIT_BUILD_DIR), and a Python with torch >= 2.5 (PTRAIN_AUDIT_PYTHON,
-default .venv/bin/python). Writes bench/results_gpu_audit.json; bench/suite.py
-runs it as one of its figures.
+(PTRAIN_AUDIT_BUILD_DIR), and the project's Python (PTRAIN_PYTHON, torch >= 2.5
+for the same kernels on the eager side). Writes bench/results_gpu_audit.json;
+bench/suite.py runs it as one of its figures.
 """
 import argparse
 import json
@@ -45,9 +44,6 @@ QWEN25_05B = {"vocab_size": 151936, "hidden_size": 896, "intermediate_size": 486
 BUILD = Path(os.environ.get("PTRAIN_AUDIT_BUILD_DIR", ROOT / "build-gpu"))
 if not BUILD.is_absolute():
     BUILD = ROOT / BUILD
-PYTHON = os.environ.get("PTRAIN_AUDIT_PYTHON",
-                        str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "python").exists()
-                        else runner.PYTHON)
 RESULTS = ROOT / "bench" / "results_gpu_audit.json"
 TARGETS = {"bf16_matmul_flop_fraction": ">= 0.99", "small_gemm_flop_fraction": "<= 0.02",
            "aten_ops_per_step_ratio_vs_eager": "<= 1.5", "host_syncs_per_step": "<= 8, the same for 1 and 8 microbatches"}
@@ -203,7 +199,7 @@ def run_eager_step(name, config):
     config_path = OUT / "configs" / f"{name}.toml"
     runner.write_config(config_path, config)
     events_path = OUT / f"{name}_events.json"
-    runner.run_process([PYTHON, str(ROOT / "bench" / "reference" / "sft_step.py"), "-c", str(config_path),
+    runner.run_process([runner.PYTHON, str(ROOT / "bench" / "reference" / "sft_step.py"), "-c", str(config_path),
                         "--warmup", "1", "--steps", "1", "--fused-adamw", "--profile", str(events_path)], name)
     return json.loads(events_path.read_text())
 
