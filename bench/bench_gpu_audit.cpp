@@ -8,13 +8,14 @@
 // op it saw is written as JSON, in the fields gpu_audit.py reads from
 // torch.profiler on the eager side:
 //
-//   {"events": [{"name", "thread", "start_ns", "end_ns", "shapes", "dtypes", "devices"}, ...],
+//   {"events": [{"name", "thread", "start_ns", "end_ns", "shapes", "dtypes", "devices", "phase"}, ...],
 //    "microbatches": N, "tokens": N, "torch": "2.11.0", "route": "accelerator"}
 //
 //   build-gpu/bin/bench_gpu_audit CONFIG OUT.json [warmup=1] [accelerator|cpu]
 #include "core/config/config_loader.h"
 #include "core/dist/communicator.h"
 #include "core/dist/gradient_sync.h"
+#include "core/log/step_phases.h"
 #include "core/model/kernel_route.h"
 #include "core/plugin/host_context.h"
 #include "core/train/run_setup.h"
@@ -50,6 +51,7 @@ struct OpEvent {
   nlohmann::json shapes = nlohmann::json::array();   // per input: a tensor's sizes, [] for anything else
   nlohmann::json dtypes = nlohmann::json::array();   // per input: "float", "c10::BFloat16", ... as torch.profiler
   nlohmann::json devices = nlohmann::json::array();  // the Device arguments ("cpu" for a copy to the host)
+  std::string phase;                                  // the step phase it ran in (core/log/step_phases.h)
 };
 
 // RecordFunction takes plain function pointers: the recording is global.
@@ -81,6 +83,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& op) {
       if (input.isDevice()) event.devices.push_back(input.toDevice().str());
     }
   }
+  event.phase = log::step_phase_name(log::current_step_phase());
   event.start_ns = now_ns();
   const std::lock_guard<std::mutex> lock(events_mutex);
   events.push_back(std::move(event));
@@ -94,8 +97,9 @@ void on_op_end(const at::RecordFunction&, at::ObserverContext* context) {
 }
 
 nlohmann::json to_json(const OpEvent& event) {
-  return {{"name", event.name},     {"thread", event.thread}, {"start_ns", event.start_ns}, {"end_ns", event.end_ns},
-          {"shapes", event.shapes}, {"dtypes", event.dtypes}, {"devices", event.devices}};
+  return {{"name", event.name},     {"thread", event.thread}, {"start_ns", event.start_ns},
+          {"end_ns", event.end_ns}, {"shapes", event.shapes}, {"dtypes", event.dtypes},
+          {"devices", event.devices}, {"phase", event.phase}};
 }
 
 }  // namespace
@@ -141,7 +145,10 @@ int main(int argc, char** argv) {
     }
     const bool profiled = step == warmup;
     uint64_t handle = 0;
+    // The step's phases, as `ptrain train` marks them: each op is tagged with its own.
+    log::StepPhaseTimer phases(at::kCPU);
     if (profiled) {
+      phases.activate();
       handle = at::addGlobalCallback(at::RecordFunctionCallback(on_op_start, on_op_end)
                                          .needsInputs(true)
                                          .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
@@ -155,6 +162,7 @@ int main(int argc, char** argv) {
     update->step(run.optim.lr);
     if (profiled) {
       at::removeCallback(handle);
+      phases.deactivate();
       microbatches = gradient.num_microbatches;
       tokens = totals.tokens;
     }

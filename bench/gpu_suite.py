@@ -25,7 +25,13 @@ Figures:
   - GRPO rollout tokens/s with the KV cache and batched device sampling
     against recomputing the prefix (bench_grpo_step);
   - peak GPU memory of the SFT run against params + grads + AdamW state
-    (16 bytes a parameter in fp32), read with nvidia-smi for both programs.
+    (16 bytes a parameter in fp32), read with nvidia-smi for both programs;
+  - ptrain's step-phase timers (time/* of metrics.jsonl, docs/monitoring.md)
+    at each run's last log step, in the rows' notes and as "ptrain_phases".
+
+Each figure runs on its own: one that fails is a FAILED row and the rest go
+on; every row is printed as it is measured and the results file rewritten,
+so a run cut short keeps what it measured. `--only sft,longtail` picks figures.
 """
 import argparse
 import json
@@ -102,62 +108,138 @@ print(json.dumps({{"device_name": torch.cuda.get_device_name(device) if device.t
     return runner.last_json_line(stdout)
 
 
-def sft_pair(name, model, data, length, batch, steps, warmup, device, overrides=None, reference=True):
-    """ptrain and (optionally) the PyTorch loop on one config; each with its GPU memory peak."""
+def phase_breakdown(name):
+    """ptrain's step-phase timers (docs/monitoring.md) at the run's last log step: {phase: seconds per step}."""
+    path = OUT / "runs" / name / "metrics.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    timed = [row for row in rows if "time/forward_s" in row]
+    if not timed:
+        return {}
+    return {key[len("time/"):-len("_s")]: value for key, value in timed[-1].items() if key.startswith("time/")}
+
+
+def phase_note(phases):
+    total = sum(phases.values()) or 1.0
+    return "phases per step: " + ", ".join(f"{name} {seconds:.3g} s ({seconds / total:.0%})"
+                                           for name, seconds in phases.items() if seconds > 0)
+
+
+class Suite:
+    """Rows measured one at a time: each printed as soon as it is known and the
+    results file rewritten, so a run cut short (a device time limit) keeps what
+    it measured; a figure that fails becomes a FAILED row, and the others go on."""
+
+    def __init__(self, args, facts, path):
+        self.args, self.facts, self.path = args, facts, path
+        self.rows, self.phases, self.start = [], {}, time.perf_counter()
+
+    def measure(self, name, produce):
+        print(f"[gpu bench] {name} ...", flush=True)
+        try:
+            rows = produce()
+        except Exception as error:  # one broken figure must not hide the others
+            traceback.print_exc()
+            rows = [{"name": name, "value": None, "unit": "", "baseline": None, "ratio": None,
+                     "note": f"FAILED: {str(error)[-300:]}"}]
+        for r in rows:
+            self.rows.append(r)
+            print(format_row(r), flush=True)
+        self.write()
+        return rows
+
+    def write(self):
+        keys = ("name", "value", "unit", "baseline", "ratio", "note")
+        result = {"device": self.facts["device_name"], "torch": self.facts["torch"], "cuda": self.facts["cuda"],
+                  "date": time.strftime("%Y-%m-%d %H:%M"), "host": platform.node(),
+                  "command": " ".join(sys.argv), "suite_s": round(time.perf_counter() - self.start),
+                  "rows": [{k: r.get(k) for k in keys} for r in self.rows], "ptrain_phases": self.phases}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(json.dumps(result, indent=2) + "\n")
+
+
+def format_row(r):
+    def number(value, spec):
+        return "-" if value is None else format(value, spec)
+    return (f"{r['name']:<86} {number(r['value'], '.4g'):>10} {number(r['baseline'], '.4g'):>10} "
+            f"{number(r.get('ratio'), '.2f'):>6} {r['unit']} {r.get('note', '')}")
+
+
+def sft_run(args, name, model, data, length, batch, device, reference=True):
+    """ptrain (and, unless reference is False, the PyTorch loop) on one config; each with its GPU memory peak.
+
+    A failed reference leaves `theirs` None rather than losing ptrain's figure."""
     runtime = {"device": device, "precision": "bf16-mixed" if device == "cuda" else "fp32"}
     config = runner.sft_config(name, model, data, length, batch["global_size"], batch.get("micro_size", 1),
-                               warmup + steps, runtime=runtime, **(overrides or {}))
+                               args.warmup + args.steps, runtime=runtime)
     if "micro_tokens" in batch:
         config["batch"] = {k: v for k, v in batch.items() if k != "padded_micro_size"}
     with GpuMemoryPeak(device == "cuda") as memory:
-        ours = runner.run_ptrain(name, config, warmup)
+        ours = runner.run_ptrain(name, config, args.warmup)
     ours["gpu_peak_bytes"] = memory.bytes
     theirs = None
     if reference:
         padded = runner.sft_config(name + "_pytorch", model, data, length, batch["global_size"],
-                                   batch.get("micro_size", 1), warmup + steps, runtime=runtime)
+                                   batch.get("micro_size", 1), args.warmup + args.steps, runtime=runtime)
         if "micro_tokens" in batch:  # the loop pads: the same examples per step, micro_size of the plan's size
             padded["batch"] = {"global_size": batch["global_size"], "micro_size": batch["padded_micro_size"]}
-        with GpuMemoryPeak(device == "cuda") as memory:
-            theirs = runner.run_reference(name + "_pytorch", padded, warmup, steps,
-                                          extra_args=["--device", device])
-        theirs["gpu_peak_bytes"] = memory.bytes
+        try:
+            with GpuMemoryPeak(device == "cuda") as memory:
+                theirs = runner.run_reference(name + "_pytorch", padded, args.warmup, args.steps,
+                                              extra_args=["--device", device])
+            theirs["gpu_peak_bytes"] = memory.bytes
+        except Exception:
+            traceback.print_exc()
     return ours, theirs
 
 
-def sft_figures(args, facts, data, longtail):
+def sft_rows(suite, data):
+    args, facts = suite.args, suite.facts
     model, length = (QWEN25_05B, 2048) if not args.smoke else (TOY, 128)
     batch = {"global_size": 16, "micro_size": 4} if not args.smoke else {"global_size": 4, "micro_size": 2}
-    ours, theirs = sft_pair("gpu_sft", model, data, length, batch, args.steps, args.warmup, args.device)
+    ours, theirs = sft_run(args, "gpu_sft", model, data, length, batch, args.device)
+    suite.phases["sft"] = phase_breakdown("gpu_sft")
     millions = num_params(model) / 1e6
     label = "Qwen2.5-0.5B shapes" if not args.smoke else "toy"
+    baseline = theirs["tokens_per_s"] if theirs else None
+    missing = "" if theirs else "PyTorch loop FAILED (see the log); "
     rows = [row(f"SFT tokens/s {label} ({millions:.0f}M, seq {length}): ptrain vs PyTorch eager",
-                ours["tokens_per_s"], "tokens/s", theirs["tokens_per_s"], ">= 1.0",
-                ours["tokens_per_s"] >= theirs["tokens_per_s"])]
+                ours["tokens_per_s"], "tokens/s", baseline, ">= 1.0", baseline and ours["tokens_per_s"] >= baseline,
+                note=missing + phase_note(suite.phases["sft"]))]
     flops = training_flops_per_token(model, length - 1)
     peak = facts["peak_flops_per_s"]
+    mfu = ours["tokens_per_s"] * flops / peak
     rows.append(row(f"MFU {label}: ptrain vs PyTorch eager ({facts['peak_dtype']} peak "
-                    f"{peak / 1e12:.0f} TFLOP/s)", ours["tokens_per_s"] * flops / peak, "fraction of peak",
-                    theirs["tokens_per_s"] * flops / peak, ">= 0.40", ours["tokens_per_s"] * flops / peak >= 0.40))
+                    f"{peak / 1e12:.0f} TFLOP/s)", mfu, "fraction of peak",
+                    baseline * flops / peak if baseline else None, ">= 0.40", mfu >= 0.40))
     if ours["gpu_peak_bytes"]:
         state = BYTES_PER_PARAMETER * num_params(model)
         rows.append(row("peak GPU memory, SFT: ptrain vs PyTorch eager", ours["gpu_peak_bytes"] / 2**30, "GiB",
-                        theirs["gpu_peak_bytes"] / 2**30,
+                        theirs["gpu_peak_bytes"] / 2**30 if theirs else None,
                         note=f"params + grads + AdamW state alone: {state / 2**30:.1f} GiB"))
-
-    packed_batch = ({"global_size": 16, "micro_tokens": 4 * length, "packing": True, "padded_micro_size": 4}
-                    if not args.smoke else
-                    {"global_size": 4, "micro_tokens": 2 * length, "packing": True, "padded_micro_size": 2})
-    ours, theirs = sft_pair("gpu_sft_longtail", model, longtail, length, packed_batch, args.steps, args.warmup,
-                            args.device)
-    rows.append(row(f"SFT tokens/s {label}, long-tailed data: ptrain packed vs PyTorch eager padded",
-                    ours["tokens_per_s"], "tokens/s", theirs["tokens_per_s"],
-                    note=f"MFU {ours['tokens_per_s'] * flops / peak:.1%} vs "
-                         f"{theirs['tokens_per_s'] * flops / peak:.1%} (at seq {length}'s attention cost)"))
     return rows
 
 
-def dpo_figure(args, longtail):
+def longtail_rows(suite, longtail):
+    args, facts = suite.args, suite.facts
+    model, length = (QWEN25_05B, 2048) if not args.smoke else (TOY, 128)
+    packed_batch = ({"global_size": 16, "micro_tokens": 4 * length, "packing": True, "padded_micro_size": 4}
+                    if not args.smoke else
+                    {"global_size": 4, "micro_tokens": 2 * length, "packing": True, "padded_micro_size": 2})
+    ours, theirs = sft_run(args, "gpu_sft_longtail", model, longtail, length, packed_batch, args.device)
+    suite.phases["sft_packed"] = phase_breakdown("gpu_sft_longtail")
+    flops = training_flops_per_token(model, length - 1)
+    peak = facts["peak_flops_per_s"]
+    baseline = theirs["tokens_per_s"] if theirs else None
+    label = "Qwen2.5-0.5B shapes" if not args.smoke else "toy"
+    return [row(f"SFT tokens/s {label}, long-tailed data: ptrain packed vs PyTorch eager padded",
+                ours["tokens_per_s"], "tokens/s", baseline, ">= 1.5", baseline and ours["tokens_per_s"] >= 1.5 * baseline,
+                note=f"MFU {ours['tokens_per_s'] * flops / peak:.1%}"
+                     + (f" vs {baseline * flops / peak:.1%}" if baseline else " (PyTorch loop FAILED)")
+                     + f" (at seq {length}'s attention cost); " + phase_note(suite.phases["sft_packed"]))]
+
+
+def dpo_rows(suite, longtail):
+    args = suite.args
     model, length = (QWEN25_05B, 1024) if not args.smoke else (TOY, 128)
     pairs = figures.preference_pairs(longtail)
     runs = {}
@@ -169,11 +251,13 @@ def dpo_figure(args, longtail):
                                    module={"loss": ["sigmoid"], "beta": 0.1, "loss_agg": "pair",
                                            "precompute_reference": False, "concatenated": concatenated})
         runs[concatenated] = runner.run_ptrain(name, config, args.warmup)
+    suite.phases["dpo"] = phase_breakdown("gpu_dpo_concatenated")
     return [row("DPO pairs/s: one forward of both sides vs two", runs[True]["units_per_s"], "pairs/s",
-                runs[False]["units_per_s"])]
+                runs[False]["units_per_s"], note=phase_note(suite.phases["dpo"]))]
 
 
-def grpo_figure(args):
+def grpo_rows(suite):
+    args = suite.args
     stdout, _ = runner.run_bench("bench_grpo_step", [2, runner.THREADS, args.device], "gpu_grpo_step")
     result = runner.last_json_line(stdout)
     return [row("GRPO rollout tokens/s (64 seqs, 24 new): KV cache + device sampling vs recompute",
@@ -186,40 +270,27 @@ def main():
     parser.add_argument("--smoke", action="store_true", help="toy sizes: checks the script, measures nothing")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--only", default="sft,longtail,dpo,grpo",
+                        help="comma-separated figures to run (sft, longtail, dpo, grpo)")
     args = parser.parse_args()
 
-    start = time.perf_counter()
     facts = torch_facts(args.device)
     length = 2048 if not args.smoke else 128
+    path = ROOT / "bench" / "results_gpu.json" if not args.smoke else OUT / "results_gpu_smoke.json"
+    suite = Suite(args, facts, path)
     data = figures.make_data(f"gpu_fixed_{length}", "fixed", "--length", str(length), "--count",
                              str(16 * (args.warmup + args.steps)))
     longtail = figures.make_data(f"gpu_longtail_{length}", "longtail", "--max-length", str(length),
                                  "--median", str(length // 8), "--count", str(16 * (args.warmup + args.steps)))
-    rows, failures = [], []
-    for name, produce in (("SFT", lambda: sft_figures(args, facts, data, longtail)),
-                          ("DPO", lambda: dpo_figure(args, longtail)), ("GRPO", lambda: grpo_figure(args))):
-        print(f"[gpu bench] {name} ...", flush=True)
-        try:
-            rows += produce()
-        except Exception as error:  # one broken figure must not hide the others
-            traceback.print_exc()
-            failures.append({"name": name, "value": None, "unit": "", "baseline": None, "ratio": None,
-                             "note": f"FAILED: {error}"})
-    keys = ("name", "value", "unit", "baseline", "ratio")
-    result = {"device": facts["device_name"], "torch": facts["torch"], "cuda": facts["cuda"],
-              "date": time.strftime("%Y-%m-%d %H:%M"), "host": platform.node(),
-              "command": " ".join(sys.argv), "suite_s": round(time.perf_counter() - start),
-              "rows": [{k: r[k] for k in keys} for r in rows + failures]}
-    path = ROOT / "bench" / "results_gpu.json" if not args.smoke else OUT / "results_gpu_smoke.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=2) + "\n")
-    def number(value, spec):
-        return "-" if value is None else format(value, spec)
-    for r in rows + failures:
-        print(f"{r['name']:<86} {number(r['value'], '.4g'):>10} {number(r['baseline'], '.4g'):>10} "
-              f"{number(r.get('ratio'), '.2f'):>6} {r['unit']} {r.get('note', '')}")
+    figures_by_name = {"sft": ("SFT", lambda: sft_rows(suite, data)),
+                       "longtail": ("SFT long-tailed", lambda: longtail_rows(suite, longtail)),
+                       "dpo": ("DPO", lambda: dpo_rows(suite, longtail)),
+                       "grpo": ("GRPO", lambda: grpo_rows(suite))}
+    for key in args.only.split(","):
+        name, produce = figures_by_name[key.strip()]
+        suite.measure(name, produce)
     print(f"[gpu bench] wrote {path}")
-    return 1 if failures else 0
+    return 1 if any((r.get("note") or "").startswith("FAILED") for r in suite.rows) else 0
 
 
 if __name__ == "__main__":

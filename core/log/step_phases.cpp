@@ -119,6 +119,16 @@ void StepPhaseTimer::deactivate() {
 
 bool StepPhaseTimer::active() const { return active_timer.load() == this; }
 
+StepPhase StepPhaseTimer::current() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return current_;
+}
+
+StepPhase current_step_phase() {
+  const StepPhaseTimer* timer = active_timer.load();
+  return timer == nullptr ? StepPhase::kOther : timer->current();
+}
+
 StepPhase StepPhaseTimer::enter(StepPhase phase) {
   const std::lock_guard<std::mutex> lock(mutex_);
   const StepPhase previous = current_;

@@ -48,6 +48,7 @@ class StepPhaseTimer {
   void activate();
   void deactivate();
   bool active() const;
+  StepPhase current() const;
 
   // Switches to `phase` and returns the phase in force before. kLossHead
   // refines kForward and kBackward only: entered from any other phase (a
@@ -77,6 +78,10 @@ class StepPhaseTimer {
   PhaseSeconds seconds_{};
   StepPhase current_ = StepPhase::kOther;
 };
+
+// The active timer's phase now; kOther when no timer is active (the GPU-work
+// audit, bench/gpu_audit.py, tags each op with it).
+StepPhase current_step_phase();
 
 // The active timer's phase is `phase` while this lives (nothing when no
 // timer is active).

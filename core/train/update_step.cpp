@@ -16,15 +16,17 @@ namespace {
 
 using Units = std::vector<int64_t>;  // one count per loss term
 
+// All gradients in one call (one kernel launch per group of tensors on a GPU).
 void zero_gradients(const std::vector<at::Tensor>& parameters) {
+  std::vector<at::Tensor> grads;
   for (const at::Tensor& parameter : parameters) {
-    at::Tensor grad = parameter.mutable_grad();
-    if (grad.defined()) {
-      grad.zero_();
+    if (parameter.grad().defined()) {
+      grads.push_back(parameter.grad());
     } else {
       parameter.mutable_grad() = at::zeros_like(parameter);
     }
   }
+  if (!grads.empty()) at::_foreach_zero_(grads);
 }
 
 std::string term_metric(const sdk::LossTerm& term) { return "loss/" + term.name; }
@@ -199,19 +201,17 @@ GradientResult accumulate_gradients(const StepParts& parts, const std::vector<co
 }
 
 double clip_grad_norm(const std::vector<at::Tensor>& parameters, double max_norm) {
-  std::vector<at::Tensor> squared_norms;
-  squared_norms.reserve(parameters.size());
+  std::vector<at::Tensor> grads;
+  grads.reserve(parameters.size());
   for (const at::Tensor& parameter : parameters) {
-    if (parameter.grad().defined()) squared_norms.push_back(parameter.grad().pow(2).sum().to(at::kDouble));
+    if (parameter.grad().defined()) grads.push_back(parameter.grad());
   }
-  if (squared_norms.empty()) return 0.0;
-  const double norm = std::sqrt(at::stack(squared_norms).sum().item<double>());
-  if (max_norm > 0.0 && std::isfinite(norm) && norm > max_norm) {
-    const double scale = max_norm / (norm + 1e-6);
-    for (const at::Tensor& parameter : parameters) {
-      if (parameter.grad().defined()) parameter.grad().mul_(scale);
-    }
-  }
+  if (grads.empty()) return 0.0;
+  // Every tensor's norm in one call (as torch.nn.utils.clip_grad_norm_), their
+  // squares summed in float64; one read of the result.
+  const at::Tensor norms = at::stack(at::_foreach_norm(grads)).to(at::kDouble);
+  const double norm = std::sqrt(norms.mul(norms).sum().item<double>());
+  if (max_norm > 0.0 && std::isfinite(norm) && norm > max_norm) at::_foreach_mul_(grads, max_norm / (norm + 1e-6));
   return norm;
 }
 
