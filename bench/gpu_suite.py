@@ -342,7 +342,8 @@ def dpo_rows(suite):
 
 def grpo_rows(suite):
     args = suite.args
-    stdout, _ = runner.run_bench("bench_grpo_step", [2, runner.THREADS, args.device], "gpu_grpo_step")
+    repeats = 2 if not args.smoke else 1
+    stdout, _ = runner.run_bench("bench_grpo_step", [repeats, runner.THREADS, args.device], "gpu_grpo_step")
     result = runner.last_json_line(stdout)
     return [row("GRPO rollout tokens/s (64 seqs, 24 new): KV cache + device sampling vs recompute",
                 result["rollout_tokens_per_s_kv_cache"], "tokens/s", result["rollout_tokens_per_s_recompute"])]
