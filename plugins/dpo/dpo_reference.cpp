@@ -66,8 +66,7 @@ void score_rank_shard(sdk::Context& ctx, sdk::LanguageModel& model, const std::v
     const size_t end = std::min(shard.size(), begin + static_cast<size_t>(micro_size));
     std::vector<TokenizedPair> group;
     for (size_t k = begin; k < end; ++k) group.push_back(pairs[shard[k]]);
-    const at::Tensor parts =
-        reference_parts(model, collate_pairs(group, ctx.tokenizer().pad_id(), true), ctx.device());
+    const at::Tensor parts = reference_parts(model, collate_pairs(group, ctx.tokenizer().pad_id(), true), ctx.device());
     for (size_t k = begin; k < end; ++k) values[shard[k]].copy_(parts[static_cast<int64_t>(k - begin)]);
     progress->advance(static_cast<int64_t>(end - begin));
   }

@@ -30,8 +30,8 @@ size_t size_class(size_t bytes) {
 uint8_t* reserve(size_t bytes, const char* what) {
   void* range = ::mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (range == MAP_FAILED) {
-    throw std::runtime_error(std::string("stand-in device: cannot reserve its ") + what + " address range: " +
-                             std::strerror(errno));
+    throw std::runtime_error(std::string("stand-in device: cannot reserve its ") + what +
+                             " address range: " + std::strerror(errno));
   }
   return static_cast<uint8_t*>(range);
 }

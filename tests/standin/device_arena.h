@@ -47,8 +47,8 @@ class DeviceArena {
   size_t bump_ = 0;       // offset of the first never-used byte
   size_t committed_ = 0;  // the shadow is readable and writable below this offset
   int64_t live_bytes_ = 0;
-  std::unordered_map<size_t, size_t> block_size_;         // offset -> its size class
-  std::map<size_t, std::vector<size_t>> free_by_size_;    // size class -> free offsets
+  std::unordered_map<size_t, size_t> block_size_;       // offset -> its size class
+  std::map<size_t, std::vector<size_t>> free_by_size_;  // size class -> free offsets
 };
 
 }  // namespace ptrain::standin

@@ -15,8 +15,8 @@ bool takes_host_indices(const c10::OperatorName& name) {
 }
 
 struct Found {
-  std::optional<at::Device> device;     // the first stand-in tensor's
-  std::string host_argument;            // the first argument holding a host tensor that may not be there
+  std::optional<at::Device> device;  // the first stand-in tensor's
+  std::string host_argument;         // the first argument holding a host tensor that may not be there
 };
 
 void inspect(const at::Tensor& tensor, const std::string& argument, bool host_allowed, Found& found) {

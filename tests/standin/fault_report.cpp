@@ -63,6 +63,9 @@ void arm(int signal_number, struct sigaction& previous) {
 }  // namespace
 
 void arm_fault_report() {
+  // backtrace() loads the unwinder on first use, which allocates: not in a handler.
+  void* frame = nullptr;
+  ::backtrace(&frame, 1);
   arm(SIGSEGV, g_previous_segv);
   arm(SIGBUS, g_previous_bus);
 }

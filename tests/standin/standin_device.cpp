@@ -78,9 +78,8 @@ at::Tensor empty_memory_format(c10::IntArrayRef size, c10::optional<at::ScalarTy
 at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, c10::optional<at::ScalarType> dtype,
                          c10::optional<at::Layout> layout, c10::optional<at::Device> device,
                          c10::optional<bool> pin_memory) {
-  return at::detail::empty_strided_generic(size, stride, &g_allocator,
-                                           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
-                                           c10::dtype_or_default(dtype));
+  return at::detail::empty_strided_generic(
+      size, stride, &g_allocator, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), c10::dtype_or_default(dtype));
 }
 
 // Host ↔ device and device ↔ device, any dtypes, strides and broadcasts: the
@@ -104,7 +103,7 @@ void grow_storage(c10::StorageImpl& storage, size_t bytes) {
 }
 
 const at::Tensor& resize_in_place(const at::Tensor& self, c10::IntArrayRef size,
-                         c10::optional<at::MemoryFormat> memory_format) {
+                                  c10::optional<at::MemoryFormat> memory_format) {
   c10::TensorImpl* impl = self.unsafeGetTensorImpl();
   impl->set_sizes_contiguous(size);
   const size_t bytes = at::detail::computeStorageNbytesContiguous(size, self.dtype().itemsize(),
@@ -133,8 +132,11 @@ void fallback_to_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   at::native::cpu_fallback(op, stack);
 }
 
-bool operator_exists(const char* name, const char* overload) {
-  return c10::Dispatcher::singleton().findSchema({name, overload}).has_value();
+// `name` as "operator" or "operator.overload"; not every LibTorch version has them all.
+bool operator_exists(const std::string& name) {
+  const size_t dot = name.find('.');
+  const std::string overload = dot == std::string::npos ? "" : name.substr(dot + 1);
+  return c10::Dispatcher::singleton().findSchema({"aten::" + name.substr(0, dot), overload}).has_value();
 }
 
 }  // namespace
@@ -154,15 +156,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
   m.impl("resize_", TORCH_FN(resize_in_place));
   // Views and set_ keep their tensor's storage; the fallback would copy it.
-  const std::pair<const char*, const char*> metadata_operators[] = {
-      {"aten::view", ""},           {"aten::as_strided", ""},
-      {"aten::_reshape_alias", ""}, {"aten::unfold", ""},
-      {"aten::set_", "source_Storage"}, {"aten::set_", "source_Storage_storage_offset"},
-      {"aten::set_", "source_Tensor"},  {"aten::set_", ""}};
-  for (const auto& [name, overload] : metadata_operators) {
-    if (!operator_exists(name, overload)) continue;  // not in every LibTorch version
-    const std::string qualified = std::string(name).substr(6) + (*overload ? std::string(".") + overload : "");
-    m.impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&metadata_kernel>());
+  for (const char* name : {"view", "as_strided", "_reshape_alias", "unfold", "set_.source_Storage",
+                           "set_.source_Storage_storage_offset", "set_.source_Tensor", "set_"}) {
+    if (operator_exists(name)) m.impl(name, torch::CppFunction::makeFromBoxedFunction<&metadata_kernel>());
   }
 }
 
