@@ -11,6 +11,7 @@
 #include "device_arena.h"
 #include "device_rule.h"
 #include "fault_report.h"
+#include "stand_in_guard.h"
 
 #include <ATen/ATen.h>
 #include <ATen/EmptyTensor.h>
@@ -143,7 +144,7 @@ bool operator_exists(const std::string& name) {
 }  // namespace ptrain::standin
 
 namespace at::detail {
-C10_REGISTER_GUARD_IMPL(PrivateUse1, c10::impl::NoOpDeviceGuardImpl<c10::DeviceType::PrivateUse1>);
+C10_REGISTER_GUARD_IMPL(PrivateUse1, ptrain::standin::StandInGuard);
 }  // namespace at::detail
 
 REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &ptrain::standin::g_allocator);
