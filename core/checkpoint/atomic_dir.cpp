@@ -1,5 +1,6 @@
 #include "core/checkpoint/atomic_dir.h"
 
+#include "core/checkpoint/remove_tree.h"
 #include "core/log/failpoint.h"
 #include "ptrain/sdk/errors.h"
 
@@ -25,7 +26,7 @@ void write_directory_atomically(const fs::path& target, const std::function<void
   fs::create_directories(parent);
   const std::string suffix = target.filename().string() + "-" + std::to_string(::getpid());
   const fs::path staging = parent / (".tmp-" + suffix);
-  fs::remove_all(staging);
+  remove_tree(staging);
   fs::create_directories(staging);
   fill(staging);
   for (const auto& entry : fs::directory_iterator(staging)) fsync_path(entry.path());
@@ -39,7 +40,7 @@ void write_directory_atomically(const fs::path& target, const std::function<void
   if (had_previous) fs::rename(target, previous);
   fs::rename(staging, target);
   fsync_path(parent);
-  if (had_previous) fs::remove_all(previous);
+  if (had_previous) remove_tree(previous);
 }
 
 void write_file_atomically(const fs::path& path, const std::string& text) {

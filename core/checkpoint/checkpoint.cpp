@@ -1,6 +1,7 @@
 #include "core/checkpoint/checkpoint.h"
 
 #include "core/checkpoint/atomic_dir.h"
+#include "core/checkpoint/remove_tree.h"
 #include "core/checkpoint/state_pieces.h"
 #include "core/log/failpoint.h"
 #include "core/model/safetensors.h"
@@ -237,7 +238,7 @@ void prune_checkpoints(const fs::path& checkpoints_dir, int64_t keep_last) {
   }
   std::sort(checkpoints.begin(), checkpoints.end());
   const auto excess = static_cast<int64_t>(checkpoints.size()) - keep_last;
-  for (int64_t i = 0; i < excess; ++i) fs::remove_all(checkpoints[i].second);
+  for (int64_t i = 0; i < excess; ++i) remove_tree(checkpoints[i].second);
 }
 
 }  // namespace ptrain::checkpoint

@@ -1,5 +1,6 @@
 #include "core/train/run_directory.h"
 
+#include "core/checkpoint/remove_tree.h"
 #include "core/log/logger.h"
 #include "ptrain/sdk/errors.h"
 
@@ -35,7 +36,7 @@ RunDirectory::RunDirectory(fs::path dir, bool overwrite, bool resuming)
 void RunDirectory::create(dist::Communicator& communicator, const std::string& resolved_config_toml) const {
   const bool is_main = communicator.rank() == 0;
   if (is_main) {
-    if (!resuming_ && overwrite_ && holds_a_run(dir_)) fs::remove_all(dir_);
+    if (!resuming_ && overwrite_ && holds_a_run(dir_)) checkpoint::remove_tree(dir_);
     fs::create_directories(dir_);
   }
   communicator.barrier();

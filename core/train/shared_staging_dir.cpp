@@ -1,5 +1,6 @@
 #include "core/train/shared_staging_dir.h"
 
+#include "core/checkpoint/remove_tree.h"
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
@@ -11,7 +12,7 @@ SharedStagingDir::SharedStagingDir(fs::path path, dist::Communicator& communicat
     : path_(std::move(path)), owner_(communicator.rank() == 0) {
   std::error_code error;
   if (owner_) {
-    fs::remove_all(path_, error);
+    checkpoint::remove_tree(path_, error);
     if (!error) fs::create_directories(path_, error);
   }
   // Every rank learns whether it exists, so none waits for a peer that gave up.
@@ -25,7 +26,7 @@ SharedStagingDir::SharedStagingDir(fs::path path, dist::Communicator& communicat
 SharedStagingDir::~SharedStagingDir() {
   if (!owner_) return;
   std::error_code ignored;  // a leftover directory is harmless: the next save clears it
-  fs::remove_all(path_, ignored);
+  checkpoint::remove_tree(path_, ignored);
 }
 
 }  // namespace ptrain::train

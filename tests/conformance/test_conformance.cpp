@@ -24,9 +24,11 @@ namespace {
 
 constexpr int64_t kMaxLength = 24;
 
+// New for each name in this process: the files written there replace any of
+// an earlier process of the same id, and the harness recreates its work_dir.
+// (No std::filesystem::remove_all: see core/checkpoint/remove_tree.h.)
 fs::path scratch_dir(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("ptrain_conformance_test_" + std::to_string(::getpid())) / name;
-  fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
 }

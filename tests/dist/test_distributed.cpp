@@ -7,6 +7,7 @@
 #include "grpo_test_support.h"
 #include "support/test_util.h"
 
+#include "core/checkpoint/remove_tree.h"
 #include "core/data/global_batch_sampler.h"
 #include "core/model/causal_lm.h"
 #include "core/model/safetensors.h"
@@ -218,7 +219,7 @@ TEST_CASE("one step gives the full-batch gradient for world sizes 1, 2, 4 × acc
         const double error = testing::relative_error(gradient, expected);
         INFO("relative gradient error " << error);
         CHECK(error <= 1e-5);
-        fs::remove_all(run_dir);
+        ptrain::checkpoint::remove_tree(run_dir);
       }
     }
   }

@@ -1,5 +1,7 @@
 #include "support/run_command.h"
 
+#include "core/checkpoint/remove_tree.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,7 +30,7 @@ CommandResult run_ptrain(const std::string& arguments) { return run_command(std:
 std::filesystem::path fresh_test_dir(const std::string& name) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("ptrain_test_" + std::to_string(::getpid())) / name;
-  std::filesystem::remove_all(dir);
+  checkpoint::remove_tree(dir);
   std::filesystem::create_directories(dir);
   return dir;
 }

@@ -8,6 +8,7 @@
 // reference.
 #include "catch.h"
 
+#include "core/checkpoint/remove_tree.h"
 #include "core/plugin/host_context.h"
 #include "dpo_module.h"
 #include "dpo_test_support.h"
@@ -36,7 +37,7 @@ TEST_CASE("the DPO step gradient equals the full-batch reference for every split
   const std::vector<at::Tensor> parameters = dpo_test::parameters_of(*policy);
   const fs::path reference_dir =
       fs::temp_directory_path() / ("ptrain_dpo_invariance_" + std::to_string(::getpid())) / "reference";
-  fs::remove_all(reference_dir);
+  ptrain::checkpoint::remove_tree(reference_dir);
   model::CausalLm::init_random(testing::tiny_model_config(), 8)->save_hf_dir(reference_dir);
   const auto reference = model::CausalLm::load_hf_dir(reference_dir);
 

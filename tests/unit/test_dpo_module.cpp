@@ -4,6 +4,7 @@
 // for another model or dataset), TR-DPO syncs, and config errors.
 #include "catch.h"
 
+#include "core/checkpoint/remove_tree.h"
 #include "core/plugin/host_context.h"
 #include "dpo_data.h"
 #include "dpo_module.h"
@@ -25,7 +26,7 @@ namespace fs = std::filesystem;
 
 fs::path fresh_dir(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("ptrain_dpo_test_" + std::to_string(::getpid())) / name;
-  fs::remove_all(dir);
+  ptrain::checkpoint::remove_tree(dir);
   fs::create_directories(dir);
   return dir;
 }
