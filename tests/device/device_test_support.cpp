@@ -6,6 +6,7 @@
 #include "support/test_util.h"
 
 #include <cstdlib>
+#include <fstream>
 
 namespace ptrain::testing {
 namespace {
@@ -39,6 +40,15 @@ std::vector<nlohmann::json> train_on_device(const std::filesystem::path& config,
 std::vector<nlohmann::json> train_on_cpu(const std::filesystem::path& config, const std::filesystem::path& output_dir,
                                          const std::string& extra) {
   return train(config, output_dir, "cpu", extra);
+}
+
+std::filesystem::path first_lines(const std::string& data_file, const std::filesystem::path& target, int count) {
+  std::ifstream in(std::string(PTRAIN_SOURCE_DIR) + "/" + data_file);
+  REQUIRE(in);
+  std::ofstream out(target);
+  std::string line;
+  for (int written = 0; written < count && std::getline(in, line); ++written) out << line << '\n';
+  return target;
 }
 
 void check_same_curve(const std::vector<nlohmann::json>& actual, const std::vector<nlohmann::json>& expected,

@@ -27,6 +27,10 @@ std::vector<nlohmann::json> train_on_device(const std::filesystem::path& config,
 std::vector<nlohmann::json> train_on_cpu(const std::filesystem::path& config, const std::filesystem::path& output_dir,
                                          const std::string& extra = "");
 
+// Writes the first `count` lines of the bundled data file `data_file`
+// (relative to the checkout, e.g. "data/arith/train.jsonl") to `target`; returns `target`.
+std::filesystem::path first_lines(const std::string& data_file, const std::filesystem::path& target, int count);
+
 // Checks every step's `key` agrees between two runs to `relative` tolerance (and as
 // much absolute, for values near 0).
 void check_same_curve(const std::vector<nlohmann::json>& actual, const std::vector<nlohmann::json>& expected,

@@ -19,11 +19,7 @@ namespace {
 
 // 32 pairs of the bundled preference data and a tiny model: 2 steps of 8 pairs.
 fs::path write_config(const fs::path& dir) {
-  const fs::path data = dir / "prefs.jsonl";
-  std::ifstream in(std::string(PTRAIN_SOURCE_DIR) + "/data/arith_prefs/train.jsonl");
-  std::ofstream out(data);
-  std::string line;
-  for (int count = 0; count < 32 && std::getline(in, line); ++count) out << line << '\n';
+  const fs::path data = ptrain::testing::first_lines("data/arith_prefs/train.jsonl", dir / "prefs.jsonl", 32);
   const fs::path path = dir / "dpo.toml";
   std::ofstream(path) << "plugin = \"dpo\"\nseed = 3\n"
                       << "[model]\nvocab_size = 259\nhidden_size = 64\nintermediate_size = 128\nnum_layers = 2\n"

@@ -24,11 +24,7 @@ namespace {
 // configs/sft.toml in small: a 2-layer model on the bundled arithmetic data,
 // a checkpoint every 2 steps keeping 2, held-out loss every 3 steps.
 fs::path write_config(const fs::path& dir) {
-  const fs::path eval_data = dir / "held_out.jsonl";
-  std::ifstream in(std::string(PTRAIN_SOURCE_DIR) + "/data/arith/train.jsonl");
-  std::ofstream out(eval_data);
-  std::string line;
-  for (int count = 0; count < 16 && std::getline(in, line); ++count) out << line << '\n';
+  const fs::path eval_data = ptrain::testing::first_lines("data/arith/train.jsonl", dir / "held_out.jsonl", 16);
   const fs::path path = dir / "sft.toml";
   std::ofstream(path) << "plugin = \"sft\"\nseed = 1\n"
                       << "[model]\nvocab_size = 259\nhidden_size = 32\nintermediate_size = 64\nnum_layers = 2\n"
