@@ -86,16 +86,6 @@ PairLogProbs pair_log_probs(const ScoredPairs& policy, const at::Tensor& referen
   return logps;
 }
 
-LossParams loss_params(const DpoConfig& config, double bco_delta) {
-  LossParams params;
-  params.beta = config.beta;
-  params.label_smoothing = config.label_smoothing;
-  params.gamma = config.gamma;
-  params.discopop_tau = config.discopop_tau;
-  params.bco_delta = bco_delta;
-  return params;
-}
-
 // Σ_j λ_j ℓ_j,i per pair, [B] float64, over the pair losses; with several
 // losses, each one's mean goes to `metrics` as loss/<type>.
 at::Tensor weighted_pair_losses(const DpoConfig& config, const ScoredPairs& scored, const PairLogProbs& logps,
@@ -187,12 +177,13 @@ void DpoModule::check_example(const sdk::Example& example) const {
                          "chosen and rejected (and the prompt) as message lists (docs/dpo.md)");
   }
   if (is_chat_pair(example)) {
-    const ChatPair pair = read_chat_pair(example);
+    const ChatPair pair = read_chat_pair(example, chat_template_ ? &*chat_template_ : nullptr);
     if (!chat_template_) {
       throw sdk::DataError(example.location +
                            ": field 'chosen': chat data needs a chat template, and the tokenizer names none; set "
                            "tokenizer.chat_template (chatml, llama3, plain or custom)");
     }
+    check_chat_pair_renders(*chat_template_, pair, example.location);
     return;
   }
   sdk::require_string(example, "prompt");
@@ -205,7 +196,7 @@ TokenizedPair DpoModule::tokenize(const sdk::Tokenizer& tokenizer, int64_t max_l
   TokenizedPair pair;
   if (is_chat_pair(example)) {
     if (!chat_template_) check_example(example);  // throws the error that names the missing template
-    pair = tokenize_chat_pair(tokenizer, *chat_template_, read_chat_pair(example), max_length,
+    pair = tokenize_chat_pair(tokenizer, *chat_template_, read_chat_pair(example, &*chat_template_), max_length,
                               config_.max_prompt_length, example.location);
   } else {
     pair = tokenize_pair(tokenizer, sdk::require_string(example, "prompt"), sdk::require_string(example, "chosen"),

@@ -1,18 +1,17 @@
 // The conformance harness (ptrain/testing/conformance.h) on the bundled
 // plugins, and on a plugin that breaks the contract. Like a plugin author's
-// test, this file uses only the SDK and the harness.
+// test, this file uses only the SDK and the harness (and the suite's
+// header-only scratch folder).
 #include "catch.h"
 
 #include "ptrain/testing/conformance.h"
+#include "support/scratch_dir.h"
 
 #include <ATen/Context.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <nlohmann/json.hpp>
 
-#include <unistd.h>
-
 #include <cstdlib>
-
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -24,11 +23,10 @@ namespace {
 
 constexpr int64_t kMaxLength = 24;
 
-// New for each name in this process: the files written there replace any of
-// an earlier process of the same id, and the harness recreates its work_dir.
-// (No std::filesystem::remove_all: see core/checkpoint/remove_tree.h.)
+// One folder per name under the process's scratch root, new with the process;
+// the harness recreates its work_dir.
 fs::path scratch_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("ptrain_conformance_test_" + std::to_string(::getpid())) / name;
+  const fs::path dir = ptrain::testing::scratch_root() / ("conformance_" + name);
   fs::create_directories(dir);
   return dir;
 }
