@@ -1,5 +1,5 @@
 // checkpoint::remove_tree, what ptrain removes directories with instead of
-// std::filesystem::remove_all (core/checkpoint/remove_tree.h): a nested tree
+// std::filesystem::remove_all, as core/checkpoint/remove_tree.h says: a nested tree
 // goes, a symbolic link goes without what it points to, a missing path is no
 // error, and a path it cannot remove is named.
 #include "catch.h"
