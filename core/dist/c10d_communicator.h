@@ -1,6 +1,7 @@
 // A Communicator on torch.distributed's c10d: ProcessGroupGloo on CPU (and
 // ProcessGroupNCCL in builds with PTRAIN_WITH_CUDA), rendezvous through a
-// TCPStore served by rank 0 at MASTER_ADDR:MASTER_PORT.
+// TCPStore served by rank 0 at MASTER_ADDR:MASTER_PORT, or by torchrun's
+// agent (LaunchEnv::agent_store_prefix).
 #pragma once
 
 #include "core/dist/communicator.h"
