@@ -118,7 +118,8 @@ void ParameterOptimizer::load_state_tensors(const std::vector<std::pair<std::str
     if (found->second.numel() != like.numel()) {
       throw sdk::Error("optimizer state: tensor '" + name + "' has the wrong shape");
     }
-    return found->second.reshape(like.sizes()).clone();
+    // A copy where the parameter is: the checkpoint loads on the host.
+    return found->second.reshape(like.sizes()).to(like.options(), /*non_blocking=*/false, /*copy=*/true);
   };
   if (impl_->adamw) {
     for (size_t i = 0; i < impl_->named_parameters.size(); ++i) {
