@@ -1,6 +1,7 @@
 #include "core/train/evaluator.h"
 
 #include "core/log/logger.h"
+#include "core/log/step_phases.h"
 #include "core/metrics/metric_reducer.h"
 #include "ptrain/sdk/errors.h"
 
@@ -121,6 +122,7 @@ EvalResult Evaluator::after_step(int64_t completed_steps, bool last_step) {
   if (parts_.examples.empty()) return {};
   const bool due = last_step || (every_steps_ > 0 && completed_steps % every_steps_ == 0);
   if (!due) return {};
+  const log::PhaseScope phase(log::StepPhase::kEval);
   EvalResult result = evaluate();
   log_evaluation(completed_steps, result, parts_.examples.size());
   return result;

@@ -7,12 +7,34 @@
 #include "core/train/step_metric_names.h"
 #include "core/train/training_run.h"
 
+#include "core/log/logger.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
 namespace ptrain::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// "data 0.012 s (3%) | forward 0.101 s (25%) | ..." for the phases that took any time.
+std::string phase_line(const log::PhaseSeconds& per_step) {
+  double total = 0.0;
+  for (const double seconds : per_step) total += seconds;
+  std::string line;
+  for (size_t i = 0; i < log::kStepPhaseCount; ++i) {
+    if (per_step[i] <= 0.0) continue;
+    char text[96];
+    std::snprintf(text, sizeof(text), "%s%s %.4g s (%.0f%%)", line.empty() ? "" : " | ",
+                  log::step_phase_name(static_cast<log::StepPhase>(i)), per_step[i],
+                  total > 0.0 ? 100.0 * per_step[i] / total : 0.0);
+    line += text;
+  }
+  return line;
+}
 
 }  // namespace
 
@@ -26,12 +48,16 @@ StepRecorder::StepRecorder(const TrainingRun& run)
   const config::RunConfig& config = run.config;
   const std::filesystem::path output_dir = config.output_dir;
   truncate_metrics(output_dir / "metrics.jsonl", run.first_step);
+  log_every_ = std::max<int64_t>(1, config.train.log_every);
+  max_steps_ = config.train.max_steps;
+  phases_ = std::make_unique<log::StepPhaseTimer>(run.parts.device);
   step_log_ = std::make_unique<metrics::StepLog>(
       metrics::StepLogOptions{output_dir, config.logging.tensorboard, run.resolved_config_toml, run.first_step,
                               config.train.max_steps, config.train.log_every});
 }
 
 void StepRecorder::start_step() {
+  if (phases_ && !phases_->active()) phases_->activate();
   step_start_ = Clock::now();
   collective_s_at_start_ = communicator_.collective_seconds();
 }
@@ -67,7 +93,30 @@ void StepRecorder::record(const StepRecord& record) {
     values[step_metric::kEvalS] = eval_s;
     values.insert(record.eval->metrics.begin(), record.eval->metrics.end());
   }
+  const std::string phases = add_phase_times(record.step, values);
   if (step_log_) step_log_->record(record.step, values);
+  if (!phases.empty()) log::info("timing", phases);
+}
+
+std::string StepRecorder::add_phase_times(int64_t step, std::map<std::string, double>& values) {
+  if (!phases_) return "";
+  ++steps_since_phases_;
+  if (step % log_every_ != 0 && step != max_steps_) return "";
+  // Read at log steps only: on a GPU this is the one wait for the device's marks.
+  log::PhaseSeconds per_step = phases_->resolve();
+  for (double& seconds : per_step) seconds /= static_cast<double>(steps_since_phases_);
+  for (size_t i = 0; i < log::kStepPhaseCount; ++i) {
+    values[std::string("time/") + log::step_phase_name(static_cast<log::StepPhase>(i)) + "_s"] = per_step[i];
+  }
+  const std::string line = "steps " + std::to_string(step - steps_since_phases_ + 1) + "-" + std::to_string(step) +
+                           ", per step: " + phase_line(per_step);
+  steps_since_phases_ = 0;
+  return line;
+}
+
+void StepRecorder::close() {
+  phases_.reset();
+  step_log_.reset();
 }
 
 double StepRecorder::run_seconds() const { return seconds_since(run_start_); }

@@ -1,5 +1,6 @@
 #include "core/train/step_reduction.h"
 
+#include "core/log/step_phases.h"
 #include "core/train/numeric_guard.h"
 
 namespace ptrain::train {
@@ -21,6 +22,7 @@ StepReduction::StepReduction(const sdk::TrainModule& module) : reducer_(reductio
 
 StepTotals StepReduction::reduce(dist::Communicator& communicator, const GradientResult& gradient, double grad_norm,
                                  bool stop_requested) {
+  const log::PhaseScope phase(log::StepPhase::kCollectives);
   reducer_.add(kStopMetric, stop_requested ? 1.0 : 0.0);
   reducer_.add(kNonfiniteMetric, local_fault(gradient.local_loss, grad_norm) ? 1.0 : 0.0);
   std::map<std::string, double> reduced = reducer_.reduce(communicator);

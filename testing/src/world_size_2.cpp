@@ -82,7 +82,8 @@ CheckResult check_world_size_2(const TwoRankCheck& input) {
                            : model::CausalLm::load_hf_dir(final_dir)->named_parameters();
   std::vector<at::Tensor> update;
   for (size_t i = 0; i < trained.size(); ++i) {
-    update.push_back(input.initial_parameters.at(i) - trained[i].second.detach());
+    // The in-process run's weights are on its device; the files load on the host.
+    update.push_back(input.initial_parameters.at(i).to(at::kCPU) - trained[i].second.detach());
   }
   const double error = relative_error(update, input.reference.gradients);
   // The update is recovered as a difference of weights: float32 rounding of

@@ -7,6 +7,7 @@
 #include "grpo_test_support.h"
 #include "support/test_util.h"
 
+#include "core/checkpoint/remove_tree.h"
 #include "core/data/global_batch_sampler.h"
 #include "core/model/causal_lm.h"
 #include "core/model/safetensors.h"
@@ -226,7 +227,7 @@ TEST_CASE("one step gives the full-batch gradient for world sizes 1, 2, 4 × acc
         // Time in collectives: none without a process group.
         const double comm_seconds = testing::read_metrics_jsonl(run_dir / "metrics.jsonl").back().at("comm_s");
         CHECK((comm_seconds > 0.0) == (world > 1 || process_group));
-        fs::remove_all(run_dir);
+        ptrain::checkpoint::remove_tree(run_dir);
       }
     }
   }

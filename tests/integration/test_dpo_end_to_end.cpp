@@ -59,7 +59,7 @@ double mean_of(const std::vector<nlohmann::json>& lines, const char* key, size_t
 
 }  // namespace
 
-TEST_CASE("ptrain trains DPO with a precomputed reference, and margins and accuracy rise", "[e2e][dpo]") {
+TEST_CASE("ptrain trains DPO with a precomputed reference, and margins and accuracy rise", "[e2e][dpo][device]") {
   const fs::path dir = fresh_dir("train");
   const fs::path cache = dir / "reference_logps.json";
   const fs::path config = write_config(dir,

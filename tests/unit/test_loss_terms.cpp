@@ -38,10 +38,10 @@ class FakeModule final : public sdk::TrainModule {
   bool extra_count = false;   // count_units gives one count too many
   bool missing_sum = false;   // microbatch_loss gives one sum too few
   bool detached_sum = false;  // the last term's sum does not require grad
-  std::vector<sdk::MetricSpec> specs;
+  std::vector<sdk::MetricSpec> metrics;
 
   void setup(sdk::Context&) override {}
-  std::vector<sdk::MetricSpec> metric_specs() const override { return specs; }
+  std::vector<sdk::MetricSpec> metric_specs() const override { return metrics; }
   void check_example(const sdk::Example&) const override {}
   std::vector<std::unique_ptr<sdk::Microbatch>> prepare(sdk::Context&, const std::vector<const sdk::Example*>&,
                                                         const sdk::MicrobatchPlan&) override {
@@ -180,6 +180,18 @@ TEST_CASE("loss terms: a term name that clashes is refused", "[terms]") {
   CHECK_THROWS_AS(train::step_metric_specs(empty), sdk::PluginError);
 }
 
+TEST_CASE("loss terms: a plugin metric under the core's names is refused", "[terms]") {
+  for (const std::string name : {"grad_norm", "core/tokens", "time/forward_s", "time/mine"}) {
+    FakeModule module = two_terms();
+    module.metrics = {{name, sdk::Reduction::kMean}};
+    CHECK(testing::error_of([&] { train::step_metric_specs(module); }) ==
+          "plugin metric '" + name + "' clashes with a core metric name");
+  }
+  FakeModule fine = two_terms();
+  fine.metrics = {{"timing/mine", sdk::Reduction::kMean}};
+  CHECK_NOTHROW(train::step_metric_specs(fine));
+}
+
 // The core's figures (docs/architecture.md#metrics), each written by the step
 // recorder: a plugin metric of the same name would be lost behind it.
 TEST_CASE("loss terms: a plugin metric named like a core figure is refused", "[terms]") {
@@ -187,11 +199,11 @@ TEST_CASE("loss terms: a plugin metric named like a core figure is refused", "[t
                            "tokens_per_s", "mfu", "skipped_steps", "nonfinite_steps", "loss_spikes", "epoch", "eval_s",
                            "core/tokens"}) {
     FakeModule module = two_terms();
-    module.specs = {{name, sdk::Reduction::kSum}};
+    module.metrics = {{name, sdk::Reduction::kSum}};
     CHECK(testing::error_of([&] { train::step_metric_specs(module); }) ==
           "plugin metric '" + std::string(name) + "' clashes with a core metric name");
   }
   FakeModule own = two_terms();
-  own.specs = {{"accuracy", sdk::Reduction::kMean}};
+  own.metrics = {{"accuracy", sdk::Reduction::kMean}};
   CHECK(train::step_metric_specs(own).back().name == "accuracy");
 }
