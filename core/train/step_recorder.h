@@ -4,6 +4,7 @@
 // them to metrics.jsonl, TensorBoard and the console (metrics::StepLog).
 #pragma once
 
+#include "core/config/run_config.h"
 #include "core/dist/communicator.h"
 #include "core/metrics/step_log.h"
 #include "core/train/evaluator.h"
@@ -31,6 +32,11 @@ struct StepRecord {
   int64_t loss_spikes = 0;
   const EvalResult* eval = nullptr;  // an evaluation after this step (ran = false: none)
 };
+
+// Throws sdk::ConfigError naming the config file and logging.console_metrics
+// when it names a metric this run never logs, or one the step line always
+// shows (loss, lr, grad_norm, tokens_per_s); the error lists the choices.
+void check_console_metrics(const config::RunConfig& config, const sdk::TrainModule& module);
 
 class StepRecorder {
  public:

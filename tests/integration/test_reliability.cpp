@@ -162,7 +162,7 @@ TEST_CASE("an existing run directory is never replaced without --overwrite, nor 
   testing::write_text_file(dir, "bad.jsonl", "{\"prompt\": \"a\"}\n");
   const std::string bad_data = " --set data.train=\"" + (dir / "bad.jsonl").string() + "\"";
   const CommandResult failed = run_ptrain(train_args(config, run) + bad_data + " --overwrite 2>&1");
-  CHECK(failed.exit_code == 1);
+  CHECK(failed.exit_code == 2);
   CHECK_THAT(failed.output, Catch::Contains((dir / "bad.jsonl").string() + ":1: missing field 'completion'"));
   CHECK(read_text(run / "keep.txt") == "earlier run");
   CHECK_FALSE(fs::exists(run / "config.toml"));
