@@ -27,6 +27,11 @@ KtoExample tokenize_kto_example(const sdk::Tokenizer& tokenizer, std::string_vie
   return example;
 }
 
+KtoExample tokenize_kto_example(const sdk::Tokenizer& tokenizer, const sdk::Example& example) {
+  return tokenize_kto_example(tokenizer, sdk::require_string(example, "prompt"),
+                              sdk::require_string(example, "completion"), sdk::require_bool(example, "label"));
+}
+
 int64_t input_length(const PromptCompletion& sequence, int64_t max_length) {
   const auto length = static_cast<int64_t>(sequence.prompt->size() + sequence.completion->size());
   return std::min(length, max_length) - 1;

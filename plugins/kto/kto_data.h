@@ -38,6 +38,8 @@ void check_kto_example(const sdk::Example& example);
 
 KtoExample tokenize_kto_example(const sdk::Tokenizer& tokenizer, std::string_view prompt, std::string_view completion,
                                 bool desirable);
+// The same of a dataset line (check_kto_example's fields).
+KtoExample tokenize_kto_example(const sdk::Tokenizer& tokenizer, const sdk::Example& example);
 
 // One scored sequence: a prompt followed by a completion, maybe another
 // example's (a KL pair).

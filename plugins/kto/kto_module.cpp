@@ -4,7 +4,6 @@
 #include "kto_scoring.h"
 
 #include "ptrain/sdk/errors.h"
-#include "ptrain/sdk/util/example_fields.h"
 #include "ptrain/sdk/util/microbatching.h"
 #include "ptrain/sdk/util/reference_model.h"
 #include "ptrain/sdk/util/token_cache.h"
@@ -94,17 +93,14 @@ void KtoModule::check_example(const sdk::Example& example) const { check_kto_exa
 
 KtoExample KtoModule::tokenized(const sdk::Tokenizer& tokenizer, const sdk::Example& example) const {
   if (example.index >= 0 && static_cast<size_t>(example.index) < dataset_.size()) return dataset_[example.index];
-  return tokenize_kto_example(tokenizer, sdk::require_string(example, "prompt"),
-                              sdk::require_string(example, "completion"), sdk::require_bool(example, "label"));
+  return tokenize_kto_example(tokenizer, example);
 }
 
 void KtoModule::prepare_dataset(sdk::Context& ctx, const std::vector<sdk::Example>& examples) {
   const sdk::Tokenizer& tokenizer = ctx.tokenizer();
   const std::vector<sdk::TokenArrays> arrays =
       sdk::tokenize_dataset(ctx, examples, "kto/1", [&](const sdk::Example& example) {
-        KtoExample tokenized =
-            tokenize_kto_example(tokenizer, sdk::require_string(example, "prompt"),
-                                 sdk::require_string(example, "completion"), sdk::require_bool(example, "label"));
+        KtoExample tokenized = tokenize_kto_example(tokenizer, example);
         return sdk::TokenArrays{
             std::move(tokenized.prompt), std::move(tokenized.completion), {tokenized.desirable ? 1 : 0}};
       });
@@ -139,10 +135,8 @@ std::vector<std::unique_ptr<sdk::Microbatch>> KtoModule::prepare(sdk::Context& c
   }
   const sdk::GlobalBatch& batch = ctx.global_batch();
   if (batch.rank_positions.size() != examples.size()) {
-    throw sdk::PluginError("kto: prepare got " + std::to_string(examples.size()) +
-                           " examples, the global batch gives "
-                           "this rank " +
-                           std::to_string(batch.rank_positions.size()));
+    throw sdk::PluginError("kto: prepare got " + std::to_string(examples.size()) + " examples, ctx.global_batch() " +
+                           std::to_string(batch.rank_positions.size()) + " for this rank");
   }
   const int64_t max_length = ctx.run_info().max_length;
   // Every example of the batch: a KL pair may take another rank's completion.

@@ -245,7 +245,9 @@ json kto_response(const json& request) {
     kl_ratios.push_back(sequence_sum(example.at("kl_policy")) - sequence_sum(example.at("kl_reference")));
     desirable.push_back(example.at("desirable").get<bool>() ? 1 : 0);
   }
-  const at::Tensor z0 = kto::reference_point(at::tensor(kl_ratios, at::kDouble));
+  // As kto_module.cpp: apo_zero_unpaired reads no z0 (0, and no KL pairs scored).
+  const at::Tensor z0 = config.uses_reference_point() ? kto::reference_point(at::tensor(kl_ratios, at::kDouble))
+                                                      : at::zeros({}, at::kDouble);
   const at::Tensor policy_logps = at::tensor(policy, at::kDouble);
   const kto::KtoLosses losses = kto::kto_losses(policy_logps, at::tensor(reference, at::kDouble),
                                                 at::tensor(desirable, at::kByte).to(at::kBool), z0, config);

@@ -169,7 +169,7 @@ TEST_CASE("an existing run directory is never replaced without --overwrite, nor 
 
   // A failed validation of a new run creates nothing.
   const CommandResult fresh_failed = run_ptrain(train_args(config, dir / "new_run") + bad_data + " 2>&1");
-  CHECK(fresh_failed.exit_code == 1);
+  CHECK(fresh_failed.exit_code == 2);
   CHECK_FALSE(fs::exists(dir / "new_run"));
 
   const CommandResult replaced = run_ptrain(train_args(config, run) + " --overwrite --set train.max_steps=1 2>&1");
