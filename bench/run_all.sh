@@ -14,12 +14,11 @@ start_s=$SECONDS
 scripts/python-env.sh
 python="${PTRAIN_PYTHON:-$PWD/.venv/bin/python}"
 
-# Only the targets the suite runs (plugins are loaded by `ptrain train`). An
-# existing build directory is reconfigured first so that it knows bench
-# targets added since it was configured.
+# Only the targets the suite runs (plugins are loaded by `ptrain train`).
+# PTRAIN_BUILD_BENCH=ON reconfigures an existing build directory, so that it
+# has the bench targets even where scripts/quickstart.sh left them out.
 build_dir="${PTRAIN_BUILD_DIR:-build}"
-if [ -f "$build_dir/CMakeCache.txt" ]; then cmake -S . -B "$build_dir" >/dev/null; fi
-PTRAIN_BUILD_DIR="$build_dir" scripts/build.sh --target ptrain \
+PTRAIN_BUILD_DIR="$build_dir" PTRAIN_BUILD_BENCH=ON scripts/build.sh --target ptrain \
   ptrain_plugin_sft ptrain_plugin_dpo ptrain_plugin_grpo \
   bench_matmul_peak bench_log_prob_memory bench_grpo_step bench_accumulation
 

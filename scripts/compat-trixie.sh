@@ -80,7 +80,7 @@ cp /etc/resolv.conf "$root/etc/resolv.conf"  # apt inside the root resolves the 
 # This build is also the one without the optional outputs (no TensorBoard
 # event files, no HTML report, no Python rewards; CMake options
 # PTRAIN_TENSORBOARD, PTRAIN_REPORT, PTRAIN_PYTHON_REWARDS): it needs neither
-# protobuf's compiler, npm nor libpython, and its suite checks the errors
+# protobuf's compiler, dygraphs nor libpython, and its suite checks the errors
 # that say so. Those outputs do not depend on the LibTorch version; the host's
 # bookworm build tests them. The tests labelled clients (ptrain next to
 # transformers, PEFT and TRL) run on the host only too: the checkout's .venv

@@ -57,13 +57,27 @@ void BestModel::write_state() const {
   checkpoint::write_file_atomically(state_path_, state.dump(2) + "\n");
 }
 
-// A best.json for another metric or mode says nothing about this run's best.
+namespace {
+
+// A best.json for another metric or mode, or one whose keys have the wrong
+// types (a hand-edited file), says nothing about this run's best.
+bool is_best_state_of(const nlohmann::json& state, const std::string& metric, const std::string& mode) {
+  if (state.is_discarded() || !state.is_object()) return false;
+  const auto integer_or_absent = [&](const char* key) {
+    return !state.contains(key) || state[key].is_number_integer();
+  };
+  return state.value("metric", nlohmann::json()) == metric && state.value("mode", nlohmann::json()) == mode &&
+         state.contains("value") && state["value"].is_number() && integer_or_absent("step") &&
+         integer_or_absent("evaluations_without_improvement");
+}
+
+}  // namespace
+
 void BestModel::read_state() {
   std::ifstream in(state_path_);
   if (!in) return;
   const nlohmann::json state = nlohmann::json::parse(in, nullptr, false);
-  if (state.is_discarded() || !state.is_object() || state.value("metric", "") != metric_ ||
-      state.value("mode", "") != mode_name(mode_) || !state.contains("value") || !state.at("value").is_number()) {
+  if (!is_best_state_of(state, metric_, mode_name(mode_))) {
     log::warn("checkpoint", state_path_.string() + " does not describe a best " + metric_ + " (" + mode_name(mode_) +
                                 "); the resumed run starts a new best/");
     return;
