@@ -3,7 +3,9 @@
 // checks and the config loader.
 #include "catch.h"
 
+#include "bad_inputs/module_config.h"
 #include "bad_inputs/rejection.h"
+#include "support/run_command.h"
 #include "support/test_util.h"
 
 #include "core/config/config_loader.h"
@@ -20,16 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A valid kto config; [module] is line 8, its keys start at line 9.
-const std::string kKto =
-    "plugin = \"kto\"\n"         // 1
-    "[data]\n"                   // 2
-    "train = \"train.jsonl\"\n"  // 3
-    "[batch]\n"                  // 4
-    "global_size = 8\n"          // 5
-    "[train]\n"                  // 6
-    "max_steps = 10\n"           // 7
-    "[module]\n";                // 8
+const std::string kKto = testing::config_up_to_module("kto");  // its [module] keys start at line 9
 
 struct KtoCase {
   const char* name;
