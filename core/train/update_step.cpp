@@ -125,8 +125,8 @@ std::vector<sdk::MetricSpec> step_metric_specs(const sdk::TrainModule& module) {
                                      {kTokensMetric, sdk::Reduction::kSum},
                                      {kPaddedTokensMetric, sdk::Reduction::kSum}};
   std::set<std::string> reserved{
-      "loss", "grad_norm",     "lr",    "units", "tokens",          "tokens_per_s", "step_s", "comm_s",
-      "mfu",  "skipped_steps", "epoch", "step",  "nonfinite_steps", "loss_spikes"};
+      "loss", "grad_norm",     "lr",    "units", "tokens",          "tokens_per_s", "step_s",        "comm_s",
+      "mfu",  "skipped_steps", "epoch", "step",  "nonfinite_steps", "loss_spikes",  "forward_tokens"};
   const std::vector<sdk::LossTerm> terms = module.loss_terms();
   for (const sdk::LossTerm& term : terms) {
     if (term.name.empty() || !reserved.insert(term_metric(term)).second) {
