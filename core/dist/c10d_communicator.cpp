@@ -8,14 +8,17 @@
 #ifdef PTRAIN_HAVE_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #endif
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef PTRAIN_WITH_CUDA
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -59,12 +62,15 @@ class C10dCommunicator final : public Communicator {
       : launch_(launch), timeout_(timeout) {
     c10d::TCPStoreOptions store_options = c10d_compat::store_options();
     store_options.port = static_cast<uint16_t>(launch.master_port);
-    store_options.isServer = launch.rank == 0;
+    store_options.isServer = launch.rank == 0 && launch.agent_store_prefix.empty();
     store_options.numWorkers = launch.world_size;
     store_options.waitWorkers = true;
     store_options.timeout = timeout;
     guard("rendezvous at " + launch.master_addr + ":" + std::to_string(launch.master_port), [&] {
       store_ = c10::make_intrusive<c10d::TCPStore>(launch.master_addr, store_options);
+      if (!launch.agent_store_prefix.empty()) {
+        store_ = c10::make_intrusive<c10d::PrefixStore>(launch.agent_store_prefix, store_);
+      }
       if (device.is_cuda()) {
 #ifdef PTRAIN_WITH_CUDA
         auto options = c10d::ProcessGroupNCCL::Options::create();
@@ -244,11 +250,16 @@ void C10dPending::wait() {
   owner_.add_wait_time(std::chrono::duration<double>(Clock::now() - start).count());
 }
 
+bool process_group_at_world_size_one() {
+  const char* wanted = std::getenv("PTRAIN_TEST_PROCESS_GROUP");
+  return wanted != nullptr && std::string_view(wanted) == "1";
+}
+
 }  // namespace
 
 std::unique_ptr<Communicator> make_communicator(const LaunchEnv& launch, std::chrono::seconds timeout,
                                                 at::Device device) {
-  if (launch.world_size == 1) return make_single_process_communicator();
+  if (launch.world_size == 1 && !process_group_at_world_size_one()) return make_single_process_communicator();
   return std::make_unique<C10dCommunicator>(launch, timeout, device);
 }
 
