@@ -13,6 +13,7 @@ inline constexpr const char* kGradNorm = "grad_norm";
 inline constexpr const char* kLr = "lr";
 inline constexpr const char* kUnits = "units";
 inline constexpr const char* kTokens = "tokens";
+inline constexpr const char* kForwardTokens = "forward_tokens";  // only when a plugin ran forwards without gradients
 inline constexpr const char* kPaddedTokens = "padded_tokens";
 inline constexpr const char* kStepS = "step_s";
 inline constexpr const char* kCommS = "comm_s";
@@ -25,8 +26,8 @@ inline constexpr const char* kEpoch = "epoch";
 inline constexpr const char* kEvalS = "eval_s";
 
 // Every name above.
-inline constexpr std::array<const char*, 16> kAll{
-    kStep,  kLoss,       kGradNorm, kLr,           kUnits,          kTokens,     kPaddedTokens, kStepS,
-    kCommS, kTokensPerS, kMfu,      kSkippedSteps, kNonfiniteSteps, kLossSpikes, kEpoch,        kEvalS};
+inline constexpr std::array<const char*, 17> kAll{
+    kStep,  kLoss,       kGradNorm, kLr,           kUnits,          kTokens,     kForwardTokens, kPaddedTokens, kStepS,
+    kCommS, kTokensPerS, kMfu,      kSkippedSteps, kNonfiniteSteps, kLossSpikes, kEpoch,         kEvalS};
 
 }  // namespace ptrain::train::step_metric

@@ -6,8 +6,8 @@
 #include "core/train/resume.h"
 #include "core/train/step_metric_names.h"
 #include "core/train/training_run.h"
-
 #include "core/log/logger.h"
+#include "ptrain/sdk/errors.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -36,7 +36,45 @@ std::string phase_line(const log::PhaseSeconds& per_step) {
   return line;
 }
 
+// What the step line always shows, and the core's other figures record() writes.
+const std::vector<std::string> kAlwaysShown{step_metric::kLoss, step_metric::kLr, step_metric::kGradNorm,
+                                            step_metric::kTokensPerS};
+const std::vector<std::string> kCoreFigures{step_metric::kUnits,
+                                            step_metric::kTokens,
+                                            step_metric::kPaddedTokens,
+                                            step_metric::kStepS,
+                                            step_metric::kCommS,
+                                            step_metric::kMfu,
+                                            step_metric::kSkippedSteps,
+                                            step_metric::kNonfiniteSteps,
+                                            step_metric::kLossSpikes,
+                                            step_metric::kEpoch,
+                                            step_metric::kForwardTokens,
+                                            step_metric::kEvalS,
+                                            "eval/tokens"};
+
 }  // namespace
+
+void check_console_metrics(const config::RunConfig& config, const sdk::TrainModule& module) {
+  std::vector<std::string> known = kCoreFigures;
+  for (const sdk::MetricSpec& spec : step_metric_specs(module)) {
+    if (spec.name.rfind("core/", 0) != 0) known.push_back(spec.name);
+  }
+  for (const std::string& name : eval_metric_names(module)) known.push_back(name);
+  for (size_t i = 0; i < log::kStepPhaseCount; ++i) {
+    known.push_back(std::string("time/") + log::step_phase_name(static_cast<log::StepPhase>(i)) + "_s");
+  }
+  const std::string where = config.source.string() + ": key 'logging.console_metrics'";
+  for (const std::string& name : config.logging.console_metrics) {
+    if (std::find(kAlwaysShown.begin(), kAlwaysShown.end(), name) != kAlwaysShown.end()) {
+      throw sdk::ConfigError(where + ": \"" + name + "\" is always on the step line; name other metrics");
+    }
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    std::string listed;
+    for (const std::string& option : known) listed += (listed.empty() ? "" : ", ") + option;
+    throw sdk::ConfigError(where + ": \"" + name + "\" is not a metric of this run; it logs " + listed);
+  }
+}
 
 StepRecorder::StepRecorder(const TrainingRun& run)
     : communicator_(run.communicator),
@@ -53,7 +91,7 @@ StepRecorder::StepRecorder(const TrainingRun& run)
   phases_ = std::make_unique<log::StepPhaseTimer>(run.parts.device);
   step_log_ = std::make_unique<metrics::StepLog>(
       metrics::StepLogOptions{output_dir, config.logging.tensorboard, run.resolved_config_toml, run.first_step,
-                              config.train.max_steps, config.train.log_every});
+                              config.train.max_steps, config.train.log_every, config.logging.console_metrics});
 }
 
 void StepRecorder::start_step() {
@@ -81,9 +119,12 @@ void StepRecorder::record(const StepRecord& record) {
   values[step_metric::kPaddedTokens] = totals.padded_tokens;
   values[step_metric::kStepS] = step_s;
   values[step_metric::kCommS] = communicator_.collective_seconds() - collective_s_at_start_;
-  values[step_metric::kTokensPerS] = static_cast<double>(totals.tokens) / step_s;
-  values[step_metric::kMfu] = metrics::training_flops(num_parameters_, totals.tokens) / step_s /
-                              (peak_flops_per_s_ * communicator_.world_size());
+  // Forwards a plugin ran without gradients (a reference's, a KL estimate's)
+  // are work of the step too: tokens at 2·params FLOPs each, as it reported them.
+  if (totals.forward_tokens > 0) values[step_metric::kForwardTokens] = static_cast<double>(totals.forward_tokens);
+  values[step_metric::kTokensPerS] = static_cast<double>(totals.tokens + totals.forward_tokens) / step_s;
+  values[step_metric::kMfu] = (metrics::training_flops(num_parameters_, totals.tokens) + totals.forward_flops) /
+                              step_s / (peak_flops_per_s_ * communicator_.world_size());
   values[step_metric::kSkippedSteps] = static_cast<double>(record.skipped_steps);
   values[step_metric::kNonfiniteSteps] = static_cast<double>(record.nonfinite_steps);
   values[step_metric::kLossSpikes] = static_cast<double>(record.loss_spikes);

@@ -7,6 +7,7 @@
 // `time/<phase>_s` and logs them on one line (docs/monitoring.md).
 #pragma once
 
+#include "core/config/run_config.h"
 #include "core/dist/communicator.h"
 #include "core/log/step_phases.h"
 #include "core/metrics/step_log.h"
@@ -37,6 +38,11 @@ struct StepRecord {
   int64_t loss_spikes = 0;
   const EvalResult* eval = nullptr;  // an evaluation after this step (ran = false: none)
 };
+
+// Throws sdk::ConfigError naming the config file and logging.console_metrics
+// when it names a metric this run never logs, or one the step line always
+// shows (loss, lr, grad_norm, tokens_per_s); the error lists the choices.
+void check_console_metrics(const config::RunConfig& config, const sdk::TrainModule& module);
 
 class StepRecorder {
  public:

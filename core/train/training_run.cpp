@@ -140,14 +140,10 @@ void log_start(const TrainingRun& run, const sdk::PluginInfo& plugin, int thread
 
 }  // namespace
 
-std::vector<const sdk::Example*> TrainingRun::rank_examples(int64_t step) const {
+sdk::GlobalBatch TrainingRun::global_batch(int64_t step) const {
   const log::PhaseScope phase(log::StepPhase::kData);
-  std::vector<const sdk::Example*> examples;
-  for (const int64_t index :
-       data::rank_example_indices(sampler, step, communicator.rank(), communicator.world_size())) {
-    examples.push_back(&parts.examples[index]);
-  }
-  return examples;
+  return training_global_batch(parts.examples, sampler.global_batch(step), communicator.rank(),
+                               communicator.world_size());
 }
 
 checkpoint::CheckpointData TrainingRun::snapshot() const {

@@ -78,6 +78,19 @@ std::vector<nlohmann::json> grpo_data() {
   return lines;
 }
 
+// Unpaired completions, desirable and undesirable mixed, of uneven lengths.
+std::vector<nlohmann::json> kto_data() {
+  std::vector<nlohmann::json> lines;
+  for (int i = 0; i < 8; ++i) {
+    lines.push_back({{"prompt", std::to_string(i) + "*" + std::string(1 + (i * 3) % 5, '2') + "="},
+                     {"completion", std::string(1 + (i * 5) % 6, static_cast<char>('0' + i))},
+                     {"label", i % 3 != 1}});
+  }
+  return lines;
+}
+
+const char* const kKtoModule = "beta = 0.5\ndesirable_weight = 1.5\nundesirable_weight = 0.75\n";
+
 // A random model rarely emits <eos>, so completions end at any of 36 stop
 // strings (~14% of tokens): lengths vary within a group, and with them the
 // format and length rewards, so advantages and the gradient are not zero.
@@ -91,6 +104,9 @@ const char* const kGrpoModule =
 
 // A prompt longer than data.max_length leaves an SFT example no trainable token.
 const nlohmann::json kUntrainableSftExample = {{"prompt", std::string(2 * kMaxLength, 'p')}, {"completion", "x"}};
+// And a KTO example no completion token to score (nor to lend a KL pair).
+const nlohmann::json kUnscorableKtoExample = {
+    {"prompt", std::string(2 * kMaxLength, 'p')}, {"completion", "x"}, {"label", true}};
 
 // Whether a bf16 product's float32 result is rounded to bfloat16 (docs/devices.md):
 // ATen's products do that on every device and in builds without oneDNN; only
@@ -124,7 +140,8 @@ std::vector<BundledPlugin> bundled_plugins() {
   return {{"sft", PTRAIN_SFT_PLUGIN, sft_data(), "loss_agg = \"token_mean\"\n"},
           {"dpo", PTRAIN_DPO_PLUGIN, dpo_data(),
            "loss = [\"sigmoid\", \"sft\"]\nloss_weights = [1, 0.5]\nbeta = 0.5\nreference_free = true\n"},
-          {"grpo", PTRAIN_GRPO_PLUGIN, grpo_data(), kGrpoModule}};
+          {"grpo", PTRAIN_GRPO_PLUGIN, grpo_data(), kGrpoModule},
+          {"kto", PTRAIN_KTO_PLUGIN, kto_data(), kKtoModule}};
 }
 
 }  // namespace
@@ -239,6 +256,57 @@ TEST_CASE("the GRPO plugin passes the conformance harness with CISPO, SAPO and d
       CHECK(report.passed());
     }
   }
+}
+
+TEST_CASE("the KTO plugin, its z0 over the whole global batch, passes the conformance harness", "[conformance][kto]") {
+  for (const std::string loss_type : {"kto", "apo_zero_unpaired"}) {
+    DYNAMIC_SECTION("loss_type = " << loss_type) {
+      const fs::path dir = scratch_dir("kto_" + loss_type);
+      ptrain::testing::ConformanceSpec spec;
+      spec.plugin = PTRAIN_KTO_PLUGIN;
+      spec.config = write_config(dir, kto_data(), std::string(kKtoModule) + "loss_type = \"" + loss_type + "\"\n");
+      spec.zero_unit_examples = {kUnscorableKtoExample, kUnscorableKtoExample};
+      spec.work_dir = dir / "work";
+      spec.check_world_size_2 = loss_type == "kto";
+      const ptrain::testing::ConformanceReport report = ptrain::testing::check_plugin_conformance(spec);
+      INFO(report.text());
+      CHECK(report.passed());
+      CHECK(report.checks.size() == (spec.check_world_size_2 ? 7u : 6u));
+    }
+  }
+}
+
+TEST_CASE("the harness catches a KTO whose z0 is estimated per microbatch, once the policy has moved",
+          "[conformance][kto]") {
+  const fs::path dir = scratch_dir("broken_kto");
+  ptrain::testing::ConformanceSpec spec;
+  spec.plugin = PTRAIN_BROKEN_KTO_PLUGIN;
+  spec.config = write_config(dir, kto_data(), kKtoModule);
+  spec.zero_unit_examples = {kUnscorableKtoExample};
+  spec.work_dir = dir / "work";
+  const ptrain::testing::ConformanceReport report = ptrain::testing::check_plugin_conformance(spec);
+  INFO(report.text());
+  CHECK_FALSE(report.passed());
+  for (const char* name : {"split_invariance", "metric_reduction", "world_size_2"}) {
+    INFO(name);
+    REQUIRE(report.find(name) != nullptr);
+    CHECK_FALSE(report.find(name)->passed);
+  }
+  CHECK_THAT(report.find("split_invariance")->detail,
+             Catch::Contains("a statistic of the batch") && Catch::Contains("micro_size=1: relative gradient error"));
+  CHECK_THAT(report.find("metric_reduction")->detail, Catch::Contains("'kl' (weighted_mean)"));
+  // Its units and its reads are KTO's own.
+  CHECK(report.find("units_before_forward")->passed);
+  CHECK(report.find("no_scalar_reads")->passed);
+
+  // At the first step its reference is the policy itself: every log-ratio is
+  // 0, so is every per-microbatch z0, and the step looks right.
+  spec.steps_before_checks = 0;
+  spec.check_world_size_2 = false;
+  spec.work_dir = dir / "work_first_step";
+  const ptrain::testing::ConformanceReport first_step = ptrain::testing::check_plugin_conformance(spec);
+  INFO(first_step.text());
+  CHECK(first_step.passed());
 }
 
 TEST_CASE("every bundled plugin passes the conformance harness under bf16-mixed", "[conformance][precision][device]") {

@@ -76,6 +76,32 @@ TEST_CASE("weighted means over ranks with very different token counts are the gl
   }
 }
 
+TEST_CASE("a plugin's all_gather concatenates uneven ranks in rank order, and refuses other row shapes", "[dist]") {
+  for (const int world : {2, 3}) {
+    const CommandResult result = run_ptrain(launch_worker(world, "all_gather"));
+    INFO("world size " << world << "\n" << result.output);
+    REQUIRE(result.exit_code == 0);
+    const auto by_rank = results_by_rank(result.output);
+    REQUIRE(static_cast<int>(by_rank.size()) == world);
+    // Rank r gave rows (r, k + 0.5) for k < r: 0 + 1 + ... + (R − 1) rows in all.
+    std::vector<double> expected;
+    std::vector<int64_t> scalars;
+    for (int rank = 0; rank < world; ++rank) {
+      for (int k = 0; k < rank; ++k) expected.insert(expected.end(), {static_cast<double>(rank), k + 0.5});
+      scalars.push_back(rank);
+    }
+    for (const auto& [rank, values] : by_rank) {
+      INFO("rank " << rank);
+      CHECK(values["shape"] == nlohmann::json::array({world * (world - 1) / 2, 2}));
+      CHECK(values["rows"].get<std::vector<double>>() == expected);
+      CHECK(values["scalars"].get<std::vector<int64_t>>() == scalars);
+      CHECK_THAT(values["refused"].get<std::string>(),
+                 Catch::Contains("all_gather: the ranks' tensors differ beyond their first dimension") &&
+                     Catch::Contains("rank 1: 2 elements per row"));
+    }
+  }
+}
+
 TEST_CASE("the ranks of a step together take exactly the world-size-1 global batch", "[dist]") {
   const data::GlobalBatchSampler sampler(50, 12, 3);
   for (const int world : {1, 2, 3, 4, 5}) {

@@ -128,7 +128,7 @@ TEST_CASE("ptrain validate refuses bad preference data and lists the dpo plugin"
   INFO(chat.output);
   CHECK(chat.exit_code == 0);
   const auto [bad_data, bad_chat] = validate_chat("bad_chat.jsonl", "bot");
-  CHECK(bad_chat.exit_code == 1);
+  CHECK(bad_chat.exit_code == 2);
   CHECK_THAT(bad_chat.output, Catch::Contains(bad_data.string() + ":2: field 'rejected[0].role': unknown role"));
 
   // module.loss is a TOML array; an unknown element names its index and line.

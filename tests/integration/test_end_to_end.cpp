@@ -155,13 +155,13 @@ TEST_CASE("ptrain validate checks everything without training", "[e2e]") {
   std::ofstream(bad_data) << "{\"prompt\": \"1+1=\", \"completion\": \"2\"}\n{\"prompt\": \"2+2=\"}\n";
   const CommandResult data_error =
       run_ptrain("validate -c " + config.string() + " --set data.train=\"" + bad_data.string() + "\"");
-  CHECK(data_error.exit_code == 1);
+  CHECK(data_error.exit_code == 2);  // bad input, as a bad config
   CHECK_THAT(data_error.output, Catch::Contains(bad_data.string() + ":2: missing field 'completion'"));
 
   // The held-out set ([eval] data) is checked the same way.
   const CommandResult eval_error =
       run_ptrain("validate -c " + config.string() + " --set eval.data=\"" + bad_data.string() + "\"");
-  CHECK(eval_error.exit_code == 1);
+  CHECK(eval_error.exit_code == 2);
   CHECK_THAT(eval_error.output, Catch::Contains(bad_data.string() + ":2: missing field 'completion'"));
   const CommandResult eval_ok =
       run_ptrain("validate -c " + config.string() + " --set eval.data=\"" + std::string(PTRAIN_SOURCE_DIR) +

@@ -83,7 +83,7 @@ TEST_CASE("GRPO refuses prompts without the answer its accuracy reward needs", "
                                        << "\n";
   const fs::path config = write_config(dir, dir / "prompts.jsonl", "");
   const CommandResult result = run_ptrain("train -c " + config.string());
-  CHECK(result.exit_code == 1);
+  CHECK(result.exit_code == 2);  // bad input
   CHECK_THAT(result.output, Catch::Contains("prompts.jsonl:2") && Catch::Contains("answer"));
 }
 

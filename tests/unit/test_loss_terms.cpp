@@ -195,9 +195,9 @@ TEST_CASE("loss terms: a plugin metric under the core's names is refused", "[ter
 // The core's figures (docs/architecture.md#metrics), each written by the step
 // recorder: a plugin metric of the same name would be lost behind it.
 TEST_CASE("loss terms: a plugin metric named like a core figure is refused", "[terms]") {
-  for (const char* name : {"step", "loss", "grad_norm", "lr", "units", "tokens", "padded_tokens", "step_s", "comm_s",
-                           "tokens_per_s", "mfu", "skipped_steps", "nonfinite_steps", "loss_spikes", "epoch", "eval_s",
-                           "core/tokens"}) {
+  for (const char* name :
+       {"step", "loss", "grad_norm", "lr", "units", "tokens", "forward_tokens", "padded_tokens", "step_s", "comm_s",
+        "tokens_per_s", "mfu", "skipped_steps", "nonfinite_steps", "loss_spikes", "epoch", "eval_s", "core/tokens"}) {
     FakeModule module = two_terms();
     module.metrics = {{name, sdk::Reduction::kSum}};
     CHECK(testing::error_of([&] { train::step_metric_specs(module); }) ==
