@@ -10,7 +10,6 @@
 #include "core/train/numeric_guard.h"
 #include "core/train/step_recorder.h"
 #include "core/train/step_reduction.h"
-#include "core/train/stop_signals.h"
 #include "core/train/training_run.h"
 #include "core/train/update_step.h"
 
@@ -59,7 +58,8 @@ TrainSummary stopped(const TrainingRun& run) {
 }  // namespace
 
 TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,
-                          dist::Communicator& launch_communicator, const TrainOptions& options) {
+                          dist::Communicator& launch_communicator, const TrainOptions& options,
+                          const StopSignals& stop_signals) {
   const std::unique_ptr<TrainingRun> built = build_training_run(config, plugin, launch_communicator, options);
   TrainingRun* const run = built.get();
   dist::Communicator& communicator = run->communicator;  // the run's collectives go through it (training_run.h)
@@ -71,7 +71,6 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
   Evaluator evaluator(run->eval_parts(), config.eval.every_steps);
   BestModel best(config, communicator, [run](const fs::path& dir) { save_policy(*run, dir); }, run->first_step > 0);
   StepRecorder recorder(*run);
-  const StopSignals stop_signals;
 
   for (int64_t step = run->first_step; step < config.train.max_steps; ++step) {
     recorder.start_step();
