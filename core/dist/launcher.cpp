@@ -1,6 +1,7 @@
 #include "core/dist/launcher.h"
 
 #include "core/dist/caught_signals.h"
+#include "core/dist/launch_env.h"
 #include "core/dist/output_relay.h"
 #include "core/dist/worker_group.h"
 #include "core/dist/worker_process.h"
@@ -123,6 +124,10 @@ int run_launcher(const LaunchOptions& options) {
   if (options.node_rank < 0 || options.node_rank >= options.nnodes) {
     throw sdk::UsageError("launch: --node-rank " + std::to_string(options.node_rank) + " is not in 0.." +
                           std::to_string(options.nnodes - 1) + " (--nnodes " + std::to_string(options.nnodes) + ")");
+  }
+  if (options.master_port < 0 || options.master_port > kMaxPort) {
+    throw sdk::UsageError("launch: --master-port " + std::to_string(options.master_port) + " is not a TCP port (1-" +
+                          std::to_string(kMaxPort) + "; 0: a free one)");
   }
   if (options.nnodes > 1 && options.master_port <= 0) {
     throw sdk::UsageError("launch: --nnodes " + std::to_string(options.nnodes) +

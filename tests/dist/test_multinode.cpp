@@ -30,11 +30,13 @@ std::string node_launch(int node_rank, int port, const std::string& worker_argum
          " --master-port " + std::to_string(port) + " -- " + PTRAIN_DIST_WORKER + " " + worker_arguments;
 }
 
-// Starts node 1's launcher in the background, its output in `log`; returns its pid.
-pid_t start_node_one(int port, const std::string& worker_arguments, const fs::path& dir) {
-  const fs::path pid_file = dir / "node1.pid";
-  testing::run_command(std::string(PTRAIN_EXE) + " " + node_launch(1, port, worker_arguments) + " > " +
-                       (dir / "node1.log").string() + " 2>&1 < /dev/null & echo $! > " + pid_file.string());
+// Starts node `node_rank`'s launcher in the background, its output in
+// dir/node<R>.log; returns its pid.
+pid_t start_node(int node_rank, int port, const std::string& worker_arguments, const fs::path& dir) {
+  const std::string node = "node" + std::to_string(node_rank);
+  const fs::path pid_file = dir / (node + ".pid");
+  testing::run_command(std::string(PTRAIN_EXE) + " " + node_launch(node_rank, port, worker_arguments) + " > " +
+                       (dir / (node + ".log")).string() + " 2>&1 < /dev/null & echo $! > " + pid_file.string());
   pid_t pid = 0;
   std::ifstream(pid_file) >> pid;
   return pid;
@@ -81,7 +83,7 @@ TEST_CASE("launch on node 1 of 2 gives its workers the job's ranks and their loc
 TEST_CASE("two launchers make one job of 2 nodes x 2 ranks with the world-size-4 results", "[dist][multinode]") {
   const fs::path dir = testing::fresh_test_dir("two_nodes");
   const int port = dist::pick_free_port();
-  const pid_t node1 = start_node_one(port, "metrics", dir);
+  const pid_t node1 = start_node(1, port, "metrics", dir);
   REQUIRE(node1 > 0);
   const CommandResult node0 = run_ptrain(node_launch(0, port, "metrics"));
   REQUIRE(wait_gone(node1, std::chrono::seconds(60)));
@@ -101,7 +103,7 @@ TEST_CASE("a node killed outright ends the job on the other with an error naming
   constexpr int kTimeoutS = 4;
   const std::string loop = "loop " + std::to_string(kTimeoutS) + " " + pid_dir.string();
   const int port = dist::pick_free_port();
-  const pid_t node1 = start_node_one(port, loop, dir);
+  const pid_t node1 = start_node(1, port, loop, dir);
   REQUIRE(node1 > 0);
   auto node0 = std::async(std::launch::async, [&] { return run_ptrain(node_launch(0, port, loop)); });
 
@@ -128,4 +130,34 @@ TEST_CASE("a node killed outright ends the job on the other with an error naming
   CHECK_THAT(result.output, Catch::Contains("stopping the other workers"));
   // Node 1's workers went with their launcher (no orphans holding the job).
   for (const pid_t pid : workers) CHECK(wait_gone(pid, std::chrono::seconds(10)));
+}
+
+TEST_CASE("node 0 killed outright: the other node's ranks name rank 0, whose rendezvous store went with it",
+          "[dist][multinode]") {
+  const fs::path dir = testing::fresh_test_dir("node_zero_dies");
+  const fs::path pid_dir = dir / "pids";
+  fs::create_directories(pid_dir);
+  constexpr int kTimeoutS = 4;
+  const std::string loop = "loop " + std::to_string(kTimeoutS) + " " + pid_dir.string();
+  const int port = dist::pick_free_port();
+  const pid_t node0 = start_node(0, port, loop, dir);
+  REQUIRE(node0 > 0);
+  auto node1 = std::async(std::launch::async, [&] { return run_ptrain(node_launch(1, port, loop)); });
+
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  while (dist_test::read_pids(pid_dir).size() < 4 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE(dist_test::read_pids(pid_dir).size() == 4);
+  const auto killed_at = std::chrono::steady_clock::now();
+  ::kill(node0, SIGKILL);
+
+  const CommandResult result = node1.get();
+  const double seconds_after_kill = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  INFO(result.output);
+  CHECK(result.exit_code != 0);
+  CHECK(seconds_after_kill < kTimeoutS + 20);
+  CHECK_THAT(result.output, Catch::Contains("failed"));
+  CHECK_THAT(result.output, Catch::Contains("rank 0 is gone: the rendezvous store it served at 127.0.0.1:" +
+                                            std::to_string(port) + " no longer answers"));
 }
