@@ -5,8 +5,10 @@
 #include "core/model/gemm.h"
 #include "core/train/compute_device.h"
 #include "core/train/output_model_files.h"
+#include "core/train/rank_agreement.h"
 #include "core/train/resume.h"
 #include "core/train/run_directory.h"
+#include "core/train/shared_output_check.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -171,6 +173,8 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
   const std::optional<fs::path> resume_checkpoint =
       options.resume.empty() ? std::nullopt : checkpoint::find_resume_checkpoint(options.resume, output_dir);
   const RunDirectory run_dir(output_dir, options.overwrite, !options.resume.empty());
+  check_ranks_agree(communicator, run_aspects(config, plugin, options.resolved_config_toml, resume_checkpoint,
+                                              communicator.world_size()));
   if (config.logging.tensorboard) metrics::require_tensorboard_available();
   const int threads = thread_count(config.runtime, communicator.local_world_size());
   at::set_num_threads(threads);
@@ -181,6 +185,9 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
   // Read now, so that an unreadable input file fails before the run directory exists.
   checkpoint::ModelDirFiles model_files = output_model_files(config, *parts.tokenizer);
   run_dir.create(communicator, options.resolved_config_toml);
+  if (config.distributed.sharding != config::ShardingMode::kNone && communicator.world_size() > 1) {
+    check_output_dir_shared(communicator, output_dir);
+  }
   parts.module->prepare_dataset(*parts.context, parts.examples);
 
   const data::GlobalBatchSampler sampler(static_cast<int64_t>(parts.examples.size()), config.batch.global_size,
