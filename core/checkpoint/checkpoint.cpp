@@ -97,11 +97,14 @@ NamedTensors read_optimizer_state(const fs::path& dir, const nlohmann::json& man
 }  // namespace
 
 nlohmann::json TrainerState::to_json() const {
-  return {{"completed_steps", completed_steps},
-          {"skipped_steps", skipped_steps},
-          {"world_size", world_size},
-          {"plugin", plugin},
-          {"run_id", run_id}};
+  nlohmann::json json{{"completed_steps", completed_steps},
+                      {"skipped_steps", skipped_steps},
+                      {"world_size", world_size},
+                      {"plugin", plugin},
+                      {"run_id", run_id}};
+  if (!numeric_guard.is_null()) json["numeric_guard"] = numeric_guard;
+  if (!best_model.is_null()) json["best_model"] = best_model;
+  return json;
 }
 
 TrainerState TrainerState::from_json(const nlohmann::json& json, const std::string& source) {
@@ -112,6 +115,8 @@ TrainerState TrainerState::from_json(const nlohmann::json& json, const std::stri
     state.world_size = json.at("world_size").get<int>();
     state.plugin = json.at("plugin").get<std::string>();
     state.run_id = json.at("run_id").get<std::string>();
+    state.numeric_guard = json.value("numeric_guard", nlohmann::json());
+    state.best_model = json.value("best_model", nlohmann::json());
     return state;
   } catch (const nlohmann::json::exception& error) {
     throw sdk::Error(source + ": " + error.what());

@@ -37,7 +37,7 @@ void check_best_metric(const config::RunConfig& config, const sdk::TrainModule& 
 }
 
 BestModel::BestModel(const config::RunConfig& config, dist::Communicator& communicator,
-                     std::function<void(const std::filesystem::path&)> save_model, bool resuming)
+                     std::function<void(const std::filesystem::path&)> save_model, const nlohmann::json* resumed)
     : metric_(config.checkpoint.best_metric),
       mode_(config.checkpoint.best_mode),
       patience_(config.train.early_stopping_patience),
@@ -45,32 +45,40 @@ BestModel::BestModel(const config::RunConfig& config, dist::Communicator& commun
       state_path_(std::filesystem::path(config.output_dir) / "best.json"),
       communicator_(communicator),
       save_model_(std::move(save_model)) {
-  if (resuming && !metric_.empty()) read_state();
-}
-
-void BestModel::write_state() const {
-  const nlohmann::json state{{"metric", metric_},
-                             {"mode", mode_name(mode_)},
-                             {"step", best_step_},
-                             {"value", best_value_ ? nlohmann::json(*best_value_) : nlohmann::json(nullptr)},
-                             {"evaluations_without_improvement", evaluations_without_improvement_}};
-  checkpoint::write_file_atomically(state_path_, state.dump(2) + "\n");
-}
-
-// A best.json for another metric or mode says nothing about this run's best.
-void BestModel::read_state() {
+  if (resumed == nullptr || metric_.empty()) return;
+  if (!resumed->is_null()) {
+    restore(*resumed, "the checkpoint");
+    return;
+  }
   std::ifstream in(state_path_);
   if (!in) return;
-  const nlohmann::json state = nlohmann::json::parse(in, nullptr, false);
+  log::warn("checkpoint", "the checkpoint holds no best/ record (an older ptrain's): continuing from " +
+                              state_path_.string() + ", which may count evaluations made after the checkpoint");
+  restore(nlohmann::json::parse(in, nullptr, false), state_path_.string());
+}
+
+nlohmann::json BestModel::state() const {
+  return {{"metric", metric_},
+          {"mode", mode_name(mode_)},
+          {"step", best_step_},
+          {"value", best_value_ ? nlohmann::json(*best_value_) : nlohmann::json(nullptr)},
+          {"evaluations_without_improvement", evaluations_without_improvement_}};
+}
+
+void BestModel::write_state() const { checkpoint::write_file_atomically(state_path_, state().dump(2) + "\n"); }
+
+// A record of another metric or mode says nothing about this run's best.
+void BestModel::restore(const nlohmann::json& state, const std::string& source) {
   if (state.is_discarded() || !state.is_object() || state.value("metric", "") != metric_ ||
-      state.value("mode", "") != mode_name(mode_) || !state.contains("value") || !state.at("value").is_number()) {
-    log::warn("checkpoint", state_path_.string() + " does not describe a best " + metric_ + " (" + mode_name(mode_) +
+      state.value("mode", "") != mode_name(mode_)) {
+    log::warn("checkpoint", source + " does not describe a best " + metric_ + " (" + mode_name(mode_) +
                                 "); the resumed run starts a new best/");
     return;
   }
+  evaluations_without_improvement_ = state.value("evaluations_without_improvement", int64_t{0});
+  if (!state.contains("value") || !state.at("value").is_number()) return;  // no evaluation yet improved
   best_value_ = state.at("value").get<double>();
   best_step_ = state.value("step", int64_t{0});
-  evaluations_without_improvement_ = state.value("evaluations_without_improvement", int64_t{0});
   log::info("checkpoint", "resuming with best/ of step " + std::to_string(best_step_) + " (" + metric_ + " = " +
                               format_value(*best_value_) + ")");
 }

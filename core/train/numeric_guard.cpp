@@ -58,4 +58,29 @@ bool NumericGuard::apply_update(int64_t step, bool has_units, bool fault, double
   return !verdict.skip;
 }
 
+nlohmann::json NumericGuard::state() const {
+  return {{"consecutive_faults", consecutive_},
+          {"nonfinite_steps", faults_},
+          {"loss_spikes", spikes_},
+          {"running_max_loss", running_max_loss_},
+          {"seen_loss", seen_loss_}};
+}
+
+void NumericGuard::restore(const nlohmann::json& state, const std::string& source) {
+  if (state.is_null()) {
+    log::info("resume", source + " holds no numeric guard counters (a checkpoint of an older ptrain): "
+                        "nonfinite_steps, loss_spikes and the loss-spike bar start afresh");
+    return;
+  }
+  try {
+    consecutive_ = state.at("consecutive_faults").get<int64_t>();
+    faults_ = state.at("nonfinite_steps").get<int64_t>();
+    spikes_ = state.at("loss_spikes").get<int64_t>();
+    running_max_loss_ = state.at("running_max_loss").get<double>();
+    seen_loss_ = state.at("seen_loss").get<bool>();
+  } catch (const nlohmann::json::exception& error) {
+    throw sdk::Error(source + ": numeric_guard: " + error.what());
+  }
+}
+
 }  // namespace ptrain::train

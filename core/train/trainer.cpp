@@ -64,13 +64,24 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
   TrainingRun* const run = built.get();
   dist::Communicator& communicator = run->communicator;  // the run's collectives go through it (training_run.h)
   StepReduction reduction(run->module());
+  const bool resumed = run->first_step > 0;
   NumericGuard guard(config.train.max_consecutive_skips, config.train.loss_spike_factor);
-  Checkpointer checkpointer(
-      config.checkpoint, fs::path(config.output_dir) / "checkpoints", communicator, [run] { return run->snapshot(); },
-      run->first_step, run->sharded_layers.get());
+  if (resumed) guard.restore(run->state.numeric_guard, "the checkpoint's trainer_state.json");
+  BestModel best(config, communicator, [run](const fs::path& dir) { save_policy(*run, dir); },
+                 resumed ? &run->state.best_model : nullptr);
+  // A checkpoint holds the state of the step just completed, the core's
+  // components' included.
+  const auto snapshot = [run, &guard, &best] {
+    checkpoint::CheckpointData data = run->snapshot();
+    data.trainer.numeric_guard = guard.state();
+    data.trainer.best_model = best.state();
+    return data;
+  };
+  Checkpointer checkpointer(config.checkpoint, fs::path(config.output_dir) / "checkpoints", communicator, snapshot,
+                            run->first_step, run->module().checkpoint_multiple(), run->sharded_layers.get());
   Evaluator evaluator(run->eval_parts(), config.eval.every_steps);
-  BestModel best(config, communicator, [run](const fs::path& dir) { save_policy(*run, dir); }, run->first_step > 0);
   StepRecorder recorder(*run);
+  bool stopping = false;  // a stop was requested on some rank: the run ends at its next checkpoint
 
   for (int64_t step = run->first_step; step < config.train.max_steps; ++step) {
     recorder.start_step();
@@ -96,8 +107,8 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
 
     recorder.record({step + 1, epoch, lr, grad_norm, &gradient, &totals, run->state.skipped_steps, guard.faults(),
                      guard.spikes(), &eval});
-    checkpointer.after_step(run->state.completed_steps, totals.stop_requested);
-    if (totals.stop_requested) return stopped(*run);
+    stopping = stopping || totals.stop_requested;
+    if (checkpointer.after_step(run->state.completed_steps, stopping) && stopping) return stopped(*run);
     if (best.stop_early()) break;
   }
   return finish(*run, checkpointer, recorder, best.stop_reason());

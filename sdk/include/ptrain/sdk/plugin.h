@@ -21,7 +21,7 @@ namespace ptrain::sdk {
 // Raise whenever a header under ptrain/sdk changes a class layout, a virtual
 // function or an inline function (and PTRAIN_SDK_VERSION_MAJOR with it, version.h).
 // CMake reads this line (cmake/ptrain_sdk_version.cmake); keep its shape.
-inline constexpr uint32_t kAbiVersion = 8;  // docs/plugins.md, "ABI history", lists what each version changed
+inline constexpr uint32_t kAbiVersion = 9;  // docs/plugins.md, "ABI history", lists what each version changed
 
 #define PTRAIN_STRINGIFY_DETAIL(x) #x
 #define PTRAIN_STRINGIFY(x) PTRAIN_STRINGIFY_DETAIL(x)

@@ -13,7 +13,7 @@
 // CMake reads these lines (cmake/ptrain_sdk_version.cmake); keep their shape.
 #pragma once
 
-#define PTRAIN_SDK_VERSION_MAJOR 8
+#define PTRAIN_SDK_VERSION_MAJOR 9
 #define PTRAIN_SDK_VERSION_MINOR 0
 #define PTRAIN_SDK_VERSION_PATCH 0
 
