@@ -107,11 +107,20 @@ std::string account_of_differences(const std::vector<RunAspect>& aspects, const 
   return account.empty() ? "" : "rank " + std::to_string(rank) + ": " + account;
 }
 
+// Every rank's `row` in a [world_size, row length] tensor on every rank: a
+// SUM of rows that are zero but on their own rank, exact for integers. (An
+// all-reduce, which the communicator stages on the device under NCCL.)
+at::Tensor gather_rows(dist::Communicator& communicator, const at::Tensor& row) {
+  std::vector<at::Tensor> rows{at::zeros({communicator.world_size(), row.numel()}, row.options())};
+  rows[0][communicator.rank()].copy_(row);
+  communicator.all_reduce_sum(rows);
+  return rows[0];
+}
+
 // Every rank's account, on every rank.
 std::vector<std::string> gather_accounts(dist::Communicator& communicator, const std::string& own) {
-  at::Tensor mine = bytes_tensor(own.substr(0, kAccountBytes - 1), kAccountBytes);
-  at::Tensor all = at::zeros({kAccountBytes * communicator.world_size()}, at::kByte);
-  communicator.all_gather(mine, all);
+  const at::Tensor all =
+      gather_rows(communicator, bytes_tensor(own.substr(0, kAccountBytes - 1), kAccountBytes)).reshape({-1});
   std::vector<std::string> accounts;
   for (int rank = 0; rank < communicator.world_size(); ++rank) {
     accounts.push_back(tensor_text(all.narrow(0, rank * kAccountBytes, kAccountBytes)));
@@ -143,9 +152,7 @@ void check_ranks_agree(dist::Communicator& communicator, const std::vector<RunAs
     const uint64_t hash = sdk::fnv1a(aspects[static_cast<size_t>(i)].text);
     std::memcpy(fingerprints.data_ptr<int64_t>() + i, &hash, sizeof hash);
   }
-  at::Tensor all = at::zeros({count * communicator.world_size()}, at::kLong);
-  communicator.all_gather(fingerprints, all);
-  const at::Tensor by_rank = all.view({communicator.world_size(), count});
+  const at::Tensor by_rank = gather_rows(communicator, fingerprints);
   if (by_rank.eq(by_rank[0]).all().item<bool>()) return;
 
   // Some rank differs: every rank learns from whom and in what.

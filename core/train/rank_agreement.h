@@ -2,9 +2,9 @@
 // about to run the same thing: a rank that resumes another checkpoint (or
 // none: a node-local output_dir without the checkpoint), reads another
 // config, other data or another plugin would otherwise train on for the
-// whole run on mismatched state (docs/distributed.md). One all-gather of a
-// fingerprint per aspect; only when they differ do the ranks exchange the
-// texts that let every rank name who differs in what.
+// whole run on mismatched state (docs/distributed.md). One collective
+// gathers a fingerprint per aspect from every rank; only when they differ
+// do the ranks exchange the texts that let every rank name who differs in what.
 #pragma once
 
 #include "core/config/run_config.h"

@@ -37,15 +37,17 @@ void StopSignals::watch() {
     const int signal_number = ::sigtimedwait(&signals_, nullptr, &slice);
     if (signal_number <= 0) continue;  // the slice ended (EAGAIN), or EINTR
     int none = 0;
-    if (received_.compare_exchange_strong(none, signal_number)) {
-      log::info("train", std::string("received ") + (signal_number == SIGTERM ? "SIGTERM" : "SIGUSR1") +
-                             ": saving a checkpoint after the current step, then exiting");
-    }
+    received_.compare_exchange_strong(none, signal_number);  // the first one is the one to tell
   }
 }
 
 bool StopSignals::requested(int64_t step, int rank) const {
-  return received_ != 0 || failpoint::armed(failpoint::StepFault::kStopRequest, step, rank);
+  const int signal_number = received_;
+  if (signal_number != 0 && !announced_.exchange(true)) {
+    log::info("train", std::string("received ") + (signal_number == SIGTERM ? "SIGTERM" : "SIGUSR1") + " during step " +
+                           std::to_string(step) + ": stopping with a checkpoint");
+  }
+  return signal_number != 0 || failpoint::armed(failpoint::StepFault::kStopRequest, step, rank);
 }
 
 }  // namespace ptrain::train

@@ -39,6 +39,8 @@ class StopSignals {
 
   // Whether this rank was asked to stop by the end of `step` (1-based): a
   // signal arrived, or the PTRAIN_TEST_STOP_AT failpoint names the step.
+  // The first time it sees a signal it logs it (the watcher does not log:
+  // it may run before the logger is set up).
   bool requested(int64_t step, int rank) const;
 
  private:
@@ -46,6 +48,7 @@ class StopSignals {
 
   sigset_t signals_{};
   std::atomic<int> received_{0};  // the first signal taken, 0 before
+  mutable std::atomic<bool> announced_{false};
   std::atomic<bool> closing_{false};
   std::thread watcher_;
 };
