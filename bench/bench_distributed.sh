@@ -16,7 +16,7 @@ mkdir -p "$out"
 "$ptrain" launch --nproc 2 -- train -c configs/sft.toml --overwrite --set train.max_steps="$steps" \
   --set runtime.threads=1 --set checkpoint.every_steps=0 --set output_dir="$out/world2" > "$out/world2.log" 2>&1
 
-python3 - "$out" <<'PY'
+"${PTRAIN_PYTHON:-.venv/bin/python}" - "$out" <<'PY'
 import json, sys
 out = sys.argv[1]
 def summary(run):

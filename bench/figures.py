@@ -72,7 +72,7 @@ def make_data(name, *args):
 def matmul_peak(log_name, env=None):
     """fp32 FLOP/s of 2048x2048 products, best of 10, for both GEMMs in the process (bench_matmul_peak):
 
-    {"flops_per_s" (the faster), "aten_flops_per_s" (at::mm, the system BLAS PyTorch eager runs),
+    {"flops_per_s" (the faster), "aten_flops_per_s" (at::mm of ptrain's LibTorch, on the system BLAS),
      "ptrain_flops_per_s", "ptrain_gemm" (what ptrain's layers run: oneDNN when the build has it)}.
     """
     stdout, _ = runner.run_bench("bench_matmul_peak", [THREADS, 2048, 10], log_name, env)
@@ -97,10 +97,10 @@ def openblas_kernels_row(peaks):
 
     OpenBLAS reads OPENBLAS_CORETYPE when it loads. This project's machines set
     it to Haswell (AVX2 kernels) although the CPU runs AVX-512, and every
-    process of the suite, ptrain and PyTorch alike, inherits that: it sets
-    what PyTorch eager's matmuls run on (ptrain's run on oneDNN, which picks
-    its own kernels). This row says what at::mm does with the kernels OpenBLAS
-    would pick itself.
+    process of the suite inherits that: it sets what ptrain's LibTorch runs
+    at::mm on (ptrain's layers run on oneDNN, which picks its own kernels, and
+    the PyTorch-eager baseline from PyPI runs MKL). This row says what at::mm
+    does with the kernels OpenBLAS would pick itself.
     """
     own_choice = environment_without_coretype()
     if own_choice is None:
@@ -179,26 +179,6 @@ def sft_bf16_mixed(data):
                 ours_fp32["tokens_per_s"], ">= 1.4", speedup >= 1.4),
             row("SFT tokens/s small, bf16-mixed: ptrain vs PyTorch eager under CPU autocast bf16",
                 again_bf16["tokens_per_s"], "tokens/s", theirs["tokens_per_s"])]
-
-
-def sft_tiny_openblas_own_kernels(data):
-    """The tiny pair again with OPENBLAS_CORETYPE unset for both programs: what a machine without the pin sees.
-
-    Information only: PyTorch's matmuls then run on OpenBLAS's own AVX-512
-    kernels, about as fast as oneDNN's, and the ratio shows what is left of
-    ptrain's lead without the GEMM difference. Three rounds, half the target row's.
-    """
-    own_choice = environment_without_coretype()
-    if own_choice is None:
-        return []
-    model, length, global_size, micro_size, warmup, steps, rounds = SFT_SIZES["tiny"]
-    config = runner.sft_config("sft_tiny_own_kernels", model, data, length, global_size, micro_size, warmup + steps)
-    ours, theirs = paired(lambda: runner.run_ptrain("sft_tiny_own_kernels", config, warmup, own_choice),
-                          lambda: runner.run_reference("sft_tiny_own_kernels_pytorch", config, warmup, steps,
-                                                       own_choice), max(2, rounds // 2))
-    return [row("SFT tokens/s tiny, OPENBLAS_CORETYPE unset for both: ptrain vs PyTorch eager",
-                ours["tokens_per_s"], "tokens/s", theirs["tokens_per_s"],
-                note="information: PyTorch on OpenBLAS's own AVX-512 kernels, ptrain on oneDNN")]
 
 
 def mfu(size, ours, theirs, peak_flops):

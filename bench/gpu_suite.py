@@ -1,10 +1,9 @@
-#!/usr/bin/env python3
 """The GPU figures of issue 23, each next to a baseline measured in the same run.
 
 On a GPU machine, after scripts/build-gpu.sh, with that machine's PyTorch:
 
     export LD_LIBRARY_PATH="$(scripts/build-gpu.sh --print-library-path)"
-    PTRAIN_BUILD_DIR=build-gpu PTRAIN_BENCH_PYTHON=python3 python3 bench/gpu_suite.py
+    PTRAIN_BUILD_DIR=build-gpu PTRAIN_PYTHON=python3 python3 bench/gpu_suite.py
 
 writes bench/results_gpu.json (the device, PyTorch and CUDA versions, and
 rows {"name", "value", "unit", "baseline", "ratio"}) and bench/out/table_gpu.txt.

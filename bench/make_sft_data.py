@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Synthetic SFT datasets for the benchmarks ({"prompt", "completion"} JSONL, ASCII).
 
 Lengths are in byte-tokenizer tokens: <bos> + prompt bytes + completion bytes
@@ -10,7 +9,7 @@ Lengths are in byte-tokenizer tokens: <bos> + prompt bytes + completion bytes
             capped at --max-length: many short answers, a few long ones, as
             in instruction data; the padding-waste figure runs on it
 
-    /usr/bin/python3 bench/make_sft_data.py fixed --length 128 --count 512 -o bench/out/fixed_128.jsonl
+    .venv/bin/python bench/make_sft_data.py fixed --length 128 --count 512 -o bench/out/fixed_128.jsonl
 """
 import argparse
 import json

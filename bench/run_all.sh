@@ -9,26 +9,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 start_s=$SECONDS
 
-# The PyTorch-eager baseline runs on Debian's python3-torch, the same PyTorch
-# build as libtorch-dev, so both sides use the same kernels.
-if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
-  sudo_cmd=()
-  if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
-  echo "[bench] installing python3-torch"
-  "${sudo_cmd[@]}" apt-get install -y python3-torch ||
-    { "${sudo_cmd[@]}" apt-get update -qq && "${sudo_cmd[@]}" apt-get install -y python3-torch; }
-fi
+# The suite and the PyTorch-eager baseline run in the project's Python
+# environment (PyPI's PyTorch; docs/performance.md says why that baseline is fair).
+scripts/python-env.sh
+python="${PTRAIN_PYTHON:-$PWD/.venv/bin/python}"
 
-# Only the targets the suite runs (plugins are loaded by `ptrain train`). An
-# existing build directory is reconfigured first so that it knows bench
-# targets added since it was configured.
+# Only the targets the suite runs (plugins are loaded by `ptrain train`).
+# PTRAIN_BUILD_BENCH=ON reconfigures an existing build directory, so that it
+# has the bench targets even where scripts/quickstart.sh left them out.
 build_dir="${PTRAIN_BUILD_DIR:-build}"
-if [ -f "$build_dir/CMakeCache.txt" ]; then cmake -S . -B "$build_dir" >/dev/null; fi
-PTRAIN_BUILD_DIR="$build_dir" scripts/build.sh --target ptrain \
+PTRAIN_BUILD_DIR="$build_dir" PTRAIN_BUILD_BENCH=ON scripts/build.sh --target ptrain \
   ptrain_plugin_sft ptrain_plugin_dpo ptrain_plugin_grpo \
   bench_matmul_peak bench_log_prob_memory bench_grpo_step bench_accumulation
 
 status=0
-/usr/bin/python3 bench/suite.py || status=$?
+PTRAIN_PYTHON="$python" "$python" bench/suite.py || status=$?
 echo "[bench] run_all.sh took $(( (SECONDS - start_s) / 60 )) min $(( (SECONDS - start_s) % 60 )) s"
 exit $status

@@ -9,16 +9,21 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "clients"))
+from oracles.toml_config import toml_text  # noqa: E402  (the client checks write their configs alike)
+
 BUILD = Path(os.environ.get("PTRAIN_BUILD_DIR", ROOT / "build"))
 if not BUILD.is_absolute():
     BUILD = ROOT / BUILD
 OUT = ROOT / "bench" / "out"
-# Debian's, which has python3-torch (not a pyenv one); on a GPU machine its PyTorch.
-PYTHON = os.environ.get("PTRAIN_BENCH_PYTHON", "/usr/bin/python3")
+# The project's Python environment (scripts/python-env.sh), never the python3
+# first on the PATH; on a GPU machine, that machine's PyTorch (PTRAIN_PYTHON).
+PYTHON = os.environ.get("PTRAIN_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
 THREADS = int(os.environ.get("PTRAIN_BENCH_THREADS", "2"))
 
 
@@ -59,23 +64,9 @@ def last_json_line(stdout):
     raise ValueError("no JSON result line in output")
 
 
-def toml_value(value):
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value)  # a JSON string is a valid TOML basic string
-    if isinstance(value, list):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    return repr(value)
-
-
 def write_config(path, config):
     """config: {key: value | {key: value}} → a TOML file (tables after top-level keys)."""
-    lines = [f"{k} = {toml_value(v)}" for k, v in config.items() if not isinstance(v, dict)]
-    for section, table in config.items():
-        if isinstance(table, dict):
-            lines += ["", f"[{section}]"] + [f"{k} = {toml_value(v)}" for k, v in table.items()]
-    Path(path).write_text("\n".join(lines) + "\n")
+    Path(path).write_text(toml_text(config))
 
 
 def sft_config(name, model, data, max_length, global_size, micro_size, steps, **overrides):
@@ -156,6 +147,15 @@ def run_reference(name, config, warmup, steps, env=None, extra_args=()):
     result = last_json_line(stdout)
     result["peak_rss_mb"] = peak_rss_mb
     return result
+
+
+def compared_libraries():
+    """"ptrain on LibTorch X, PyTorch eager on PyTorch Y (its BLAS)": what the suite's baselines compare."""
+    ptrain = subprocess.run([str(BUILD / "bin" / "ptrain"), "--version"], capture_output=True, text=True).stdout
+    libtorch = ptrain[ptrain.find("LibTorch"):].rstrip(")\n") if "LibTorch" in ptrain else "LibTorch (unknown)"
+    code = "import torch; print(torch.__version__, 'on', 'MKL' if torch.backends.mkl.is_available() else 'its BLAS')"
+    pytorch = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True).stdout.strip() or "(no torch)"
+    return f"ptrain on {libtorch}, PyTorch eager on PyTorch {pytorch} ({PYTHON})"
 
 
 def run_bench(binary, args, log_name, env=None):

@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Runs every figure of the benchmark suite (issue 8) and writes the table.
 
 Called by bench/run_all.sh after it builds the binaries; expects build/bin/
@@ -13,6 +12,7 @@ import time
 import traceback
 
 import figures
+import runner
 from runner import OUT, ROOT, THREADS
 
 
@@ -79,8 +79,6 @@ def main():
             vs_pytorch += result[0]
             measured[size] = result[1:]
     vs_pytorch += attempt("SFT small bf16-mixed", lambda: figures.sft_bf16_mixed(fixed_512)) or []
-    vs_pytorch += attempt("SFT tiny vs PyTorch, OpenBLAS's own kernels",
-                          lambda: figures.sft_tiny_openblas_own_kernels(fixed_128)) or []
     rest = []
     rest += attempt("accumulation", lambda: figures.accumulation(fixed_128)) or []
     rest += attempt("padding", lambda: figures.padding(longtail)) or []
@@ -111,6 +109,7 @@ def main():
               f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}",
               f"load average (1 min) at start {load_at_start:.1f}, at end {os.getloadavg()[0]:.1f}: "
               "other processes on the machine share these cores",
+              runner.compared_libraries(),
               "ratio = value / baseline; memory and seconds: lower is better"]
     if max(load_at_start, os.getloadavg()[0]) > os.cpu_count():
         header.insert(2, "WARNING: more runnable processes than cores during the suite: rates are unreliable, rerun")

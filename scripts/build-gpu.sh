@@ -48,8 +48,11 @@ export LD_LIBRARY_PATH="$library_path"
 
 echo "build-gpu: torch $torch_version, CUDA $cuda_version, compute capability ${PTRAIN_CUDA_ARCH:-$capability}"
 if [ ! -f "$build_dir/CMakeCache.txt" ]; then
+  # The tests' Python (PTRAIN_PYTHON) is the one with this torch: on a GPU
+  # machine without the checkout's .venv, that machine's.
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefixes" \
     -DOPENSSL_ROOT_DIR="$deps/usr" -DTORCH_CUDA_ARCH_LIST="${PTRAIN_CUDA_ARCH:-$capability}" \
-    -DPTRAIN_WITH_CUDA=ON -DPTRAIN_ONEDNN=OFF -DPTRAIN_TENSORBOARD=OFF -DPTRAIN_REPORT=OFF
+    -DPTRAIN_WITH_CUDA=ON -DPTRAIN_ONEDNN=OFF -DPTRAIN_TENSORBOARD=OFF -DPTRAIN_REPORT=OFF \
+    -DPTRAIN_PYTHON="$("$python" -c 'import sys; print(sys.executable)')"
 fi
 cmake --build "$build_dir" -j "${PTRAIN_JOBS:-$(nproc)}" "$@"

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Configures and builds ptrain into build/ (or $PTRAIN_BUILD_DIR), using ccache.
 # Extra arguments are passed to `cmake --build` (e.g. --target ptrain).
-# Environment: PTRAIN_JOBS, PTRAIN_CMAKE_ARGS (first configure), PTRAIN_TENSORBOARD, PTRAIN_REPORT,
-# PTRAIN_PYTHON_REWARDS.
+# Environment: PTRAIN_JOBS, PTRAIN_CMAKE_ARGS (first configure), PTRAIN_BUILD_TESTS, PTRAIN_BUILD_BENCH,
+# PTRAIN_TENSORBOARD, PTRAIN_REPORT, PTRAIN_PYTHON_REWARDS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir="${PTRAIN_BUILD_DIR:-build}"
 jobs="${PTRAIN_JOBS:-$(nproc)}"
-# PTRAIN_TENSORBOARD / PTRAIN_REPORT / PTRAIN_PYTHON_REWARDS in the environment (ON or OFF) set those
-# CMake options, also in an existing build directory.
+# These variables in the environment (ON or OFF) set the CMake options of the same names, also in an
+# existing build directory (e.g. PTRAIN_BUILD_BENCH=ON where scripts/quickstart.sh left the benchmarks out).
 options=()
-for option in PTRAIN_TENSORBOARD PTRAIN_REPORT PTRAIN_PYTHON_REWARDS; do
+for option in PTRAIN_BUILD_TESTS PTRAIN_BUILD_BENCH PTRAIN_TENSORBOARD PTRAIN_REPORT PTRAIN_PYTHON_REWARDS; do
   if [ -n "${!option:-}" ]; then options+=("-D$option=${!option}"); fi
 done
 if [ ! -f "$build_dir/CMakeCache.txt" ] || [ ${#options[@]} -gt 0 ]; then

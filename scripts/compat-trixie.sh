@@ -80,13 +80,17 @@ cp /etc/resolv.conf "$root/etc/resolv.conf"  # apt inside the root resolves the 
 # This build is also the one without the optional outputs (no TensorBoard
 # event files, no HTML report, no Python rewards; CMake options
 # PTRAIN_TENSORBOARD, PTRAIN_REPORT, PTRAIN_PYTHON_REWARDS): it needs neither
-# protobuf's compiler, npm nor libpython, and its suite checks the errors
+# protobuf's compiler, dygraphs nor libpython, and its suite checks the errors
 # that say so. Those outputs do not depend on the LibTorch version; the host's
-# bookworm build tests them.
+# bookworm build tests them. The tests labelled clients (ptrain next to
+# transformers, PEFT and TRL) run on the host only too: the checkout's .venv
+# is made from the host's Python. The other tests' helper scripts take the
+# root's python3.
 in_root() {
   chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
     LANG=C.UTF-8 CCACHE_DIR=/ccache PTRAIN_BUILD_DIR=build-trixie PTRAIN_JOBS="${PTRAIN_JOBS:-$(nproc)}" \
-    PTRAIN_TENSORBOARD=OFF PTRAIN_REPORT=OFF PTRAIN_PYTHON_REWARDS=OFF /bin/bash -c "cd /src && $1"
+    PTRAIN_TENSORBOARD=OFF PTRAIN_REPORT=OFF PTRAIN_PYTHON_REWARDS=OFF PTRAIN_CLIENT_TESTS=OFF \
+    PTRAIN_CMAKE_ARGS=-DPTRAIN_PYTHON=/usr/bin/python3 /bin/bash -c "cd /src && $1"
 }
 
 # With arguments, run them in the root instead of the suite (e.g. `bash` for a

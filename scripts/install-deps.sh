@@ -32,9 +32,7 @@ if [ "${PTRAIN_TENSORBOARD:-ON}" != OFF ]; then
   packages+=(libprotobuf-dev protobuf-compiler)   # TensorBoard event files (messages generated at build time)
 fi
 if [ "${PTRAIN_REPORT:-ON}" != OFF ]; then
-  # npm installs the report's charting library (web/package-lock.json) at build
-  # time. A Node.js from elsewhere (e.g. NodeSource, which bundles npm) is used as it is.
-  if ! command -v npm >/dev/null; then packages+=(nodejs npm); fi
+  packages+=(libjs-dygraphs)                      # the report page's charting library, compiled into ptrain
 fi
 if [ "${PTRAIN_PYTHON_REWARDS:-ON}" != OFF ]; then
   packages+=(python3-dev pybind11-dev)            # GRPO reward functions in Python (an embedded interpreter)
@@ -44,9 +42,10 @@ test_packages=(
   catch2                       # the test suite (PTRAIN_BUILD_TESTS) and examples/plugin_template's tests
   clang libclang-rt-dev        # libFuzzer targets (scripts/fuzz.sh)
   debootstrap                  # scripts/compat-trixie.sh: the LibTorch 2.x build root
+  python3-venv                 # scripts/python-env.sh: .venv for the client tests and the benchmarks
 )
 if [ "${PTRAIN_REPORT:-ON}" != OFF ]; then
-  test_packages+=(chromium)    # the report's browser test (headless, driven by playwright-core)
+  test_packages+=(chromium)    # the report's browser test (headless, driven by the .venv's playwright)
 fi
 what="build dependencies"
 if [ "$with_test_tools" = 1 ]; then

@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 # A build dir made here leaves out the tests (they need Catch2) and the
-# benchmarks; scripts/test.sh turns both on. An existing build dir is kept as it is.
+# benchmarks; scripts/test.sh turns both on, `PTRAIN_BUILD_BENCH=ON
+# scripts/build.sh` the benchmarks alone. An existing build dir is kept as it is.
 PTRAIN_CMAKE_ARGS="-DPTRAIN_BUILD_TESTS=OFF -DPTRAIN_BUILD_BENCH=OFF ${PTRAIN_CMAKE_ARGS:-}" \
   scripts/build.sh --target ptrain ptrain_plugin_sft
 build_dir="${PTRAIN_BUILD_DIR:-build}"

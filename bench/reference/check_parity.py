@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Checks that bench/reference/sft_step.py computes the same model and loss as ptrain.
 
 Trains a model briefly with ptrain, then runs `ptrain train` from it for one
@@ -7,7 +6,7 @@ batch of mixed lengths (so the step-1 loss covers every example, padding
 included, in any order), loads the model ptrain writes into the reference
 model and compares the two losses. Run after building:
 
-    /usr/bin/python3 bench/reference/check_parity.py
+    .venv/bin/python bench/reference/check_parity.py
 """
 import json
 import subprocess
@@ -16,11 +15,11 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from safetensors.torch import load_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import runner  # noqa: E402
 from reference import sft_step  # noqa: E402
-from reference.safetensors_io import read_safetensors  # noqa: E402
 
 
 def main():
@@ -45,8 +44,8 @@ def main():
     ptrain_loss = json.loads((out / "parity" / "metrics.jsonl").read_text().splitlines()[0])["loss"]
 
     model = sft_step.CausalLm({"rope_theta": 10000.0, "rms_norm_eps": 1e-6, **TINY})
-    weights = {name.removeprefix("model."): t for name, t in read_safetensors(out / "parity" / "final" /
-                                                                                "model.safetensors").items()}
+    final = load_file(out / "parity" / "final" / "model.safetensors")
+    weights = {name.removeprefix("model."): t for name, t in final.items()}
     model.load_state_dict(weights, strict=True)
     with open(data) as f:
         pairs = [sft_step.tokenize(json.loads(line), 128) for line in f]

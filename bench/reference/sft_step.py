@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """The PyTorch-eager baseline of the SFT update benchmark.
 
 A plain PyTorch training loop, written the way a Python trainer would write
@@ -10,7 +9,7 @@ The loss is the standard mean cross-entropy over completion tokens (labels
 -100 elsewhere), accumulated over microbatches the usual way (loss / number of
 microbatches).
 
-    /usr/bin/python3 bench/reference/sft_step.py -c run.toml --warmup 2 --steps 5
+    .venv/bin/python bench/reference/sft_step.py -c run.toml --warmup 2 --steps 5
     python3 bench/reference/sft_step.py -c run.toml --device cuda   # a GPU machine's PyTorch
 
 On a GPU it is the loop a PyTorch user would write there: bf16 autocast,
@@ -32,8 +31,8 @@ import torch.nn.functional as F
 from torch import nn
 
 BOS, EOS, PAD = 256, 257, 258
-# Grouped-query SDPA exists from PyTorch 2.5; Debian's 1.13 (the CPU
-# baseline) runs the explicit attention, as ptrain's own unfused path does.
+# Grouped-query SDPA exists from PyTorch 2.5 (the project's .venv has 2.11);
+# an older PyTorch runs the explicit attention, as ptrain's own unfused path does.
 SDPA_GQA = tuple(int(part) for part in torch.__version__.split(".")[:2]) >= (2, 5)
 
 

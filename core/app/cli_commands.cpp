@@ -32,8 +32,9 @@ int run_train(const CliCommand& self, const Arguments& arguments) {
 }
 
 int run_validate(const CliCommand& self, const Arguments& arguments) {
+  po::options_description options = config_options();
   po::variables_map values;
-  if (!parse_command(self.name, self.usage, config_options(), arguments, values)) return kExitOk;
+  if (!parse_command(self.name, self.usage, options, arguments, values)) return kExitOk;
   return command_validate(config_options_from(values));
 }
 
@@ -117,16 +118,17 @@ int run_launch(const CliCommand& self, const Arguments& arguments) {
 int run_report(const CliCommand& self, const Arguments& arguments) {
   po::options_description options("options");
   options.add_options()("output,o", po::value<std::string>(), "the HTML file to write (default: RUN_DIR/report.html)");
+  add_help_option(options);
   po::options_description positional_option;
   positional_option.add_options()("run-dir", po::value<std::vector<std::string>>(), "run directory");
   po::positional_options_description positional;
   positional.add("run-dir", -1);
   po::options_description all;
-  all.add(help_option()).add(options).add(positional_option);
+  all.add(options).add(positional_option);
   po::variables_map values;
   po::store(po::command_line_parser(arguments).options(all).positional(positional).run(), values);
   if (values.count("help")) {
-    std::cout << "usage: ptrain " << self.name << " " << self.usage << "\n\n" << help_option() << options << "\n";
+    std::cout << "usage: ptrain " << self.name << " " << self.usage << "\n\n" << options << "\n";
     return kExitOk;
   }
   if (!values.count("run-dir")) {

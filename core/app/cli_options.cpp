@@ -7,11 +7,7 @@
 namespace ptrain::app {
 namespace po = boost::program_options;
 
-po::options_description help_option() {
-  po::options_description options;
-  options.add_options()("help,h", "show this help");
-  return options;
-}
+void add_help_option(po::options_description& options) { options.add_options()("help,h", "show this help"); }
 
 po::options_description config_options() {
   po::options_description options("config options");
@@ -40,13 +36,12 @@ ConfigOptions config_options_from(const po::variables_map& values) {
   return options;
 }
 
-bool parse_command(const std::string& command, const std::string& usage, const po::options_description& visible,
+bool parse_command(const std::string& command, const std::string& usage, po::options_description& options,
                    const std::vector<std::string>& arguments, po::variables_map& values) {
-  po::options_description all;
-  all.add(help_option()).add(visible);
-  po::store(po::command_line_parser(arguments).options(all).run(), values);
+  add_help_option(options);
+  po::store(po::command_line_parser(arguments).options(options).run(), values);
   if (values.count("help")) {
-    std::cout << "usage: ptrain " << command << " " << usage << "\n\n" << all << "\n";
+    std::cout << "usage: ptrain " << command << " " << usage << "\n\n" << options << "\n";
     return false;
   }
   try {

@@ -60,6 +60,15 @@ int command_train(const ConfigOptions& options, bool overwrite, const std::strin
 
 namespace {
 
+// A path beneath the working directory as the user would type it
+// (build/lib/...), any other as it is.
+std::string display_path(const fs::path& path) {
+  std::error_code error;
+  const fs::path relative = path.lexically_relative(fs::current_path(error));
+  if (error || relative.empty() || *relative.begin() == "..") return path.string();
+  return relative.string();
+}
+
 // What `ptrain validate` prints once everything loaded.
 void print_validated(const ConfigOptions& options, const plugin::LoadedPlugin& plugin, const config::RunConfig& config,
                      const train::RunParts& parts, const data::GlobalBatchSampler& sampler) {
@@ -67,7 +76,7 @@ void print_validated(const ConfigOptions& options, const plugin::LoadedPlugin& p
   char epochs_text[32];
   std::snprintf(epochs_text, sizeof epochs_text, "%.2f", epochs);
   std::cout << "config OK: " << options.config_file.string() << "\n"
-            << "  plugin     " << plugin.info().name << " " << plugin.info().version << " (" << plugin.path().string()
+            << "  plugin     " << plugin.info().name << " " << plugin.info().version << " (" << display_path(plugin.path())
             << ")\n"
             << "  model      " << parts.policy->num_parameters() << " parameters, "
             << (config.model.init.empty() ? "initialised from [model] sizes" : "loaded from " + config.model.init)

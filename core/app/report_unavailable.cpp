@@ -1,5 +1,5 @@
 // Built in place of report_command.cpp when ptrain is configured with
-// -DPTRAIN_REPORT=OFF (no npm for the page's charting library).
+// -DPTRAIN_REPORT=OFF (no report page, so no charting library to embed).
 #include "core/app/report_command.h"
 
 #include "ptrain/sdk/errors.h"

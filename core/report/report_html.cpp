@@ -12,8 +12,8 @@
 namespace ptrain::report {
 namespace assets {
 // Generated at build time by cmake/embed_text_files.cmake (core/report/CMakeLists.txt).
-extern const char kUplotJs[];
-extern const char kUplotCss[];
+extern const char kDygraphsJs[];
+extern const char kDygraphsCss[];
 extern const char kReportJs[];
 extern const char kReportCss[];
 }  // namespace assets
@@ -144,14 +144,14 @@ std::string render_report(const std::vector<RunData>& runs) {
     title += " " + run.name;
   }
   std::string html = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>" + escape_html(title) +
-                     "</title>\n<style>" + assets::kUplotCss + "</style>\n<style>" + assets::kReportCss +
+                     "</title>\n<style>" + assets::kDygraphsCss + "</style>\n<style>" + assets::kReportCss +
                      "</style>\n</head><body>\n<h1>" + escape_html(title) + "</h1>\n";
   html += overview_table(runs, summaries);
   html += constants_table(runs);
   html += "<div id=\"charts\"></div>\n";
   for (size_t i = 0; i < runs.size(); ++i) html += run_section(runs[i], summaries[i]);
   html += "<script id=\"ptrain-data\" type=\"application/json\">" + script_safe(chart_data(runs).dump()) +
-          "</script>\n<script>" + assets::kUplotJs + "</script>\n<script>" + assets::kReportJs +
+          "</script>\n<script>" + assets::kDygraphsJs + "</script>\n<script>" + assets::kReportJs +
           "</script>\n</body></html>\n";
   return html;
 }

@@ -1,4 +1,4 @@
-// `ptrain report`'s page: one self-contained HTML file (uPlot and the page's
+// `ptrain report`'s page: one self-contained HTML file (dygraphs and the page's
 // script and style inlined, the data as JSON) that opens without network.
 #pragma once
 

@@ -64,6 +64,16 @@ bool is_length_normalised(LossType type) {
   return type == LossType::kIpo || type == LossType::kSigmoidNorm || type == LossType::kSimpo;
 }
 
+LossParams loss_params(const DpoConfig& config, double bco_delta) {
+  LossParams params;
+  params.beta = config.beta;
+  params.label_smoothing = config.label_smoothing;
+  params.gamma = config.gamma;
+  params.discopop_tau = config.discopop_tau;
+  params.bco_delta = bco_delta;
+  return params;
+}
+
 at::Tensor pair_loss(LossType type, const PairLogProbs& logps, const LossParams& params) {
   check_pair_shapes(logps);
   const double beta = params.beta;

@@ -69,6 +69,9 @@ struct LossParams {
   double bco_delta = 0.0;  // δ of bco_pair
 };
 
+// The parameters a config sets; bco_delta is bco_pair's running mean (dpo_bco.h).
+LossParams loss_params(const DpoConfig& config, double bco_delta);
+
 // ℓ_i of each pair for one loss type (not kSft). [B] float64.
 at::Tensor pair_loss(LossType type, const PairLogProbs& logps, const LossParams& params);
 

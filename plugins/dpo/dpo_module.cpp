@@ -86,16 +86,6 @@ PairLogProbs pair_log_probs(const ScoredPairs& policy, const at::Tensor& referen
   return logps;
 }
 
-LossParams loss_params(const DpoConfig& config, double bco_delta) {
-  LossParams params;
-  params.beta = config.beta;
-  params.label_smoothing = config.label_smoothing;
-  params.gamma = config.gamma;
-  params.discopop_tau = config.discopop_tau;
-  params.bco_delta = bco_delta;
-  return params;
-}
-
 // Σ_j λ_j ℓ_j,i per pair, [B] float64, over the pair losses; with several
 // losses, each one's mean goes to `metrics` as loss/<type>.
 at::Tensor weighted_pair_losses(const DpoConfig& config, const ScoredPairs& scored, const PairLogProbs& logps,

@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
 # The browser test: trains two small SFT runs (one evaluated on held-out
 # data) and a DPO run, writes one report comparing them, and checks it in
-# headless Chromium (check_report.cjs).
-#   report_in_chromium.sh PTRAIN_EXE SOURCE_DIR OUT_DIR
+# headless Debian Chromium (check_report.py, through the playwright of the
+# project's Python environment).
+#   report_in_chromium.sh PTRAIN_EXE SOURCE_DIR OUT_DIR PYTHON
 set -euo pipefail
-ptrain=$1 source_dir=$2 out_dir=$3
+ptrain=$1 source_dir=$2 out_dir=$3 python=$4
 here="$(cd "$(dirname "$0")" && pwd)"
-for tool in node /usr/bin/chromium; do
-  command -v "$tool" >/dev/null || { echo "report_in_chromium: $tool is missing (run scripts/install-deps.sh --test)"; exit 1; }
-done
-playwright="$source_dir/web/node_modules/playwright-core"
-[ -d "$playwright" ] || { echo "report_in_chromium: $playwright is missing (the build runs npm ci in web/)"; exit 1; }
+[ -x /usr/bin/chromium ] || { echo "report_in_chromium: /usr/bin/chromium is missing (run scripts/install-deps.sh --test)"; exit 1; }
+"$python" -c "import playwright" 2>/dev/null ||
+  { echo "report_in_chromium: $python has no playwright (the project's Python environment, .venv)"; exit 1; }
 
 rm -rf "$out_dir"
 mkdir -p "$out_dir"
@@ -56,5 +55,5 @@ grep -q "dpo: reference log-probs (this rank's pairs): 512/512" "$out_dir/dpo.lo
   { cat "$out_dir/dpo.log"; echo "report_in_chromium: no progress line for the DPO reference precompute"; exit 1; }
 
 "$ptrain" report "$out_dir/sft_lr3e-3" "$out_dir/sft_lr1e-3" "$out_dir/dpo" -o "$out_dir/report.html"
-node "$here/check_report.cjs" "$playwright" "$out_dir/report.html" "$out_dir/report.png" \
+"$python" "$here/check_report.py" "$out_dir/report.html" "$out_dir/report.png" \
   "$out_dir/sft_lr3e-3" "$out_dir/sft_lr1e-3" "$out_dir/dpo"

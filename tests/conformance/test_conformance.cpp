@@ -1,13 +1,13 @@
 // The conformance harness (ptrain/testing/conformance.h) on the bundled
 // plugins, and on a plugin that breaks the contract. Like a plugin author's
-// test, this file uses only the SDK and the harness.
+// test, this file uses only the SDK and the harness (and the suite's
+// header-only scratch folder).
 #include "catch.h"
 
 #include "ptrain/testing/conformance.h"
+#include "support/scratch_dir.h"
 
 #include <nlohmann/json.hpp>
-
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -21,7 +21,7 @@ namespace {
 constexpr int64_t kMaxLength = 24;
 
 fs::path scratch_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("ptrain_conformance_test_" + std::to_string(::getpid())) / name;
+  const fs::path dir = ptrain::testing::scratch_root() / ("conformance_" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;

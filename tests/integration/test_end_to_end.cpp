@@ -11,6 +11,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -18,6 +20,7 @@ namespace fs = std::filesystem;
 namespace {
 
 using ptrain::testing::CommandResult;
+using ptrain::testing::run_command;
 using ptrain::testing::run_ptrain;
 
 fs::path fresh_dir(const std::string& name) { return ptrain::testing::fresh_test_dir("e2e_" + name); }
@@ -104,6 +107,13 @@ TEST_CASE("ptrain validate checks everything without training", "[e2e]") {
   CHECK_THAT(ok.output, Catch::Contains("config OK"));
   CHECK_THAT(ok.output, Catch::Contains("4000 examples"));
   CHECK_FALSE(fs::exists(dir / "run"));
+  // The plugin's path as typed from where ptrain runs: relative beneath it, else absolute.
+  const fs::path build_dir = fs::path(PTRAIN_EXE).parent_path().parent_path();
+  const std::string validate = std::string(PTRAIN_EXE) + " validate -c " + config.string();
+  CHECK_THAT(run_command("cd " + build_dir.string() + " && " + validate).output,
+             Catch::Contains("(lib/ptrain/plugins/libptrain_plugin_sft.so)"));
+  CHECK_THAT(run_command("cd " + dir.string() + " && " + validate).output,
+             Catch::Contains("(" + (build_dir / "lib/ptrain/plugins/libptrain_plugin_sft.so").string() + ")"));
 
   const CommandResult bad_key = run_ptrain("validate -c " + config.string() + " --set optim.lrr=1e-3");
   CHECK(bad_key.exit_code == 2);
@@ -143,6 +153,17 @@ TEST_CASE("help, version, plugins and usage errors", "[e2e]") {
   const CommandResult train_help = run_ptrain("train --help");
   CHECK(train_help.exit_code == 0);
   CHECK_THAT(train_help.output, Catch::Contains("--set"));
+  // -h/--help is listed under its command's options heading, never above it.
+  for (const auto& [command, heading] : {std::pair<const char*, const char*>{"tokenize", "\noptions:\n"},
+                                         {"train", "\nconfig options:\n"},
+                                         {"report", "\noptions:\n"}}) {
+    const CommandResult command_help = run_ptrain(std::string(command) + " --help");
+    INFO(command_help.output);
+    CHECK(command_help.exit_code == 0);
+    const size_t heading_at = command_help.output.find(heading);
+    const size_t help_at = command_help.output.find("-h [ --help ]");
+    CHECK((heading_at != std::string::npos && help_at != std::string::npos && heading_at < help_at));
+  }
   const CommandResult version = run_ptrain("--version");
   CHECK(version.exit_code == 0);
   CHECK_THAT(version.output, Catch::Contains("SDK ABI"));

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <stdexcept>
+#include <string>
 
 namespace ptrain::testing {
 
@@ -20,7 +21,7 @@ RewardServer::RewardServer() {
     ::close(to_server[1]);
     ::close(from_server[0]);
     const std::string script = std::string(PTRAIN_TEST_FIXTURE_DIR) + "/rewards/reward_server.py";
-    ::execlp("python3", "python3", script.c_str(), static_cast<char*>(nullptr));
+    ::execl(PTRAIN_PYTHON, PTRAIN_PYTHON, script.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
   ::close(to_server[0]);
@@ -32,7 +33,8 @@ RewardServer::RewardServer() {
   if (!listening) {
     ::close(stdin_);
     ::waitpid(pid_, nullptr, 0);
-    throw std::runtime_error("reward server: reward_server.py printed no port (is python3 on the PATH?)");
+    throw std::runtime_error(std::string("reward server: reward_server.py printed no port (does ") + PTRAIN_PYTHON +
+                             " run? scripts/python-env.sh makes it)");
   }
 }
 

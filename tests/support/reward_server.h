@@ -1,4 +1,4 @@
-// tests/fixtures/rewards/reward_server.py in a child process, for the tests
+// tests/fixtures/rewards/reward_server.py in a child process (CMake's PTRAIN_PYTHON), for the tests
 // of HTTP rewards: it listens on a free port of 127.0.0.1 until this object
 // goes (its stdin closes).
 #pragma once

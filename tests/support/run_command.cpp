@@ -1,5 +1,7 @@
 #include "support/run_command.h"
 
+#include "support/scratch_dir.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,8 +28,7 @@ CommandResult run_command(const std::string& command) {
 CommandResult run_ptrain(const std::string& arguments) { return run_command(std::string(PTRAIN_EXE) + " " + arguments); }
 
 std::filesystem::path fresh_test_dir(const std::string& name) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("ptrain_test_" + std::to_string(::getpid())) / name;
+  const std::filesystem::path dir = scratch_root() / name;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

@@ -11,10 +11,10 @@
 #include "core/plugin/host_context.h"
 #include "dpo_module.h"
 #include "dpo_test_support.h"
+#include "support/run_command.h"
 
 #include <ATen/ATen.h>
 
-#include <unistd.h>
 #include <filesystem>
 
 namespace {
@@ -34,9 +34,7 @@ struct Case {
 TEST_CASE("the DPO step gradient equals the full-batch reference for every split", "[dpo][invariance]") {
   const auto policy = model::CausalLm::init_random(testing::tiny_model_config(), 7);
   const std::vector<at::Tensor> parameters = dpo_test::parameters_of(*policy);
-  const fs::path reference_dir =
-      fs::temp_directory_path() / ("ptrain_dpo_invariance_" + std::to_string(::getpid())) / "reference";
-  fs::remove_all(reference_dir);
+  const fs::path reference_dir = testing::fresh_test_dir("dpo_invariance_reference");
   model::CausalLm::init_random(testing::tiny_model_config(), 8)->save_hf_dir(reference_dir);
   const auto reference = model::CausalLm::load_hf_dir(reference_dir);
 

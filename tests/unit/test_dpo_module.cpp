@@ -9,11 +9,11 @@
 #include "dpo_module.h"
 #include "dpo_test_support.h"
 #include "ptrain/sdk/errors.h"
+#include "support/run_command.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 
-#include <unistd.h>
 #include <algorithm>
 #include <filesystem>
 #include <numeric>
@@ -23,16 +23,9 @@ namespace {
 using namespace ptrain;
 namespace fs = std::filesystem;
 
-fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("ptrain_dpo_test_" + std::to_string(::getpid())) / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 // A reference model unlike the policy, saved as a Hugging Face directory.
 std::string save_reference_model(const std::string& name, uint64_t seed) {
-  const fs::path dir = fresh_dir(name);
+  const fs::path dir = testing::fresh_test_dir("dpo_" + name);
   model::CausalLm::init_random(testing::tiny_model_config(), seed)->save_hf_dir(dir);
   return dir.string();
 }
@@ -287,7 +280,7 @@ TEST_CASE("packed pairs give the loss, metrics and gradients of one pair per row
 TEST_CASE("a precomputed reference gives the live reference's gradients, and its cache is reused", "[dpo][reference]") {
   Setup setup;
   const std::string reference_dir = save_reference_model("cache_reference", 33);
-  const fs::path cache = fresh_dir("cache") / "reference_logps.json";
+  const fs::path cache = testing::fresh_test_dir("dpo_cache") / "reference_logps.json";
   const auto examples = dpo_test::pointers_to(setup.examples);
 
   const sdk::ConfigValues live_values =
@@ -325,7 +318,7 @@ TEST_CASE("a reference cache from another model or dataset is refused", "[dpo][r
   Setup setup;
   const std::string model_a = save_reference_model("refuse_a", 41);
   const std::string model_b = save_reference_model("refuse_b", 42);
-  const fs::path cache = fresh_dir("refuse_cache") / "reference_logps.json";
+  const fs::path cache = testing::fresh_test_dir("dpo_refuse_cache") / "reference_logps.json";
   const auto values_for = [&](const std::string& model_dir) {
     return dpo_test::dpo_values(
         {{"reference_model", model_dir}, {"precompute_reference", true}, {"reference_cache", cache.string()}});

@@ -14,11 +14,10 @@
 #include "grpo_loss.h"
 #include "grpo_module.h"
 #include "grpo_rewards.h"
+#include "support/run_command.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
-
-#include <unistd.h>
 
 #include <filesystem>
 
@@ -198,7 +197,7 @@ TEST_CASE("the GRPO step gradient equals the full-batch reference for every loss
           "[grpo][invariance]") {
   const auto policy = model::CausalLm::init_random(testing::tiny_model_config(), 21);
   // A KL reference that differs from the policy, so the KL term has a gradient.
-  const fs::path reference_dir = fs::temp_directory_path() / ("ptrain_grpo_reference_" + std::to_string(::getpid()));
+  const fs::path reference_dir = testing::fresh_test_dir("grpo_reference");
   model::CausalLm::init_random(testing::tiny_model_config(), 23)->save_hf_dir(reference_dir);
   const auto reference = model::CausalLm::load_hf_dir(reference_dir);
   const std::vector<at::Tensor> parameters = dpo_test::parameters_of(*policy);
@@ -352,8 +351,7 @@ TEST_CASE("GRPO metrics equal their formulas: reward stds, entropy, kl and clip 
           "[grpo][metrics]") {
   auto policy = model::CausalLm::init_random(testing::tiny_model_config(), 24);
   const auto initial = policy->frozen_copy();
-  const fs::path reference_dir =
-      fs::temp_directory_path() / ("ptrain_grpo_metrics_reference_" + std::to_string(::getpid()));
+  const fs::path reference_dir = testing::fresh_test_dir("grpo_metrics_reference");
   model::CausalLm::init_random(testing::tiny_model_config(), 25)->save_hf_dir(reference_dir);
   const auto reference = model::CausalLm::load_hf_dir(reference_dir);
   const std::vector<at::Tensor> parameters = dpo_test::parameters_of(*policy);

@@ -148,7 +148,7 @@ TEST_CASE("report pages escape names and configs and keep the data script closed
   report::make_run_names_unique(runs);
   CHECK(runs[1].name == "run</script> (2)");
   const std::string html = report::render_report(runs);
-  // Exactly the page's own three closing script tags: the data, uPlot and the page script.
+  // Exactly the page's own three closing script tags: the data, dygraphs and the page script.
   size_t closings = 0;
   for (size_t at = html.find("</script>"); at != std::string::npos; at = html.find("</script>", at + 1)) ++closings;
   CHECK(closings == 3);

@@ -1,8 +1,8 @@
 // Loads a Hugging Face model directory the way `ptrain train` does and writes
 // the float32 logits of given token ids, for comparison with another program
-// (bench/hf_parity.py compares them with transformers' AutoModelForCausalLM).
+// (tests/clients/oracles compare them with transformers and PEFT).
 //
-//   build/bin/bench_dump_logits MODEL_DIR IDS OUT.safetensors [cpu|cuda]
+//   build/bin/ptrain_dump_logits MODEL_DIR IDS OUT.safetensors [cpu|cuda]
 //
 // IDS: rows of equal length separated by ';', ids by ',' ("1,2,3;4,5,6").
 // OUT holds "logits" [rows, length, vocab] float32 and "input_ids" int64.
@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
     std::printf("%s: logits [%ld, %ld, %ld]\n", argv[3], static_cast<long>(logits.size(0)),
                 static_cast<long>(logits.size(1)), static_cast<long>(logits.size(2)));
   } catch (const std::exception& error) {
-    std::fprintf(stderr, "bench_dump_logits: %s\n", error.what());
+    std::fprintf(stderr, "ptrain_dump_logits: %s\n", error.what());
     return 1;
   }
   return 0;
