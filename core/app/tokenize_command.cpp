@@ -73,8 +73,18 @@ int command_tokenize(const TokenizeOptions& options, std::istream& in, std::ostr
       if (ids.is_discarded() || !ids.is_array())
         throw sdk::DataError(location + ": expected a JSON array of token ids");
       std::vector<int64_t> values;
-      for (const auto& id : ids) {
+      const int64_t vocab_size = tokenizer->vocab_size();
+      for (size_t k = 0; k < ids.size(); ++k) {
+        const nlohmann::json& id = ids[k];
         if (!id.is_number_integer()) throw sdk::DataError(location + ": expected integer ids, got " + id.dump());
+        // Decoding drops ids it has no token for: refused, rather than text that silently lacks them.
+        const bool in_range = id.is_number_unsigned() ? id.get<uint64_t>() < static_cast<uint64_t>(vocab_size)
+                                                      : id.get<int64_t>() >= 0 && id.get<int64_t>() < vocab_size;
+        if (!in_range) {
+          throw sdk::DataError(location + ": id " + id.dump() + " (entry " + std::to_string(k) +
+                               ") is not a token id of this tokenizer, which has ids 0 to " +
+                               std::to_string(vocab_size - 1));
+        }
         values.push_back(id.get<int64_t>());
       }
       const std::string text = tokenizer->decode(values);

@@ -1,6 +1,7 @@
 #include "core/checkpoint/checkpoint.h"
 
 #include "core/checkpoint/atomic_dir.h"
+#include "core/checkpoint/json_fields.h"
 #include "core/checkpoint/state_pieces.h"
 #include "core/log/failpoint.h"
 #include "core/model/safetensors.h"
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace ptrain::checkpoint {
@@ -83,11 +85,38 @@ nlohmann::json parse_json(const std::string& text, const fs::path& path) {
   }
 }
 
+// manifest.json: the checkpoint's files with their sizes and checksums, and
+// the run and step it belongs to.
+struct Manifest {
+  std::string run_id;
+  int64_t step = 0;
+  std::map<std::string, FileDigest> files;
+};
+
+Manifest read_manifest(const fs::path& path) {
+  const JsonPlace place{path.string(), ""};
+  const nlohmann::json json = parse_json(read_file(path), path);
+  if (!json.is_object() || !json.contains("format") || json["format"] != kFormat) {
+    throw sdk::Error(place.path + ": not a " + kFormat + " manifest (key 'format')");
+  }
+  Manifest manifest;
+  manifest.run_id = string_field(json, "run_id", place);
+  manifest.step = integer_field(json, "step", place);
+  const nlohmann::json& files = json_field(json, "files", place);
+  if (!files.is_object()) throw sdk::Error(place.path + ": key 'files': expected an object, got " + files.type_name());
+  for (const auto& [name, entry] : files.items()) {
+    const JsonPlace file_place{place.path, "files." + name};
+    manifest.files[name] = {unsigned_field(entry, "bytes", file_place),
+                            static_cast<uint32_t>(unsigned_field(entry, "crc32", file_place, UINT32_MAX))};
+  }
+  return manifest;
+}
+
 // optimizer.safetensors, or the shards the ranks of a sharded run wrote.
-NamedTensors read_optimizer_state(const fs::path& dir, const nlohmann::json& manifest_files) {
-  if (manifest_files.contains("optimizer.safetensors")) return model::read_safetensors(dir / "optimizer.safetensors");
+NamedTensors read_optimizer_state(const fs::path& dir, const std::map<std::string, FileDigest>& manifest_files) {
+  if (manifest_files.count("optimizer.safetensors")) return model::read_safetensors(dir / "optimizer.safetensors");
   std::vector<NamedTensors> shards;
-  for (const auto& [name, expected] : manifest_files.items()) {
+  for (const auto& [name, expected] : manifest_files) {
     if (is_optimizer_shard_file(name)) shards.push_back(model::read_safetensors(dir / name));
   }
   if (shards.empty()) throw sdk::Error((dir / "optimizer.safetensors").string() + ": missing from the checkpoint");
@@ -108,19 +137,19 @@ nlohmann::json TrainerState::to_json() const {
 }
 
 TrainerState TrainerState::from_json(const nlohmann::json& json, const std::string& source) {
-  try {
-    TrainerState state;
-    state.completed_steps = json.at("completed_steps").get<int64_t>();
-    state.skipped_steps = json.at("skipped_steps").get<int64_t>();
-    state.world_size = json.at("world_size").get<int>();
-    state.plugin = json.at("plugin").get<std::string>();
-    state.run_id = json.at("run_id").get<std::string>();
-    state.numeric_guard = json.value("numeric_guard", nlohmann::json());
-    state.best_model = json.value("best_model", nlohmann::json());
-    return state;
-  } catch (const nlohmann::json::exception& error) {
-    throw sdk::Error(source + ": " + error.what());
-  }
+  const JsonPlace place{source, ""};
+  TrainerState state;
+  state.completed_steps = integer_field(json, "completed_steps", place);
+  state.skipped_steps = integer_field(json, "skipped_steps", place);
+  state.world_size = static_cast<int>(unsigned_field(json, "world_size", place, INT32_MAX));
+  state.plugin = string_field(json, "plugin", place);
+  state.run_id = string_field(json, "run_id", place);
+  // Absent in an older ptrain's checkpoints: the guard and best/ then start
+  // as they did before (see numeric_guard.h and best_model.h).
+  state.numeric_guard = json.value("numeric_guard", nlohmann::json());
+  state.best_model = json.value("best_model", nlohmann::json());
+  state.source = source;
+  return state;
 }
 
 fs::path write_checkpoint(const fs::path& checkpoints_dir, const CheckpointData& data, int64_t keep_last) {
@@ -167,19 +196,16 @@ LoadedCheckpoint read_checkpoint(const fs::path& dir) {
   if (!fs::exists(manifest_path)) {
     throw sdk::Error(manifest_path.string() + ": missing; the checkpoint is incomplete (interrupted while saving?)");
   }
-  const nlohmann::json manifest = parse_json(read_file(manifest_path), manifest_path);
-  if (manifest.value("format", "") != kFormat || !manifest.contains("files")) {
-    throw sdk::Error(manifest_path.string() + ": not a " + kFormat + " manifest");
-  }
-  for (const auto& [name, expected] : manifest["files"].items()) {
+  const Manifest manifest = read_manifest(manifest_path);
+  for (const auto& [name, expected] : manifest.files) {
     const fs::path file = dir / name;
     if (!fs::exists(file)) throw sdk::Error(file.string() + ": missing from the checkpoint (listed in manifest.json)");
     const FileDigest digest = digest_of(file);
-    if (digest.bytes != expected.at("bytes").get<uint64_t>()) {
+    if (digest.bytes != expected.bytes) {
       throw sdk::Error(file.string() + ": " + std::to_string(digest.bytes) + " bytes, manifest.json says " +
-                       std::to_string(expected.at("bytes").get<uint64_t>()) + " (truncated or replaced)");
+                       std::to_string(expected.bytes) + " (truncated or replaced)");
     }
-    if (digest.crc32 != expected.at("crc32").get<uint32_t>()) {
+    if (digest.crc32 != expected.crc32) {
       throw sdk::Error(file.string() + ": checksum differs from manifest.json (the file is corrupt)");
     }
   }
@@ -188,8 +214,7 @@ LoadedCheckpoint read_checkpoint(const fs::path& dir) {
   loaded.dir = dir;
   const fs::path trainer_path = dir / "trainer_state.json";
   loaded.trainer = TrainerState::from_json(parse_json(read_file(trainer_path), trainer_path), trainer_path.string());
-  if (manifest.value("run_id", "") != loaded.trainer.run_id ||
-      manifest.value("step", int64_t{-1}) != loaded.trainer.completed_steps) {
+  if (manifest.run_id != loaded.trainer.run_id || manifest.step != loaded.trainer.completed_steps) {
     throw sdk::Error(manifest_path.string() + ": belongs to another run or step than trainer_state.json");
   }
   if (model::is_lora_adapter_dir(dir)) {
@@ -197,7 +222,7 @@ LoadedCheckpoint read_checkpoint(const fs::path& dir) {
   } else {
     loaded.model = model::CausalLm::load_hf_dir(dir);
   }
-  loaded.optimizer_state = read_optimizer_state(dir, manifest["files"]);
+  loaded.optimizer_state = read_optimizer_state(dir, manifest.files);
   loaded.plugin_state.tensors = model::read_safetensors(dir / "plugin_state.safetensors");
   loaded.plugin_state.meta = parse_json(read_file(dir / "plugin_state.json"), dir / "plugin_state.json");
   loaded.config_toml = read_file(dir / "config.toml");

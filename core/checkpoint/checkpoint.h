@@ -49,6 +49,7 @@ struct TrainerState {
   // predate them.
   nlohmann::json numeric_guard;
   nlohmann::json best_model;
+  std::string source;  // the file from_json read, for errors in those records ("" when not read)
 
   nlohmann::json to_json() const;
   static TrainerState from_json(const nlohmann::json& json, const std::string& source);

@@ -266,13 +266,15 @@ CoreSection lora_section() {
                "(docs/lora.md); 0: full fine-tuning",
                at_least(0))
           .key("alpha", &L::alpha, 16.0, "LoRA scale numerator: ΔW = (alpha / rank) · B A", above(0.0))
+          .key("use_rslora", &L::use_rslora, false,
+               "rank-stabilized LoRA (rsLoRA, PEFT's use_rslora): ΔW = (alpha / √rank) · B A")
           .key("dropout", &L::dropout, 0.0, "dropout on the adapters' input while training, in [0, 1)",
                at_least(0.0).below(1.0))
           .choice("target_modules", &L::target_modules, modules, all,
                   "the projections of every decoder layer that get adapters")
           .key("init", &L::init, sdk::unset,
                "a PEFT adapter directory (adapter_config.json + adapter_model.safetensors) to continue from; its r, "
-               "lora_alpha and target_modules must match; empty: fresh adapters (A Kaiming-uniform, B = 0)")
+               "lora_alpha, use_rslora and target_modules must match; empty: fresh adapters (A Kaiming-uniform, B = 0)")
           .key("save_merged", &L::save_merged, false,
                "also write final/merged/ (and best/merged/): a complete model directory with ΔW folded into W");
   return bind_section("lora", &RunConfig::lora, std::move(binder));

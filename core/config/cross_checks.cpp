@@ -233,8 +233,13 @@ class CrossChecks {
   // evaluation metric to judge by. Whether the plugin emits that metric is
   // checked once its module is set up (core/train/best_model.h).
   // Sharding "full" shards what takes gradients; with LoRA that is only the
-  // adapters, and the frozen base would stay whole on every rank.
+  // adapters, and the frozen base would stay whole on every rank. How
+  // rollouts gather the layers only matters when the layers are sharded.
   void check_distributed() {
+    if (has("distributed", "sharding") && str("distributed", "sharding") != "full" &&
+        has("distributed", "generation_gather")) {
+      reject_unused("distributed", "generation_gather", "distributed", "sharding", "sharding = \"full\"");
+    }
     const bool lora = has("lora", "rank") && i("lora", "rank") > 0;
     if (lora && has("distributed", "sharding") && str("distributed", "sharding") == "full") {
       problems_.add(location("distributed", "sharding"),
@@ -285,7 +290,7 @@ class CrossChecks {
   void check_lora() {
     const bool lora = has("lora", "rank") && i("lora", "rank") > 0;
     if (!lora) {
-      for (const char* k : {"alpha", "dropout", "target_modules", "init", "save_merged"}) {
+      for (const char* k : {"alpha", "use_rslora", "dropout", "target_modules", "init", "save_merged"}) {
         if (has("lora", k)) reject_unused("lora", k, "lora", "rank", "LoRA (lora.rank > 0)");
       }
       return;

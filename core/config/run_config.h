@@ -133,6 +133,7 @@ enum class LoraModule { kQProj, kKProj, kVProj, kOProj, kGateProj, kUpProj, kDow
 struct LoraSection {
   int64_t rank = 0;
   double alpha = 0.0;
+  bool use_rslora = false;
   double dropout = 0.0;
   std::vector<LoraModule> target_modules;
   std::string init;  // a PEFT adapter directory to continue from; empty: fresh adapters

@@ -27,7 +27,7 @@ class Parser {
   explicit Parser(const std::vector<Token>& tokens) : tokens_(tokens) {}
 
   Body parse_template() {
-    Body body = parse_body({});
+    Body body = parse_body({}, nullptr);
     if (peek().kind != Token::Kind::kEnd) fail(peek(), "unexpected " + describe(peek()));
     return body;
   }
@@ -70,13 +70,14 @@ class Parser {
     ++pos_;
   }
 
-  // Statements until a {% tag %} whose name is in `ends` (left unconsumed, after its {%).
-  Body parse_body(const std::vector<std::string>& ends) {
+  // Statements until a {% tag %} whose name is in `ends` (left unconsumed,
+  // after its {%); `opener` is the tag name of the block they belong to.
+  Body parse_body(const std::vector<std::string>& ends, const Token* opener) {
     Body body;
     for (;;) {
       const Token& token = peek();
       if (token.kind == Token::Kind::kEnd) {
-        if (!ends.empty()) fail(token, "missing {% " + ends.back() + " %}");
+        if (opener) fail(*opener, "{% " + opener->text + " %} is never closed: missing {% " + ends.back() + " %}");
         return body;
       }
       if (token.kind == Token::Kind::kText) {
@@ -98,12 +99,31 @@ class Parser {
             return body;
           }
         }
+        if (tag.kind == Token::Kind::kName && ends_a_block(tag.text)) fail_misplaced(tag, ends, opener);
         next();
         body.push_back(parse_statement());
       } else {
         fail(token, "unexpected " + describe(token));
       }
     }
+  }
+
+  static bool ends_a_block(const std::string& name) {
+    for (const char* tag : {"elif", "else", "endif", "endfor", "endset", "endgeneration"}) {
+      if (name == tag) return true;
+    }
+    return false;
+  }
+
+  // An end or continuation tag where the innermost open block does not end:
+  // that block is the error (an `if` left open inside a `for`), so it is
+  // named with its position.
+  [[noreturn]] static void fail_misplaced(const Token& tag, const std::vector<std::string>& ends, const Token* opener) {
+    const std::string found = "{% " + tag.text + " %}";
+    if (!opener) fail(tag, "unexpected " + found + ": no open block ends or continues here");
+    fail(*opener, "{% " + opener->text + " %} is left open: " + found + " at line " +
+                      std::to_string(tag.position.line) + ", column " + std::to_string(tag.position.column) +
+                      " comes before its {% " + ends.back() + " %}");
   }
 
   static std::unique_ptr<Stmt> make_stmt(Stmt::Kind kind, const Token& at) {
@@ -130,17 +150,18 @@ class Parser {
   }
 
   std::unique_ptr<Stmt> parse_if() {
-    auto stmt = make_stmt(Stmt::Kind::kIf, next());
+    const Token& opener = next();
+    auto stmt = make_stmt(Stmt::Kind::kIf, opener);
     for (;;) {
       ExprPtr condition = parse_expression();
       expect_close_statement();
-      Body body = parse_body({"elif", "else", "endif"});
+      Body body = parse_body({"elif", "else", "endif"}, &opener);
       stmt->branches.emplace_back(std::move(condition), std::move(body));
       const std::string end = next().text;
       if (end == "elif") continue;
       if (end == "else") {
         expect_close_statement();
-        stmt->else_body = parse_body({"endif"});
+        stmt->else_body = parse_body({"endif"}, &opener);
         next();
       }
       expect_close_statement();
@@ -149,7 +170,8 @@ class Parser {
   }
 
   std::unique_ptr<Stmt> parse_for() {
-    auto stmt = make_stmt(Stmt::Kind::kFor, next());
+    const Token& opener = next();
+    auto stmt = make_stmt(Stmt::Kind::kFor, opener);
     do {
       stmt->loop_targets.push_back(expect_identifier());
     } while (accept_operator(","));
@@ -158,10 +180,10 @@ class Parser {
     if (accept_name("if")) stmt->condition = parse_or();
     if (is_name("recursive")) fail(peek(), "unsupported: recursive for loops");
     expect_close_statement();
-    stmt->body = parse_body({"else", "endfor"});
+    stmt->body = parse_body({"else", "endfor"}, &opener);
     if (next().text == "else") {
       expect_close_statement();
-      stmt->else_body = parse_body({"endfor"});
+      stmt->else_body = parse_body({"endfor"}, &opener);
       next();
     }
     expect_close_statement();
@@ -169,7 +191,8 @@ class Parser {
   }
 
   std::unique_ptr<Stmt> parse_set() {
-    auto stmt = make_stmt(Stmt::Kind::kSet, next());
+    const Token& opener = next();
+    auto stmt = make_stmt(Stmt::Kind::kSet, opener);
     stmt->target = parse_set_target();
     if (accept_operator("=")) {
       stmt->value = parse_expression_or_tuple();
@@ -178,7 +201,7 @@ class Parser {
     }
     if (stmt->target->kind != Expr::Kind::kName) fail(peek(), "a {% set %} block assigns one name");
     expect_close_statement();
-    stmt->body = parse_body({"endset"});
+    stmt->body = parse_body({"endset"}, &opener);
     next();
     expect_close_statement();
     return stmt;
@@ -207,9 +230,10 @@ class Parser {
   }
 
   std::unique_ptr<Stmt> parse_generation() {
-    auto stmt = make_stmt(Stmt::Kind::kGeneration, next());
+    const Token& opener = next();
+    auto stmt = make_stmt(Stmt::Kind::kGeneration, opener);
     expect_close_statement();
-    stmt->body = parse_body({"endgeneration"});
+    stmt->body = parse_body({"endgeneration"}, &opener);
     next();
     expect_close_statement();
     return stmt;

@@ -1,6 +1,7 @@
 #include "core/model/causal_lm.h"
 
 #include "core/model/attention_compat.h"
+#include "core/model/finite_weights.h"
 #include "core/model/fused_kernels.h"
 #include "core/model/gemm.h"
 #include "core/model/safetensors.h"
@@ -67,6 +68,7 @@ NamedTensors read_model_tensors(const fs::path& dir) {
     throw sdk::ModelError(index_path.string() + ": key 'weight_map': missing or not an object");
   }
   std::vector<std::string> shards;
+  std::map<std::string, std::set<std::string>> listed;  // shard → the tensors the index puts there
   for (const auto& [name, file] : index["weight_map"].items()) {
     if (!file.is_string()) throw sdk::ModelError(index_path.string() + ": weight_map['" + name + "'] is not a string");
     const std::string shard = file.get<std::string>();
@@ -75,10 +77,17 @@ NamedTensors read_model_tensors(const fs::path& dir) {
                             "\" is not a file name in the model directory");
     }
     if (std::find(shards.begin(), shards.end(), shard) == shards.end()) shards.push_back(shard);
+    listed[shard].insert(name);
   }
   NamedTensors all;
   for (const std::string& shard : shards) {
     NamedTensors part = read_safetensors(dir / shard);
+    std::set<std::string> missing = listed[shard];
+    for (const auto& [name, tensor] : part) missing.erase(name);
+    if (!missing.empty()) {
+      throw sdk::ModelError((dir / shard).string() + ": holds no tensor '" + *missing.begin() + "', which " +
+                            index_path.filename().string() + " lists in this shard");
+    }
     std::move(part.begin(), part.end(), std::back_inserter(all));
   }
   return all;
@@ -106,6 +115,7 @@ at::Tensor float_on_device(const fs::path& dir, const std::string& name, const a
     throw sdk::ModelError(dir.string() + ": tensor '" + name + "' has dtype " + c10::toString(t.scalar_type()) +
                           ", expected a floating type");
   }
+  require_finite_weights(t, name, dir.string());
   return t.to(device).to(at::kFloat).contiguous();
 }
 

@@ -2,6 +2,7 @@
 // layers, loading saved values, and the two adapter-free views of the model
 // (the shared base, the merged copy).
 #include "core/model/causal_lm.h"
+#include "core/model/finite_weights.h"
 
 #include "ptrain/sdk/errors.h"
 
@@ -132,6 +133,7 @@ void CausalLm::load_lora_weights(const NamedTensors& weights, const std::string&
     if (!at::isFloatingType(it->second.scalar_type())) {
       throw sdk::ModelError(source + ": tensor '" + name + "' is not floating point");
     }
+    require_finite_weights(it->second, name, source);
     target.copy_(it->second);
     by_name.erase(it);
   }

@@ -49,8 +49,25 @@ Operand operand(const at::Tensor& t) {
   return {copy, 'N', std::max<int64_t>(1, cols)};
 }
 
+// oneDNN's AMX kernels block a bfloat16 product by its row count, so a row's
+// float32 result changed with the microbatch holding it (1.7e-4 relative
+// gradient differences between splits under bf16-mixed); AVX512-BF16 kernels
+// give a row the same result in any microbatch (docs/devices.md). The cap must
+// come before oneDNN generates its first kernel; fp32 products never use AMX.
+void cap_isa_below_amx() {
+  static const bool capped = [] {
+    try {
+      return dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx512_core_bf16) == dnnl::status::success;
+    } catch (const dnnl::error&) {
+      return false;  // a kernel was generated already, or ONEDNN_MAX_CPU_ISA decided
+    }
+  }();
+  (void)capped;
+}
+
 // Both operands are float32 CPU matrices with m, n, k > 0.
 at::Tensor onednn_mm(const at::Tensor& a, const at::Tensor& b) {
+  cap_isa_below_amx();
   const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
   const Operand lhs = operand(a), rhs = operand(b);
   at::Tensor c = at::empty({m, n}, a.options());
@@ -91,6 +108,7 @@ dnnl::matmul cached_bf16_matmul(const dnnl::engine& engine, const dnnl::memory::
 void run_bf16_matmul(const dnnl::memory::desc& a_desc, const void* a, const dnnl::memory::desc& b_desc, const void* b,
                      const dnnl::memory::desc& c_desc, at::Tensor& c, const std::vector<int64_t>& key) {
   using dnnl::memory;
+  cap_isa_below_amx();
   static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   const dnnl::matmul matmul = cached_bf16_matmul(engine, a_desc, b_desc, c_desc, key);
   dnnl::stream stream(engine);

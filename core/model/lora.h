@@ -3,6 +3,9 @@
 //
 //   y = W x + (alpha / r) · B A dropout(x),   A: [r, in], B: [out, r]
 //
+// (alpha / √r with rsLoRA, Kalajdzievski 2023, "A Rank Stabilization Scaling
+// Factor for Fine-Tuning with LoRA", as PEFT's use_rslora).
+//
 // A starts as PEFT starts it (nn.init.kaiming_uniform_ with a = √5, i.e.
 // U(−1/√in, 1/√in)) and B = 0, so training starts exactly at the base model.
 // The adapters keep PEFT's key names (lora_key) so that a saved adapter
@@ -13,6 +16,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -35,8 +39,11 @@ struct LoraSpec {
   double alpha = 16.0;   // ΔW = (alpha / rank) · B A
   double dropout = 0.0;  // on the adapter's input, while training only; in [0, 1)
   std::vector<LoraTarget> targets;
+  bool use_rslora = false;  // rank-stabilized LoRA (PEFT's use_rslora): ΔW = (alpha / √rank) · B A
 
-  double scale() const { return alpha / static_cast<double>(rank); }
+  double scale() const {
+    return alpha / (use_rslora ? std::sqrt(static_cast<double>(rank)) : static_cast<double>(rank));
+  }
   bool wraps(LoraTarget target) const;
   // Throws sdk::ModelError naming the first bad field.
   void validate() const;

@@ -25,6 +25,7 @@ nlohmann::json adapter_config_json(const LoraSpec& spec, const std::string& base
           {"task_type", "CAUSAL_LM"},
           {"r", spec.rank},
           {"lora_alpha", spec.alpha},
+          {"use_rslora", spec.use_rslora},
           {"lora_dropout", spec.dropout},
           {"target_modules", targets},
           {"bias", "none"},
@@ -56,6 +57,47 @@ std::vector<LoraTarget> read_targets(const nlohmann::json& value, const std::str
     if (std::find(targets.begin(), targets.end(), *target) == targets.end()) targets.push_back(*target);
   }
   return targets;
+}
+
+// PEFT keys that, set, change what the adapter computes or which modules it
+// adapts, with why ptrain cannot honour them; PEFT writes each one out with
+// its off value (false, null, {} or []), which is accepted.
+struct UnsupportedKey {
+  const char* key;
+  const char* reason;
+};
+constexpr UnsupportedKey kUnsupportedKeys[] = {
+    {"rank_pattern", "per-module ranks are not supported: ptrain gives every adapted projection r"},
+    {"alpha_pattern", "per-module alphas are not supported: ptrain gives every adapted projection lora_alpha"},
+    {"layers_to_transform", "adapting only some layers is not supported: ptrain adapts every decoder layer"},
+    {"exclude_modules", "excluding modules is not supported: ptrain adapts target_modules in every decoder layer"},
+    {"modules_to_save", "modules trained in full next to the adapters are not supported"},
+    {"target_parameters", "adapting parameters rather than modules is not supported"},
+    {"trainable_token_indices", "trainable token embeddings are not supported"},
+    {"layer_replication", "layer replication is not supported"},
+    {"fan_in_fan_out", "weights stored as (fan_in, fan_out) are not supported"},
+    {"lora_bias", "a bias on lora_B is not supported"},
+    {"use_dora", "DoRA (weight-decomposed LoRA) is not supported"},
+    {"use_qalora", "QALoRA is not supported"},
+    {"alora_invocation_tokens", "Activated LoRA (aLoRA) is not supported"},
+    {"velora_config", "VeLoRA is not supported"},
+    {"monteclora_config", "MonteCLoRA is not supported"},
+    {"arrow_config", "Arrow routing is not supported"},
+    {"use_bdlora", "block-diagonal LoRA is not supported"},
+    {"kasa_config", "KaSA is not supported"},
+};
+
+bool is_off(const nlohmann::json& value) {
+  return value.is_null() || value == false || (value.is_structured() && value.empty());
+}
+
+void refuse_unsupported_keys(const nlohmann::json& config, const std::string& path) {
+  for (const UnsupportedKey& unsupported : kUnsupportedKeys) {
+    const auto it = config.find(unsupported.key);
+    if (it == config.end() || is_off(*it)) continue;
+    throw sdk::ModelError(path + ": key '" + unsupported.key + "' = " + it->dump() + ": " + unsupported.reason +
+                          " (ptrain reads plain LoRA, with use_rslora)");
+  }
 }
 
 std::string target_list(const LoraSpec& spec) {
@@ -111,6 +153,13 @@ LoraAdapter read_lora_adapter_dir(const fs::path& dir) {
       config_key(
           config, path, "lora_alpha", [](const auto& v) { return v.is_number() && v > 0; }, "a number > 0")
           .get<double>();
+  if (config.contains("use_rslora")) {
+    adapter.spec.use_rslora =
+        config_key(
+            config, path, "use_rslora", [](const auto& v) { return v.is_boolean(); }, "true or false")
+            .get<bool>();
+  }
+  refuse_unsupported_keys(config, path);
   const auto& targets = config_key(
       config, path, "target_modules", [](const auto& v) { return v.is_array(); }, "a list of module names");
   adapter.spec.targets = read_targets(targets, path);
@@ -137,6 +186,12 @@ void load_lora_adapter_dir(CausalLm& model, const fs::path& dir) {
   if (adapter.spec.alpha != own.alpha) {
     throw sdk::ModelError(path + ": lora_alpha = " + nlohmann::json(adapter.spec.alpha).dump() +
                           ", but lora.alpha = " + nlohmann::json(own.alpha).dump());
+  }
+  if (adapter.spec.use_rslora != own.use_rslora) {
+    throw sdk::ModelError(path + ": use_rslora = " + (adapter.spec.use_rslora ? "true" : "false") +
+                          ", but lora.use_rslora = " + (own.use_rslora ? "true" : "false") +
+                          " (the adapter's update is scaled by alpha / " + (adapter.spec.use_rslora ? "√r" : "r") +
+                          ")");
   }
   if (target_list(adapter.spec) != target_list(own)) {
     throw sdk::ModelError(path + ": target_modules = " + target_list(adapter.spec) +

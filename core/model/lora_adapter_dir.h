@@ -1,8 +1,9 @@
 // A PEFT LoRA adapter directory (DESIGN.md §6), as final/, best/ and the
 // checkpoints of a LoRA run hold it and peft.PeftModel.from_pretrained reads it:
 //
-//   adapter_config.json        peft_type "LORA", r, lora_alpha, lora_dropout, target_modules,
-//                              bias "none", task_type "CAUSAL_LM", base_model_name_or_path
+//   adapter_config.json        peft_type "LORA", r, lora_alpha, use_rslora, lora_dropout,
+//                              target_modules, bias "none", task_type "CAUSAL_LM",
+//                              base_model_name_or_path
 //   adapter_model.safetensors  base_model.model.model.layers.<i>.<module>.lora_A.weight [r, in]
 //                              and lora_B.weight [out, r] (lora_key)
 #pragma once
@@ -33,13 +34,14 @@ struct LoraAdapter {
 };
 
 // Reads and checks adapter_config.json (a LORA adapter with bias "none",
-// known target modules, r >= 1) and reads the weights. Throws
-// sdk::ModelError naming the file and the key.
+// known target modules, r >= 1, and none of PEFT's options that ptrain cannot
+// honour set: rank_pattern, alpha_pattern, use_dora, ...) and reads the
+// weights. Throws sdk::ModelError naming the file and the key.
 LoraAdapter read_lora_adapter_dir(const std::filesystem::path& dir);
 
-// Continues from an adapter directory: its r, lora_alpha and target_modules
-// must be the model's (lora()), and every adapter tensor must be there with
-// its shape. Throws sdk::ModelError naming the directory, the key or tensor,
+// Continues from an adapter directory: its r, lora_alpha, use_rslora and
+// target_modules must be the model's (lora()), and every adapter tensor must
+// be there with its shape, finite. Throws sdk::ModelError naming the directory, the key or tensor,
 // and both values.
 void load_lora_adapter_dir(CausalLm& model, const std::filesystem::path& dir);
 

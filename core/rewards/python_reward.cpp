@@ -28,17 +28,39 @@ void ensure_interpreter() {
   });
 }
 
-// The exception as Python prints it, traceback included. GIL held.
+// The exception as Python prints it, traceback included. GIL held. An
+// exception raised by the call itself (a keyword argument the function does
+// not take) has no traceback: None, not a null handle, which pybind11 could
+// not pass.
 std::string python_traceback(py::error_already_set& error) {
+  const auto or_none = [](const py::object& part) { return part ? part : py::object(py::none()); };
   try {
     const py::list lines =
-        py::module_::import("traceback").attr("format_exception")(error.type(), error.value(), error.trace());
+        py::module_::import("traceback")
+            .attr("format_exception")(or_none(error.type()), or_none(error.value()), or_none(error.trace()));
     std::string text;
     for (const py::handle line : lines) text += line.cast<std::string>();
     return text;
-  } catch (const py::error_already_set&) {
+  } catch (const std::exception&) {  // error_already_set, or pybind11's cast_error
     return error.what();
   }
+}
+
+// Whether `function` takes **kwargs, as reward functions are called with
+// every dataset field; true where Python cannot tell (some builtins). GIL held.
+bool takes_keyword_arguments(const py::object& function) {
+  const py::module_ inspect = py::module_::import("inspect");
+  py::object signature;
+  try {
+    signature = inspect.attr("signature")(function);
+  } catch (py::error_already_set&) {
+    return true;
+  }
+  const py::object var_keyword = inspect.attr("Parameter").attr("VAR_KEYWORD");
+  for (const py::handle parameter : signature.attr("parameters").attr("values")()) {
+    if (py::object(parameter.attr("kind")).equal(var_keyword)) return true;
+  }
+  return false;
 }
 
 // One score per item of `result` (a list, tuple, numpy array: any iterable of
@@ -82,6 +104,10 @@ class PythonRewardFunction final : public sdk::RewardFunction {
         scores = scores_of(function_(**arguments), label_);
       } catch (py::error_already_set& error) {
         throw sdk::PluginError("reward function " + label_ + " raised an exception:\n" + python_traceback(error));
+      } catch (const sdk::Error&) {
+        throw;                                 // scores_of's, which name the function
+      } catch (const std::exception& error) {  // pybind11's own (a cast_error), never a bare message
+        throw sdk::PluginError("reward function " + label_ + " could not be called: " + error.what());
       }
     }
     check_reward_scores(label_, scores, inputs);
@@ -131,6 +157,12 @@ class PythonRewardFile final : public sdk::RewardLibrary {
         if (!PyCallable_Check(function.ptr())) {
           throw sdk::ConfigError(path() + ": '" + function_name + "' is a " +
                                  std::string(Py_TYPE(function.ptr())->tp_name) + ", not a function");
+        }
+        if (!takes_keyword_arguments(function)) {
+          throw sdk::ConfigError(path() + ": reward function '" + function_name +
+                                 "' takes no **kwargs, but is called with the keyword arguments prompts, "
+                                 "completions, completion_tokens, truncated and every field of the dataset lines; "
+                                 "end its parameter list with **kwargs");
         }
         return std::make_unique<PythonRewardFunction>(std::move(function), function_name, path());
       }

@@ -93,7 +93,10 @@ void ByteLevelBpe::load_vocab(const json& vocab, const JsonSource& file, DecodeT
       fail_entry("id " + std::to_string(id) + " out of range [0, " + std::to_string(kMaxTokenIds) + ")");
     const auto bytes = alphabet_to_bytes(it.key());
     table.set(id, bytes ? *bytes : it.key(), false);
-    if (bytes) bytes_to_id_.emplace(*bytes, static_cast<int32_t>(id));
+    if (!bytes) continue;
+    bytes_to_id_.emplace(*bytes, static_cast<int32_t>(id));
+    if (id_bytes_.size() <= static_cast<size_t>(id)) id_bytes_.resize(static_cast<size_t>(id) + 1, 0);
+    id_bytes_[static_cast<size_t>(id)] = static_cast<uint32_t>(bytes->size());
   }
   for (int b = 0; b < 256; ++b) {
     const auto it = bytes_to_id_.find(std::string(1, static_cast<char>(b)));
@@ -139,7 +142,19 @@ std::optional<int64_t> ByteLevelBpe::token_id(const std::string& bytes) const {
   return std::nullopt;
 }
 
-void ByteLevelBpe::encode_word(std::string_view word, std::vector<int64_t>& ids) const {
+void ByteLevelBpe::encode_word(std::string_view word, std::vector<int64_t>& ids, std::vector<size_t>* ends) const {
+  const size_t before = ids.size();
+  append_ids(word, ids);
+  if (!ends) return;
+  // Each id stands for its token's bytes, and the tokens concatenate to the word.
+  size_t end = 0;
+  for (size_t i = before; i < ids.size(); ++i) {
+    end += id_bytes_[static_cast<size_t>(ids[i])];
+    ends->push_back(end);
+  }
+}
+
+void ByteLevelBpe::append_ids(std::string_view word, std::vector<int64_t>& ids) const {
   if (word.empty()) return;
   if (ignore_merges_ || word.size() == 1) {
     const auto it = bytes_to_id_.find(std::string(word));

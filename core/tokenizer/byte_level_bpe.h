@@ -19,7 +19,8 @@ class ByteLevelBpe final : public Model {
   // `model` is tokenizer.json's "model" with type "BPE" and no byte_fallback.
   static std::unique_ptr<ByteLevelBpe> load(const nlohmann::json& model, const JsonSource& file, DecodeTable& table);
 
-  void encode_word(std::string_view word, std::vector<int64_t>& ids) const override;
+  void encode_word(std::string_view word, std::vector<int64_t>& ids,
+                   std::vector<size_t>* ends = nullptr) const override;
   std::optional<int64_t> token_id(const std::string& bytes) const override;
 
  private:
@@ -27,6 +28,8 @@ class ByteLevelBpe final : public Model {
   void load_vocab(const nlohmann::json& vocab, const JsonSource& file, DecodeTable& table);
   void load_merges(const nlohmann::json& list, const JsonSource& file);
   int32_t find_id(const std::optional<std::string>& bytes) const;  // -1 when absent
+  // encode_word without the offsets.
+  void append_ids(std::string_view word, std::vector<int64_t>& ids) const;
   // The ids BPE merges `word` into.
   std::vector<int32_t> merge(std::string_view word) const;
   // The rank of merging (left, right), setting `merged` to the result; INT32_MAX if there is no such merge.
@@ -34,6 +37,7 @@ class ByteLevelBpe final : public Model {
 
   uint64_t instance_;  // tells this model's entries in the per-thread word cache from another's
   std::unordered_map<std::string, int32_t> bytes_to_id_;
+  std::vector<uint32_t> id_bytes_;  // by id: how many bytes the token stands for (0: not in the alphabet)
   std::array<int32_t, 256> byte_id_{};
   std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges_;  // (left << 32 | right) → (rank, merged id)
   bool ignore_merges_ = false;

@@ -26,18 +26,19 @@ size_t piece_at(const std::vector<size_t>& starts, size_t position) {
 }  // namespace
 
 void HfTokenizer::Impl::encode_text(std::string_view text, const std::vector<size_t>* piece_starts,
-                                    std::vector<int64_t>& ids, std::vector<size_t>* piece_of_id) const {
+                                    std::vector<int64_t>& ids, std::vector<sdk::PieceRange>* pieces_of_id) const {
   NormalizedSection section;
   const auto encode_section = [&](size_t begin, size_t end) {
     if (end <= begin) return;
     normalize_section(text, begin, end, piece_starts, section);
-    encode_normalized_section(section, ids, piece_of_id);
+    encode_normalized_section(section, ids, pieces_of_id);
   };
   size_t last = 0;
   for (const AddedMatch& match : added_tokens.find_raw(text)) {
     encode_section(last, match.begin);
     ids.push_back(match.id);
-    if (piece_of_id) piece_of_id->push_back(piece_starts ? piece_at(*piece_starts, match.begin) : 0);
+    if (pieces_of_id)
+      pieces_of_id->push_back({piece_at(*piece_starts, match.begin), piece_at(*piece_starts, match.end - 1)});
     last = match.end;
   }
   encode_section(last, text.size());
@@ -70,12 +71,12 @@ void HfTokenizer::Impl::normalize_section(std::string_view text, size_t begin, s
 }
 
 void HfTokenizer::Impl::encode_normalized_section(const NormalizedSection& section, std::vector<int64_t>& ids,
-                                                  std::vector<size_t>* piece_of_id) const {
+                                                  std::vector<sdk::PieceRange>* pieces_of_id) const {
   const std::string_view text = section.text;
   const auto piece_of = [&](size_t position) { return section.chunk_piece[piece_at(section.chunk_starts, position)]; };
   std::vector<Span> spans;
   std::string word, rewritten;
-  std::vector<size_t> origin;
+  std::vector<size_t> origin, token_ends;
   const detail::Metaspace* metaspace = pre_tokenizer.metaspace();
   const auto encode_plain = [&](size_t begin, size_t end) {
     if (end <= begin) return;
@@ -89,23 +90,36 @@ void HfTokenizer::Impl::encode_normalized_section(const NormalizedSection& secti
     spans.assign(1, metaspace ? Span{0, rewritten.size(), false} : Span{begin, end, false});
     pre_tokenizer.split(split_text, spans);
     for (const Span& span : spans) {
-      const size_t before = ids.size();
       std::string_view bytes = split_text.substr(span.begin, span.end - span.begin);
       if (span.prefix_space) {
         word.assign(1, ' ');
         word.append(bytes);
         bytes = word;
       }
-      model->encode_word(bytes, ids);
-      if (piece_of_id)
-        piece_of_id->insert(piece_of_id->end(), ids.size() - before, piece_of(position_in_section(span.begin)));
+      if (!pieces_of_id) {
+        model->encode_word(bytes, ids);
+        continue;
+      }
+      token_ends.clear();
+      model->encode_word(bytes, ids, &token_ends);
+      // Byte w of the word is byte span.begin + w of split_text, less the
+      // prefix space, which counts as the span's first byte.
+      const auto piece_of_word_byte = [&](size_t w) {
+        const size_t shift = span.prefix_space ? 1 : 0;
+        return piece_of(position_in_section(span.begin + (w > shift ? w - shift : 0)));
+      };
+      size_t token_begin = 0;
+      for (const size_t token_end : token_ends) {
+        pieces_of_id->push_back({piece_of_word_byte(token_begin), piece_of_word_byte(token_end - 1)});
+        token_begin = token_end;
+      }
     }
   };
   size_t last = 0;
   for (const AddedMatch& match : added_tokens.find_normalized(text)) {
     encode_plain(last, match.begin);
     ids.push_back(match.id);
-    if (piece_of_id) piece_of_id->push_back(piece_of(match.begin));
+    if (pieces_of_id) pieces_of_id->push_back({piece_of(match.begin), piece_of(match.end - 1)});
     last = match.end;
   }
   encode_plain(last, text.size());
@@ -123,7 +137,7 @@ std::vector<int64_t> HfTokenizer::encode(std::string_view text) const {
 }
 
 std::vector<int64_t> HfTokenizer::encode_pieces(const std::vector<std::string_view>& pieces,
-                                                std::vector<size_t>& piece_of_id) const {
+                                                std::vector<sdk::PieceRange>& pieces_of_id) const {
   std::string text;
   std::vector<size_t> starts;
   for (const std::string_view piece : pieces) {
@@ -131,9 +145,9 @@ std::vector<int64_t> HfTokenizer::encode_pieces(const std::vector<std::string_vi
     text.append(piece);
   }
   std::vector<int64_t> ids;
-  piece_of_id.clear();
+  pieces_of_id.clear();
   if (pieces.empty()) return ids;
-  impl_->encode_text(text, &starts, ids, &piece_of_id);
+  impl_->encode_text(text, &starts, ids, &pieces_of_id);
   return ids;
 }
 

@@ -53,7 +53,7 @@ class HfTokenizer final : public sdk::Tokenizer {
   int64_t pad_id() const override;
   int64_t vocab_size() const override;
   std::vector<int64_t> encode_pieces(const std::vector<std::string_view>& pieces,
-                                     std::vector<size_t>& piece_of_id) const override;
+                                     std::vector<sdk::PieceRange>& pieces_of_id) const override;
   std::optional<int64_t> token_id(std::string_view token) const override;
   std::string fingerprint() const override;
   const sdk::ChatTemplate* chat_template() const override;

@@ -41,14 +41,14 @@ struct HfTokenizer::Impl {
   std::optional<sdk::ChatTemplate> chat_template;
 
   // Appends the ids of `text` to `ids`. With `piece_starts` (the offset of
-  // each input piece in `text`), also appends to `piece_of_id` the piece each
-  // id came from.
+  // each input piece in `text`), also appends to `pieces_of_id` the pieces
+  // each id's bytes came from.
   void encode_text(std::string_view text, const std::vector<size_t>* piece_starts, std::vector<int64_t>& ids,
-                   std::vector<size_t>* piece_of_id) const;
+                   std::vector<sdk::PieceRange>* pieces_of_id) const;
   void normalize_section(std::string_view text, size_t begin, size_t end, const std::vector<size_t>* piece_starts,
                          NormalizedSection& out) const;
   void encode_normalized_section(const NormalizedSection& section, std::vector<int64_t>& ids,
-                                 std::vector<size_t>* piece_of_id) const;
+                                 std::vector<sdk::PieceRange>* pieces_of_id) const;
 };
 
 }  // namespace ptrain::tokenizer

@@ -16,6 +16,7 @@ namespace {
 // A symbol of the word being merged, in a doubly linked list over the initial symbols.
 struct Symbol {
   int32_t id = 0;
+  uint32_t bytes = 0;  // of the word
   int32_t prev = -1;
   int32_t next = -1;
   bool merged_away = false;  // became part of the symbol before it
@@ -130,26 +131,38 @@ std::optional<int64_t> SentencePieceBpe::token_id(const std::string& text) const
   return std::nullopt;
 }
 
-void SentencePieceBpe::encode_word(std::string_view word, std::vector<int64_t>& ids) const {
+void SentencePieceBpe::encode_word(std::string_view word, std::vector<int64_t>& ids, std::vector<size_t>* ends) const {
   if (word.empty()) return;
   if (ignore_merges_) {
     const auto it = token_to_id_.find(std::string(word));
     if (it != token_to_id_.end()) {
       ids.push_back(it->second);
+      if (ends) ends->push_back(word.size());
       return;
     }
   }
-  const std::vector<int32_t> symbols = merge(initial_symbols(word));
+  std::vector<int32_t> symbols;
+  std::vector<uint32_t> bytes;
+  initial_symbols(word, symbols, bytes);
+  merge(symbols, bytes);
   ids.insert(ids.end(), symbols.begin(), symbols.end());
+  if (!ends) return;
+  size_t end = 0;
+  for (const uint32_t count : bytes) ends->push_back(end += count);
 }
 
 // A byte that is not valid UTF-8 counts as a character of its own, which only
 // its byte token (or unk) can encode.
-std::vector<int32_t> SentencePieceBpe::initial_symbols(std::string_view word) const {
-  std::vector<int32_t> symbols;
+void SentencePieceBpe::initial_symbols(std::string_view word, std::vector<int32_t>& symbols,
+                                       std::vector<uint32_t>& bytes) const {
   symbols.reserve(word.size());
+  bytes.reserve(word.size());
   std::string character;
-  bool unk_pending = false;
+  uint32_t unk_bytes = 0;  // of the unknown characters not yet pushed as unk
+  const auto push = [&](int32_t id, uint32_t count) {
+    symbols.push_back(id);
+    bytes.push_back(count);
+  };
   for (size_t i = 0; i < word.size();) {
     uint32_t codepoint = 0;
     const size_t length = std::max<size_t>(decode_utf8(word, i, codepoint), 1);
@@ -160,27 +173,30 @@ std::vector<int32_t> SentencePieceBpe::initial_symbols(std::string_view word) co
     for (size_t b = 0; bytes_known && b < character.size(); ++b)
       bytes_known = byte_id_[static_cast<unsigned char>(character[b])] >= 0;
     if (it != token_to_id_.end() || bytes_known) {
-      if (unk_pending) symbols.push_back(unk_id_);
-      unk_pending = false;
+      if (unk_bytes > 0) push(unk_id_, unk_bytes);
+      unk_bytes = 0;
       if (it != token_to_id_.end()) {
-        symbols.push_back(it->second);
+        push(it->second, static_cast<uint32_t>(length));
       } else {
-        for (const char byte : character) symbols.push_back(byte_id_[static_cast<unsigned char>(byte)]);
+        for (const char byte : character) push(byte_id_[static_cast<unsigned char>(byte)], 1);
       }
     } else {
-      if (unk_pending && !fuse_unk_) symbols.push_back(unk_id_);
-      unk_pending = true;
+      if (unk_bytes > 0 && !fuse_unk_) {
+        push(unk_id_, unk_bytes);
+        unk_bytes = 0;
+      }
+      unk_bytes += static_cast<uint32_t>(length);
     }
   }
-  if (unk_pending) symbols.push_back(unk_id_);
-  return symbols;
+  if (unk_bytes > 0) push(unk_id_, unk_bytes);
 }
 
-std::vector<int32_t> SentencePieceBpe::merge(std::vector<int32_t> ids) const {
-  if (ids.size() < 2) return ids;
+void SentencePieceBpe::merge(std::vector<int32_t>& ids, std::vector<uint32_t>& bytes) const {
+  if (ids.size() < 2) return;
   std::vector<Symbol> symbols(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
     symbols[i].id = ids[i];
+    symbols[i].bytes = bytes[i];
     symbols[i].prev = static_cast<int32_t>(i) - 1;
     symbols[i].next = i + 1 < ids.size() ? static_cast<int32_t>(i) + 1 : -1;
   }
@@ -200,14 +216,18 @@ std::vector<int32_t> SentencePieceBpe::merge(std::vector<int32_t> ids) const {
     Symbol& right = symbols[left.next];
     right.merged_away = true;
     left.id = top.merged;
+    left.bytes += right.bytes;
     left.next = right.next;
     if (right.next >= 0) symbols[right.next].prev = top.position;
     consider(left.prev);
     consider(top.position);
   }
-  std::vector<int32_t> merged;
-  for (int32_t i = 0; i >= 0; i = symbols[i].next) merged.push_back(symbols[i].id);
-  return merged;
+  ids.clear();
+  bytes.clear();
+  for (int32_t i = 0; i >= 0; i = symbols[i].next) {
+    ids.push_back(symbols[i].id);
+    bytes.push_back(symbols[i].bytes);
+  }
 }
 
 }  // namespace ptrain::tokenizer::detail

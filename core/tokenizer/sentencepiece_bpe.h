@@ -24,7 +24,8 @@ class SentencePieceBpe final : public Model {
   static std::unique_ptr<SentencePieceBpe> load(const nlohmann::json& model, const JsonSource& file,
                                                 DecodeTable& table);
 
-  void encode_word(std::string_view word, std::vector<int64_t>& ids) const override;
+  void encode_word(std::string_view word, std::vector<int64_t>& ids,
+                   std::vector<size_t>* ends = nullptr) const override;
   std::optional<int64_t> token_id(const std::string& text) const override;
 
  private:
@@ -32,9 +33,11 @@ class SentencePieceBpe final : public Model {
   void load_vocab(const nlohmann::json& vocab, const JsonSource& file, DecodeTable& table);
   void load_merges(const nlohmann::json& list, const JsonSource& file);
   void load_unknown(const nlohmann::json& model, const JsonSource& file);
-  // The symbols `word` starts as: one per character, or its byte tokens, or unk.
-  std::vector<int32_t> initial_symbols(std::string_view word) const;
-  std::vector<int32_t> merge(std::vector<int32_t> symbols) const;
+  // The symbols `word` starts as: one per character, or its byte tokens, or
+  // unk; `bytes` gets how many bytes of the word each symbol stands for.
+  void initial_symbols(std::string_view word, std::vector<int32_t>& ids, std::vector<uint32_t>& bytes) const;
+  // Merges the symbols in place, adding up the bytes of merged ones.
+  void merge(std::vector<int32_t>& ids, std::vector<uint32_t>& bytes) const;
 
   std::unordered_map<std::string, int32_t> token_to_id_;
   std::array<int32_t, 256> byte_id_{};  // the id of "<0xNN>", -1 when the vocabulary lacks it

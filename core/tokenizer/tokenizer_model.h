@@ -23,7 +23,10 @@ class Model {
   virtual ~Model() = default;
 
   // Appends the ids of `word`, one span the pre-tokenizer left, to `ids`.
-  virtual void encode_word(std::string_view word, std::vector<int64_t>& ids) const = 0;
+  // With `ends`, also appends for each id the offset in `word` just past its
+  // last byte (so the ids cover word[0, ends[0]), word[ends[0], ends[1]), ...).
+  virtual void encode_word(std::string_view word, std::vector<int64_t>& ids,
+                           std::vector<size_t>* ends = nullptr) const = 0;
 
   // The id of the vocabulary token whose text (decoded bytes for byte-level
   // BPE) is `text`, if there is one (tokenizer_config.json names special

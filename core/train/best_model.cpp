@@ -67,10 +67,25 @@ nlohmann::json BestModel::state() const {
 
 void BestModel::write_state() const { checkpoint::write_file_atomically(state_path_, state().dump(2) + "\n"); }
 
-// A record of another metric or mode says nothing about this run's best.
+namespace {
+
+// A record for another metric or mode, or one whose keys have the wrong
+// types (a hand-edited best.json), says nothing about this run's best.
+// "value" is null until an evaluation improved.
+bool is_best_state_of(const nlohmann::json& state, const std::string& metric, const std::string& mode) {
+  if (state.is_discarded() || !state.is_object()) return false;
+  const auto integer_or_absent = [&](const char* key) {
+    return !state.contains(key) || state[key].is_number_integer();
+  };
+  return state.value("metric", nlohmann::json()) == metric && state.value("mode", nlohmann::json()) == mode &&
+         state.contains("value") && (state["value"].is_number() || state["value"].is_null()) &&
+         integer_or_absent("step") && integer_or_absent("evaluations_without_improvement");
+}
+
+}  // namespace
+
 void BestModel::restore(const nlohmann::json& state, const std::string& source) {
-  if (state.is_discarded() || !state.is_object() || state.value("metric", "") != metric_ ||
-      state.value("mode", "") != mode_name(mode_)) {
+  if (!is_best_state_of(state, metric_, mode_name(mode_))) {
     log::warn("checkpoint", source + " does not describe a best " + metric_ + " (" + mode_name(mode_) +
                                 "); the resumed run starts a new best/");
     return;

@@ -1,5 +1,6 @@
 #include "core/train/numeric_guard.h"
 
+#include "core/checkpoint/json_fields.h"
 #include "core/log/logger.h"
 #include "ptrain/sdk/errors.h"
 
@@ -72,15 +73,19 @@ void NumericGuard::restore(const nlohmann::json& state, const std::string& sourc
                         "nonfinite_steps, loss_spikes and the loss-spike bar start afresh");
     return;
   }
-  try {
-    consecutive_ = state.at("consecutive_faults").get<int64_t>();
-    faults_ = state.at("nonfinite_steps").get<int64_t>();
-    spikes_ = state.at("loss_spikes").get<int64_t>();
-    running_max_loss_ = state.at("running_max_loss").get<double>();
-    seen_loss_ = state.at("seen_loss").get<bool>();
-  } catch (const nlohmann::json::exception& error) {
-    throw sdk::Error(source + ": numeric_guard: " + error.what());
-  }
+  const checkpoint::JsonPlace place{source, "numeric_guard"};
+  consecutive_ = checkpoint::integer_field(state, "consecutive_faults", place);
+  faults_ = checkpoint::integer_field(state, "nonfinite_steps", place);
+  spikes_ = checkpoint::integer_field(state, "loss_spikes", place);
+  const nlohmann::json& running_max = checkpoint::json_field(state, "running_max_loss", place);
+  const nlohmann::json& seen = checkpoint::json_field(state, "seen_loss", place);
+  const auto wrong_type = [&](const std::string& key, const std::string& expected, const nlohmann::json& got) {
+    return sdk::Error(source + ": key '" + place.key_name(key) + "': expected " + expected + ", got " + got.dump());
+  };
+  if (!running_max.is_number()) throw wrong_type("running_max_loss", "a number", running_max);
+  if (!seen.is_boolean()) throw wrong_type("seen_loss", "true or false", seen);
+  running_max_loss_ = running_max.get<double>();
+  seen_loss_ = seen.get<bool>();
 }
 
 }  // namespace ptrain::train

@@ -98,6 +98,7 @@ std::optional<model::LoraSpec> lora_spec(const config::LoraSection& section) {
   model::LoraSpec spec;
   spec.rank = section.rank;
   spec.alpha = section.alpha;
+  spec.use_rslora = section.use_rslora;
   spec.dropout = section.dropout;
   // config::LoraModule lists the projections in model::LoraTarget's order.
   for (const config::LoraModule module : section.target_modules) {
@@ -113,8 +114,9 @@ void add_lora_adapters(const config::RunConfig& config, model::CausalLm& policy)
   if (!config.lora.init.empty()) model::load_lora_adapter_dir(policy, config.lora.init);
   int64_t trainable = 0;
   for (const auto& [name, t] : policy.named_parameters()) trainable += t.numel();
-  log::info("lora", "rank " + std::to_string(spec->rank) + ", alpha " + nlohmann::json(spec->alpha).dump() + ": " +
-                        std::to_string(trainable) + " trainable adapter parameters on frozen base weights" +
+  log::info("lora", "rank " + std::to_string(spec->rank) + ", alpha " + nlohmann::json(spec->alpha).dump() +
+                        (spec->use_rslora ? " (rsLoRA: scale alpha / √rank)" : "") + ": " + std::to_string(trainable) +
+                        " trainable adapter parameters on frozen base weights" +
                         (config.lora.init.empty() ? "" : ", continuing from " + config.lora.init));
 }
 

@@ -66,7 +66,7 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
   StepReduction reduction(run->module());
   const bool resumed = run->first_step > 0;
   NumericGuard guard(config.train.max_consecutive_skips, config.train.loss_spike_factor);
-  if (resumed) guard.restore(run->state.numeric_guard, "the checkpoint's trainer_state.json");
+  if (resumed) guard.restore(run->state.numeric_guard, run->state.source);
   BestModel best(config, communicator, [run](const fs::path& dir) { save_policy(*run, dir); },
                  resumed ? &run->state.best_model : nullptr);
   // A checkpoint holds the state of the step just completed, the core's

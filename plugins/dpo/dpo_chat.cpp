@@ -8,11 +8,13 @@
 namespace ptrain::dpo {
 namespace {
 
-// Message lists with their field name in errors; roles are checked here so
-// that an error names 'chosen[2].role' rather than an index into the rendered
-// conversation.
-std::vector<sdk::ChatMessage> read_message_field(const sdk::Example& example, const char* field) {
+// Message lists with their field name in errors; the built-in templates'
+// roles are checked here so that an error names 'chosen[2].role' rather than
+// an index into the rendered conversation.
+std::vector<sdk::ChatMessage> read_message_field(const sdk::Example& example, const char* field,
+                                                 bool template_decides_roles) {
   std::vector<sdk::ChatMessage> messages = sdk::read_messages(example, field);
+  if (template_decides_roles) return messages;
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string& role = messages[i].role;
     if (role != "system" && role != "user" && role != "assistant") {
@@ -66,7 +68,8 @@ bool is_chat_pair(const sdk::Example& example) {
   return false;
 }
 
-ChatPair read_chat_pair(const sdk::Example& example) {
+ChatPair read_chat_pair(const sdk::Example& example, const sdk::ChatTemplate* chat_template) {
+  const bool template_decides_roles = chat_template != nullptr && chat_template->renderer != nullptr;
   for (const char* field : {"chosen", "rejected"}) {
     if (sdk::has_field(example, field) && example.fields.at(field).is_string()) {
       throw sdk::DataError(example.location + ": field '" + field +
@@ -75,15 +78,15 @@ ChatPair read_chat_pair(const sdk::Example& example) {
     }
   }
   ChatPair pair;
-  pair.chosen = read_message_field(example, "chosen");
-  pair.rejected = read_message_field(example, "rejected");
+  pair.chosen = read_message_field(example, "chosen", template_decides_roles);
+  pair.rejected = read_message_field(example, "rejected", template_decides_roles);
   if (sdk::has_field(example, "prompt")) {
     if (!example.fields.at("prompt").is_array()) {
       throw sdk::DataError(example.location +
                            ": field 'prompt': with message lists for chosen and rejected the prompt is a message "
                            "list too ([{\"role\": \"user\", \"content\": ...}]), or absent");
     }
-    pair.prompt = read_message_field(example, "prompt");
+    pair.prompt = read_message_field(example, "prompt", template_decides_roles);
   } else {
     // The implicit prompt: the messages both answers start with.
     const auto [chosen_end, rejected_end] =
@@ -112,6 +115,16 @@ ChatPair read_chat_pair(const sdk::Example& example) {
     }
   }
   return pair;
+}
+
+void check_chat_pair_renders(const sdk::ChatTemplate& chat_template, const ChatPair& pair,
+                             const std::string& location) {
+  chat_template.render(pair.prompt, true, location);
+  for (const std::vector<sdk::ChatMessage>* answer : {&pair.chosen, &pair.rejected}) {
+    std::vector<sdk::ChatMessage> conversation(pair.prompt);
+    conversation.insert(conversation.end(), answer->begin(), answer->end());
+    chat_template.render(conversation, false, location);
+  }
 }
 
 TokenizedPair tokenize_chat_pair(const sdk::Tokenizer& tokenizer, const sdk::ChatTemplate& chat_template,

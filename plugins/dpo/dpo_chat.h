@@ -33,7 +33,13 @@ bool is_chat_pair(const sdk::Example& example);
 // Reads and checks a messages-style pair. Throws DataError naming file:line
 // and the field ('chosen[1].role': unknown role, a string prompt with message
 // answers, no shared prompt, an answer that does not start with the assistant).
-ChatPair read_chat_pair(const sdk::Example& example);
+// Roles are system, user and assistant, unless `chat_template` is the model's
+// own (a renderer): that template decides which roles exist (a `tool` turn).
+ChatPair read_chat_pair(const sdk::Example& example, const sdk::ChatTemplate* chat_template = nullptr);
+
+// Renders the prompt and both conversations as tokenize_chat_pair will, so
+// that a conversation the template refuses fails before training.
+void check_chat_pair_renders(const sdk::ChatTemplate& chat_template, const ChatPair& pair, const std::string& location);
 
 TokenizedPair tokenize_chat_pair(const sdk::Tokenizer& tokenizer, const sdk::ChatTemplate& chat_template,
                                  const ChatPair& pair, int64_t max_length, int64_t max_prompt_length,

@@ -132,7 +132,19 @@ void check_reference_options(const sdk::ConfigValues& values, const DpoConfig& c
     throw sdk::ConfigError(values.where("reference_model") +
                            ": a reference model is set but module.reference_free = true; choose one");
   }
-  if (!config.sync_reference) return;
+  if (!config.sync_reference) {
+    // The TR-DPO keys do nothing without it; at their defaults (a resolved config.toml lists them) they are kept.
+    const sdk::ConfigValues defaults = sdk::ConfigValues::defaults_of(binder().schema(), values.section());
+    for (const char* key : {"sync_reference_steps", "sync_reference_alpha"}) {
+      if (values.set_by_user(key) && values.entries().at(key).value != defaults.entries().at(key).value) {
+        throw sdk::ConfigError(values.where(key) +
+                               ": applies to TR-DPO, but module.sync_reference is false; set sync_reference = true "
+                               "or remove " +
+                               key);
+      }
+    }
+    return;
+  }
   if (!config.needs_reference()) {
     throw sdk::ConfigError(values.where("sync_reference") +
                            ": TR-DPO syncs a reference model, but this run uses none (reference_free, or only "

@@ -177,12 +177,13 @@ void DpoModule::check_example(const sdk::Example& example) const {
                          "chosen and rejected (and the prompt) as message lists (docs/dpo.md)");
   }
   if (is_chat_pair(example)) {
-    const ChatPair pair = read_chat_pair(example);
+    const ChatPair pair = read_chat_pair(example, chat_template_ ? &*chat_template_ : nullptr);
     if (!chat_template_) {
       throw sdk::DataError(example.location +
                            ": field 'chosen': chat data needs a chat template, and the tokenizer names none; set "
                            "tokenizer.chat_template (chatml, llama3, plain or custom)");
     }
+    check_chat_pair_renders(*chat_template_, pair, example.location);
     return;
   }
   sdk::require_string(example, "prompt");
@@ -195,7 +196,7 @@ TokenizedPair DpoModule::tokenize(const sdk::Tokenizer& tokenizer, int64_t max_l
   TokenizedPair pair;
   if (is_chat_pair(example)) {
     if (!chat_template_) check_example(example);  // throws the error that names the missing template
-    pair = tokenize_chat_pair(tokenizer, *chat_template_, read_chat_pair(example), max_length,
+    pair = tokenize_chat_pair(tokenizer, *chat_template_, read_chat_pair(example, &*chat_template_), max_length,
                               config_.max_prompt_length, example.location);
   } else {
     pair = tokenize_pair(tokenizer, sdk::require_string(example, "prompt"), sdk::require_string(example, "chosen"),

@@ -375,9 +375,21 @@ std::vector<std::string> reward_entries(const GrpoConfig& config) {
 
 void declare_grpo_config(sdk::ConfigSchema& schema) { binder().declare(schema); }
 
+// An empty stop string stops nothing (no completion text ends at it): refused
+// like the other settings that would do nothing.
+void check_stop_strings(const sdk::ConfigValues& values, const C& config) {
+  const std::vector<std::string>& stops = config.sampling.stop_strings;
+  const auto empty = std::find(stops.begin(), stops.end(), std::string());
+  if (empty != stops.end()) {
+    throw sdk::ConfigError(values.where("stop_strings") + ": stop_strings[" + std::to_string(empty - stops.begin()) +
+                           "] is empty, which stops nothing; remove it");
+  }
+}
+
 GrpoConfig read_grpo_config(const sdk::ConfigValues& values) {
   GrpoConfig config = binder().read(values);
   config.sampling.max_new_tokens = config.max_completion_length;
+  check_stop_strings(values, config);
   check_reward_names(values, config);
   resolve_reward_names(values, config);
   resolve_reward_options(values, config);

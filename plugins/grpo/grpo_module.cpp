@@ -141,6 +141,8 @@ std::vector<ScoredCompletion> scored_completions(const RolloutGroups& groups, co
 
 void GrpoModule::setup(sdk::Context& ctx) {
   config_ = read_grpo_config(ctx.module_config());
+  if (const sdk::ChatTemplate* chat_template = ctx.tokenizer().chat_template()) chat_template_ = *chat_template;
+  tokenizer_has_bos_ = ctx.tokenizer().bos_id() >= 0;
   reward_functions_.clear();
   reward_functions_ = make_reward_functions(ctx, config_);
   environment_ = open_environment(ctx, config_);
@@ -186,11 +188,24 @@ std::vector<sdk::MetricSpec> GrpoModule::metric_specs() const {
   return specs;
 }
 
+// A prompt is checked as prompt_token_ids() will use it, so that a bad one
+// fails before training rather than when it is first sampled.
 void GrpoModule::check_example(const sdk::Example& example) const {
   if (sdk::has_field(example, "messages")) {
-    sdk::read_messages(example);
-  } else {
-    sdk::require_string(example, "prompt");
+    const std::vector<sdk::ChatMessage> messages = sdk::read_messages(example);
+    if (messages.empty()) {
+      throw sdk::DataError(example.location + ": field 'messages': empty conversation (a prompt needs a message)");
+    }
+    if (!chat_template_) {
+      throw sdk::DataError(example.location +
+                           ": field 'messages': chat prompts need a chat template, and the tokenizer names none; set "
+                           "tokenizer.chat_template (chatml, llama3, plain or custom)");
+    }
+    chat_template_->render(messages, true, example.location);  // unknown roles fail here
+  } else if (sdk::require_string(example, "prompt").empty() && !tokenizer_has_bos_) {
+    throw sdk::DataError(example.location +
+                         ": field 'prompt': empty, and the tokenizer has no <bos>, so no position predicts the "
+                         "completion's first token");
   }
   if (std::find(config_.reward_funcs.begin(), config_.reward_funcs.end(), "accuracy") != config_.reward_funcs.end()) {
     sdk::require_string(example, config_.answer_field.c_str());

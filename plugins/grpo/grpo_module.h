@@ -31,12 +31,14 @@
 #include "grpo_config.h"
 #include "grpo_loss.h"
 
+#include "ptrain/sdk/chat.h"
 #include "ptrain/sdk/environment.h"
 #include "ptrain/sdk/rewards.h"
 #include "ptrain/sdk/train_module.h"
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace ptrain::grpo {
@@ -128,6 +130,8 @@ class GrpoModule final : public sdk::TrainModule {
   std::unique_ptr<GrpoMicrobatch> collate(const std::vector<int64_t>& members) const;
 
   GrpoConfig config_;
+  std::optional<sdk::ChatTemplate> chat_template_;  // the tokenizer's, copied at setup
+  bool tokenizer_has_bos_ = false;
   std::vector<std::unique_ptr<sdk::RewardFunction>> reward_functions_;
   std::unique_ptr<sdk::Environment> environment_;  // only with module.environment
   std::unique_ptr<sdk::LanguageModel> reference_;  // only when beta > 0

@@ -14,8 +14,7 @@ namespace {
 
 // [system] user assistant (user assistant)*: anything else trains the model on
 // a conversation shape it will never be prompted with.
-void check_turn_order(const std::vector<sdk::ChatMessage>& messages, const std::string& location) {
-  if (messages.empty()) throw sdk::DataError(location + ": field 'messages': empty conversation");
+void check_alternation(const std::vector<sdk::ChatMessage>& messages, const std::string& location) {
   const size_t first = messages.front().role == "system" ? 1 : 0;
   for (size_t i = first; i < messages.size(); ++i) {
     const char* expected = (i - first) % 2 == 0 ? "user" : "assistant";
@@ -25,6 +24,16 @@ void check_turn_order(const std::vector<sdk::ChatMessage>& messages, const std::
                            "\" (turns go [system,] user, assistant, user, assistant, ...)");
     }
   }
+}
+
+// A conversation ends with the assistant's turn. The built-in templates know
+// system, user and assistant in alternation; the model's own template
+// ("auto") decides which roles exist and in what order (docs/tokenizers.md):
+// it renders them (a `tool` turn) or refuses them.
+void check_conversation(const std::vector<sdk::ChatMessage>& messages, const sdk::ChatTemplate& chat_template,
+                        const std::string& location) {
+  if (messages.empty()) throw sdk::DataError(location + ": field 'messages': empty conversation");
+  if (!chat_template.renderer) check_alternation(messages, location);
   if (messages.back().role != "assistant") {
     throw sdk::DataError(location +
                          ": field 'messages': the last message must be the assistant's (nothing to "
@@ -64,7 +73,7 @@ void SftModule::check_example(const sdk::Example& example) const {
                            "tokenizer.chat_template (chatml, llama3, plain or custom)");
     }
     chat_template_->render(messages, false, example.location);  // unknown roles fail here, before training
-    check_turn_order(messages, example.location);
+    check_conversation(messages, *chat_template_, example.location);
     return;
   }
   // An empty completion is a valid example: its <eos> is the one trained
@@ -118,6 +127,13 @@ void SftModule::prepare_dataset(sdk::Context& ctx, const std::vector<sdk::Exampl
       "sft", std::string(stats.from_cache ? "loaded " : "tokenized ") + std::to_string(stats.examples) + " examples (" +
                  rate + ")" +
                  (stats.cache_file.empty() ? "" : (stats.from_cache ? " from " : ", cached in ") + stats.cache_file));
+  if (untrainable == static_cast<int64_t>(examples.size())) {
+    const std::string& first = examples.front().location;
+    throw sdk::DataError(first.substr(0, first.rfind(':')) + ": none of its " + std::to_string(examples.size()) +
+                         " examples has a trainable token left within data.max_length = " + std::to_string(max_length) +
+                         ", so every step would be skipped; raise data.max_length or shorten what precedes the "
+                         "trained text");
+  }
   if (untrainable > 0) {
     ctx.logger().warn("sft",
                       std::to_string(untrainable) + " of " + std::to_string(examples.size()) +

@@ -3,6 +3,7 @@
 #include "ptrain/sdk/errors.h"
 #include "ptrain/sdk/util/example_fields.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace ptrain::sdk {
@@ -175,12 +176,18 @@ ChatTokens tokenize_chat(const Tokenizer& tokenizer, const std::vector<ChatSegme
   ChatTokens out;
   std::vector<std::string_view> run;
   std::vector<bool> run_trainable;
-  std::vector<size_t> piece_of_id;
+  std::vector<PieceRange> pieces_of_id;
   const auto flush = [&]() {
     if (run.empty()) return;
-    const std::vector<int64_t> ids = tokenizer.encode_pieces(run, piece_of_id);
+    const std::vector<int64_t> ids = tokenizer.encode_pieces(run, pieces_of_id);
     out.ids.insert(out.ids.end(), ids.begin(), ids.end());
-    for (const size_t piece : piece_of_id) out.trainable.push_back(run_trainable[piece] ? 1 : 0);
+    // A token with any byte in a trainable segment is trained, as transformers'
+    // assistant mask (char_to_token of the span's first and last character) has it.
+    for (const PieceRange& pieces : pieces_of_id) {
+      const auto first = run_trainable.begin() + static_cast<std::ptrdiff_t>(pieces.first);
+      const auto last = run_trainable.begin() + static_cast<std::ptrdiff_t>(pieces.last) + 1;
+      out.trainable.push_back(std::find(first, last, true) != last ? 1 : 0);
+    }
     run.clear();
     run_trainable.clear();
   };

@@ -58,6 +58,9 @@ TEST_CASE("a chat template the engine cannot render is refused at start-up, nami
       {"a method", "{% for m in messages %}{{ m.content.zfill(3) }}{% endfor %}", "unsupported method '.zfill()'"},
       {"a test", "{% if messages is divisibleby(2) %}x{% endif %}", "unsupported test 'is divisibleby'"},
       {"an unclosed block", "{% for m in messages %}{{ m.content }}", "missing {% endfor %}"},
+      {"an if left open inside a for",
+       "{% for m in messages %}\n{% if m.role == 'user' %}{{ m.content }}\n{% endfor %}",
+       "line 2, column 4: {% if %} is left open: {% endfor %} at line 3, column 4 comes before its {% endif %}"},
       {"an unclosed tag", "{{ messages[0].content ", "line 1, column 1: {{ is never closed"},
   };
   for (const Case& c : cases) {

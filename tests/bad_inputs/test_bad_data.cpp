@@ -194,3 +194,24 @@ TEST_CASE("a bad held-out set ([eval] data) is refused like a bad training set",
   CHECK(examples[1].location == good.string() + ":2");
   for (const sdk::Example& example : examples) CHECK(example.index == -1);
 }
+
+TEST_CASE("an SFT dataset with no trainable token in any example is refused, naming the file", "[bad_inputs][data]") {
+  const fs::path dir = testing::fresh_test_dir("bad_data_untrainable");
+  // Prompts longer than data.max_length = 64: truncation leaves nothing to train on.
+  const std::string long_prompt = std::string(100, 'p');
+  const std::string line = "{\"prompt\": \"" + long_prompt + "\", \"completion\": \"x\"}\n";
+  const std::string chat = R"({"messages": [{"role": "user", "content": ")" + long_prompt +
+                           R"("}, {"role": "assistant", "content": "x"}]})" + "\n";
+  SftSetup setup("fail");
+  const fs::path none = testing::write_text_file(dir, "none.jsonl", line + chat + line);
+  const std::vector<sdk::Example> untrainable = setup.load(none);
+  testing::check_rejected([&] { setup.module.prepare_dataset(*setup.context, untrainable); }, "DataError",
+                          none.string() +
+                              ": none of its 3 examples has a trainable token left within "
+                              "data.max_length = 64");
+
+  // One trainable example is enough: the others are left out of their steps, with a warning.
+  const fs::path some = testing::write_text_file(dir, "some.jsonl", line + kGood + "\n" + chat);
+  const std::vector<sdk::Example> mixed = setup.load(some);
+  CHECK_NOTHROW(setup.module.prepare_dataset(*setup.context, mixed));
+}

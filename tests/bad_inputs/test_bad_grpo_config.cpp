@@ -3,6 +3,7 @@
 // writes through the same loader and the plugin's own reader.
 #include "catch.h"
 
+#include "bad_inputs/module_config.h"
 #include "bad_inputs/rejection.h"
 #include "support/run_command.h"
 #include "support/test_util.h"
@@ -20,16 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A valid grpo config; [module] is line 8, its keys start at line 9.
-const std::string kGrpo =
-    "plugin = \"grpo\"\n"        // 1
-    "[data]\n"                   // 2
-    "train = \"train.jsonl\"\n"  // 3
-    "[batch]\n"                  // 4
-    "global_size = 8\n"          // 5
-    "[train]\n"                  // 6
-    "max_steps = 10\n"           // 7
-    "[module]\n";                // 8
+const std::string kGrpo = testing::config_up_to_module("grpo");  // its [module] keys start at line 9
 
 sdk::ConfigSchema grpo_schema() {
   sdk::ConfigSchema schema;
@@ -74,6 +66,8 @@ TEST_CASE("bad GRPO policy-loss and dynamic-sampling keys name file:line and key
        ":10: key 'module.max_generation_rounds'", ""},
       {"refill without the filter", "max_generation_rounds = 4\n", ":9: key 'module.max_generation_rounds'",
        "but module.filter_zero_std_groups is false"},
+      {"an empty stop string", "stop_strings = [\"</answer>\", \"\"]\n", ":9: key 'module.stop_strings'",
+       "stop_strings[1] is empty, which stops nothing"},
   };
   for (const GrpoCase& c : cases) {
     DYNAMIC_SECTION(c.name) {

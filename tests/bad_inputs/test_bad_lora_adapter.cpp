@@ -13,6 +13,7 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -82,7 +83,43 @@ TEST_CASE("train refuses a lora.init adapter that does not fit the run", "[bad_i
        [](NamedTensors& t, nlohmann::json&) {
          t.emplace_back("base_model.model.lm_head.lora_A.weight", at::zeros({2, 16}));
        },
-       "/adapter_model.safetensors: unexpected tensor 'base_model.model.lm_head.lora_A.weight'"}};
+       "/adapter_model.safetensors: unexpected tensor 'base_model.model.lm_head.lora_A.weight'"},
+      // PEFT options that change what the adapter computes: honoured (use_rslora) or refused by name.
+      {"rsLoRA for a run without it", [](NamedTensors&, nlohmann::json& c) { c["use_rslora"] = true; },
+       "/adapter_config.json: use_rslora = true, but lora.use_rslora = false"},
+      {"use_rslora not a boolean", [](NamedTensors&, nlohmann::json& c) { c["use_rslora"] = "yes"; },
+       "/adapter_config.json: key 'use_rslora' = \"yes\", expected true or false"},
+      {"per-module ranks",
+       [](NamedTensors&, nlohmann::json& c) {
+         c["rank_pattern"] = {{"q_proj", 4}};
+       },
+       "/adapter_config.json: key 'rank_pattern' = {\"q_proj\":4}: per-module ranks are not supported"},
+      {"per-module alphas",
+       [](NamedTensors&, nlohmann::json& c) {
+         c["alpha_pattern"] = {{"model.layers.0.mlp.down_proj", 8}};
+       },
+       "/adapter_config.json: key 'alpha_pattern' = {\"model.layers.0.mlp.down_proj\":8}: per-module alphas are "
+       "not supported"},
+      {"DoRA", [](NamedTensors&, nlohmann::json& c) { c["use_dora"] = true; },
+       "/adapter_config.json: key 'use_dora' = true: DoRA (weight-decomposed LoRA) is not supported"},
+      {"some layers only", [](NamedTensors&, nlohmann::json& c) { c["layers_to_transform"] = 0; },
+       "/adapter_config.json: key 'layers_to_transform' = 0: adapting only some layers is not supported"},
+      {"modules trained in full", [](NamedTensors&, nlohmann::json& c) { c["modules_to_save"] = {"lm_head"}; },
+       "/adapter_config.json: key 'modules_to_save' = [\"lm_head\"]"},
+      {"a NaN in an adapter tensor",
+       [&](NamedTensors& t, nlohmann::json&) {
+         for (auto& [name, tensor] : t) {
+           if (name == q_b) tensor = tensor.detach().clone().index_put_({3, 1}, std::nan(""));
+         }
+       },
+       "/adapter_model.safetensors: tensor '" + q_b + "' holds 1 NaN or Inf values of 32"},
+      {"an Inf in an adapter tensor",
+       [&](NamedTensors& t, nlohmann::json&) {
+         for (auto& [name, tensor] : t) {
+           if (name == q_b) tensor = at::full({16, 2}, INFINITY);
+         }
+       },
+       "/adapter_model.safetensors: tensor '" + q_b + "' holds 32 NaN or Inf values of 32"}};
 
   for (const AdapterCase& c : cases) {
     DYNAMIC_SECTION(c.name) {

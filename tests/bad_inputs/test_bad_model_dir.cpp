@@ -16,6 +16,7 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -59,6 +60,13 @@ TEST_CASE("bad model directories are rejected naming the tensor or key", "[bad_i
       {"integer dtype",
        [&](const fs::path&, NamedTensors& t, nlohmann::json&) { t[0].second = t[0].second.to(at::kLong); },
        ": tensor '" + embed + "' has dtype Long"},
+      {"a NaN in a weight",
+       [&](const fs::path&, NamedTensors& t, nlohmann::json&) {
+         for (auto& [name, tensor] : t) {
+           if (name == q_proj) tensor = tensor.detach().clone().index_put_({0, 5}, std::nan(""));
+         }
+       },
+       ": tensor '" + q_proj + "' holds 1 NaN or Inf values of 1024"},
       {"unexpected tensor",
        [&](const fs::path&, NamedTensors& t, nlohmann::json&) {
          t.emplace_back("model.layers.9.mlp.weight", at::zeros({2}));
@@ -201,10 +209,23 @@ TEST_CASE("bad model directories are rejected naming the tensor or key", "[bad_i
          model::write_safetensors(dir / "a.safetensors", t);
          model::write_safetensors(dir / "b.safetensors", {t[0]});
          write_json(dir / "model.safetensors.index.json",
-                    {{"weight_map", {{embed, "a.safetensors"}, {t[1].first, "b.safetensors"}}}});
+                    {{"weight_map", {{embed, "b.safetensors"}, {t[1].first, "a.safetensors"}}}});
          t.clear();  // nothing more to write
        },
        ": tensor '" + embed + "' appears in more than one file"},
+      {"index listing a tensor in a shard that lacks it",
+       [&](const fs::path& dir, NamedTensors& t, nlohmann::json&) {
+         fs::remove(dir / "model.safetensors");
+         model::write_safetensors(dir / "a.safetensors", {t.begin(), t.begin() + 1});
+         model::write_safetensors(dir / "b.safetensors", {t.begin() + 1, t.end()});
+         nlohmann::json weight_map;
+         for (size_t i = 0; i < t.size(); ++i) weight_map[t[i].first] = i == 0 ? "a.safetensors" : "b.safetensors";
+         weight_map[t[2].first] = "a.safetensors";  // it is in b
+         write_json(dir / "model.safetensors.index.json", {{"weight_map", weight_map}});
+         t.clear();
+       },
+       "/a.safetensors: holds no tensor '" + good[2].first +
+           "', which model.safetensors.index.json lists in this shard"},
   };
   for (const ModelDirCase& c : cases) {
     DYNAMIC_SECTION(c.name) {

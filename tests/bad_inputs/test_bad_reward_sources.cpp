@@ -48,6 +48,9 @@ TEST_CASE("unusable Python rewards and reward servers are refused naming the key
       {"missing file", "\"python:" + missing + ":score\"", "python reward file '" + missing + "': no such file"});
   cases.push_back({"missing function", "\"python:" + file + ":scroe\"",
                    file + ": defines no function 'scroe'; it defines digit_count, "});
+  const std::string call_errors = fs::canonical(kRewardFile.parent_path() / "call_errors.py").string();
+  cases.push_back({"a function without **kwargs", "\"python:" + call_errors + ":exact\"",
+                   call_errors + ": reward function 'exact' takes no **kwargs"});
 #else
   cases.push_back({"built without Python", "\"python:" + file + ":digit_count\"",
                    "python reward file '" + file + "': this ptrain was built without Python rewards " +

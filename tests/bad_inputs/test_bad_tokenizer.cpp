@@ -138,3 +138,29 @@ TEST_CASE("unsupported or malformed SentencePiece tokenizer.json parts are refus
     testing::check_rejected([&] { load_written(path, file); }, "ConfigError", path.string() + ": " + c.location);
   }
 }
+
+TEST_CASE("ptrain tokenize --decode refuses ids the tokenizer does not have, naming the line and entry",
+          "[bad_inputs][tokenizer]") {
+  const fs::path dir = ptrain::testing::fresh_test_dir("bad_decode_ids");
+  struct DecodeCase {
+    const char* name;
+    std::string ids;
+    std::string message;
+  };
+  const std::vector<DecodeCase> cases = {
+      {"a negative id", "[104, 105]\n[104, -1]\n",
+       "stdin:2: id -1 (entry 1) is not a token id of this tokenizer, which has ids 0 to 258"},
+      {"an id past the vocabulary", "[259]\n", "stdin:1: id 259 (entry 0) is not a token id of this tokenizer"},
+      {"an id past int64", "[18446744073709551615]\n", "stdin:1: id 18446744073709551615 (entry 0) is not a token id"},
+  };
+  for (const DecodeCase& c : cases) {
+    DYNAMIC_SECTION(c.name) {
+      std::ofstream(dir / "ids.txt") << c.ids;
+      const ptrain::testing::CommandResult result =
+          ptrain::testing::run_ptrain("tokenize --tokenizer bytes --decode < " + (dir / "ids.txt").string() + " 2>&1");
+      INFO(result.output);
+      CHECK(result.exit_code != 0);
+      CHECK_THAT(result.output, Catch::Contains(c.message));
+    }
+  }
+}

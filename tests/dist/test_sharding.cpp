@@ -144,12 +144,13 @@ struct PairedRuns {
 // "full" (in dir/<name>_none and dir/<name>_full): every logged metric within
 // `metric_tolerance` relative or `metric_margin` absolute, final weights within 1e-6.
 PairedRuns full_against_none(const fs::path& dir, const std::string& name, const fs::path& config,
-                             const std::string& extra, double metric_tolerance, double metric_margin = 1e-12) {
+                             const std::string& extra, double metric_tolerance, double metric_margin = 1e-12,
+                             const std::string& full_only_extra = "") {
   PairedRuns runs{dir / (name + "_none"), dir / (name + "_full"), "", ""};
   const CommandResult replicated_run = train(2, config, runs.none, "none", extra);
   INFO(name << "\n" << replicated_run.output);
   REQUIRE(replicated_run.exit_code == 0);
-  const CommandResult sharded_run = train(2, config, runs.full, "full", extra);
+  const CommandResult sharded_run = train(2, config, runs.full, "full", extra + full_only_extra);
   INFO(sharded_run.output);
   REQUIRE(sharded_run.exit_code == 0);
   check_same_metrics(runs.full, runs.none, metric_tolerance, metric_margin);
@@ -267,8 +268,9 @@ TEST_CASE("full sharding: GRPO rollouts from the policy's layers held whole give
   // distributed.generation_gather = "whole": one gather of every layer per
   // rollout call instead of one per decoding step, the same samples.
   const fs::path dir = testing::fresh_test_dir("sharding_full_whole_rollouts");
-  const PairedRuns runs = full_against_none(dir, "whole", write_plugin_config(dir, "grpo"),
-                                            " --set distributed.generation_gather=\"whole\"", 1e-5, 2e-7);
+  // (A key of sharding "full" only: the replicated run is refused it.)
+  const PairedRuns runs = full_against_none(dir, "whole", write_plugin_config(dir, "grpo"), "", 1e-5, 2e-7,
+                                            " --set distributed.generation_gather=\"whole\"");
   CHECK_THAT(runs.full_output, Catch::Contains("rollouts hold them whole"));
 }
 

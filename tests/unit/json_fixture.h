@@ -27,4 +27,19 @@ inline std::vector<sdk::ChatMessage> messages_of(const nlohmann::json& list) {
   return messages;
 }
 
+// A tokenizer.json with a variant's JSON-pointer edits (variants.json in
+// tests/fixtures/tokenizers), applied exactly as make_reference.mjs does.
+inline nlohmann::json apply_variant(nlohmann::json tokenizer, const nlohmann::json& variant) {
+  if (variant.contains("set")) {
+    for (const auto& [pointer, value] : variant.at("set").items())
+      tokenizer[nlohmann::json::json_pointer(pointer)] = value;
+  }
+  if (variant.contains("append")) {
+    for (const auto& [pointer, items] : variant.at("append").items()) {
+      for (const auto& item : items) tokenizer[nlohmann::json::json_pointer(pointer)].push_back(item);
+    }
+  }
+  return tokenizer;
+}
+
 }  // namespace ptrain::json_fixture

@@ -25,25 +25,13 @@ using nlohmann::json;
 
 using ptrain::testing::error_of;
 
+using ptrain::json_fixture::apply_variant;
 using ptrain::json_fixture::read_json;
 
 namespace {
 
 const fs::path kFixtures = PTRAIN_TOKENIZER_FIXTURE_DIR;     // corpus, variants, reference ids
 const fs::path kExtracted = PTRAIN_TOKENIZER_EXTRACTED_DIR;  // <base>/tokenizer.json, tokenizer_config.json
-
-// Applies a variant's JSON-pointer edits, exactly as make_reference.mjs does.
-json apply_variant(json tokenizer, const json& variant) {
-  if (variant.contains("set")) {
-    for (const auto& [pointer, value] : variant.at("set").items()) tokenizer[json::json_pointer(pointer)] = value;
-  }
-  if (variant.contains("append")) {
-    for (const auto& [pointer, items] : variant.at("append").items()) {
-      for (const auto& item : items) tokenizer[json::json_pointer(pointer)].push_back(item);
-    }
-  }
-  return tokenizer;
-}
 
 // Every variant of one base file agrees with the reference on every corpus text.
 void check_family(const std::string& base, int min_variants = 2) {
@@ -132,12 +120,16 @@ TEST_CASE("tokenizer.json: SentencePiece-style encode_pieces equals encode (Prep
   for (const auto piece : pieces) whole += piece;
   for (const json& file : {tokenizer_json, metaspace_json}) {
     const auto tokenizer = tokenizer::HfTokenizer::from_json(file, json(), "llama2");
-    std::vector<size_t> piece_of_id;
-    const std::vector<int64_t> ids = tokenizer->encode_pieces(pieces, piece_of_id);
+    std::vector<sdk::PieceRange> pieces_of_id;
+    const std::vector<int64_t> ids = tokenizer->encode_pieces(pieces, pieces_of_id);
     CHECK(ids == tokenizer->encode(whole));
-    REQUIRE(piece_of_id.size() == ids.size());
-    CHECK(piece_of_id.front() == 0);
-    CHECK(piece_of_id.back() == 4);
+    REQUIRE(pieces_of_id.size() == ids.size());
+    CHECK(pieces_of_id.front().first == 0);
+    CHECK(pieces_of_id.back().first == 4);
+    CHECK(pieces_of_id.back().last == 4);
+    // Without a pre-tokenizer splitting the text, the tokens still follow
+    // their own bytes: the last token before "</s>" ("wer") is in piece 2.
+    CHECK(pieces_of_id[pieces_of_id.size() - 3].first == 2);
   }
 }
 
@@ -221,17 +213,19 @@ TEST_CASE("tokenizer.json: encode_pieces equals encode and attributes ids to pie
   const std::vector<std::string_view> pieces = {"<|im_start|>assistant\n", "\nHello there", "<|im_end|>", "\n"};
   std::string whole;
   for (const auto piece : pieces) whole += piece;
-  std::vector<size_t> piece_of_id;
-  const std::vector<int64_t> ids = tokenizer->encode_pieces(pieces, piece_of_id);
+  std::vector<sdk::PieceRange> pieces_of_id;
+  const std::vector<int64_t> ids = tokenizer->encode_pieces(pieces, pieces_of_id);
   CHECK(ids == tokenizer->encode(whole));
-  REQUIRE(piece_of_id.size() == ids.size());
-  CHECK(piece_of_id.front() == 0);
+  REQUIRE(pieces_of_id.size() == ids.size());
+  CHECK(pieces_of_id.front().first == 0);
   CHECK(ids.back() == tokenizer->encode("\n").front());
-  CHECK(piece_of_id.back() == 3);
-  // "\n\n" spans pieces 0 and 1 and belongs to the first; "Hello" is in piece 1.
+  CHECK(pieces_of_id.back().first == 3);
+  // "\n\n" spans pieces 0 and 1; "Hello" and " there" are in piece 1.
+  CHECK(ids[2] == tokenizer->encode("\n\n").front());
+  CHECK((pieces_of_id[2].first == 0 && pieces_of_id[2].last == 1));
   const size_t im_end = static_cast<size_t>(std::find(ids.begin(), ids.end(), 151645) - ids.begin());
-  CHECK(piece_of_id[im_end] == 2);
-  CHECK(piece_of_id[im_end - 1] == 1);
+  CHECK((pieces_of_id[im_end].first == 2 && pieces_of_id[im_end].last == 2));
+  CHECK((pieces_of_id[im_end - 1].first == 1 && pieces_of_id[im_end - 1].last == 1));
 }
 
 TEST_CASE("tokenizer.json: single_word added tokens match whole words only", "[tokenizer]") {

@@ -129,7 +129,19 @@ TEST_CASE("jinja: an unsupported construct is refused at parse time, naming it a
   CHECK_THAT(parse_error("a\n{{ x "), Catch::Contains("line 2, column 1") && Catch::Contains("never closed"));
   CHECK_THAT(parse_error("{{ 'abc }}"), Catch::Contains("string literal is never closed"));
   CHECK_THAT(parse_error("{# note"), Catch::Contains("comment {# is never closed"));
-  CHECK_THAT(parse_error("{% if x %}{% else %}{% elif y %}{% endif %}"), Catch::Contains("unsupported tag 'elif'"));
+  CHECK_THAT(parse_error("{% if x %}{% else %}{% elif y %}{% endif %}"),
+             Catch::Contains("line 1, column 4: {% if %} is left open: {% elif %} at line 1, column 24 comes before "
+                             "its {% endif %}"));
+  // The block left open is the error, not the end tag that meets it.
+  CHECK_THAT(parse_error("{% for m in messages %}\n  {% if m.role == 'user' %}{{ m.content }}\n{% endfor %}"),
+             Catch::Contains("line 2, column 6: {% if %} is left open: {% endfor %} at line 3, column 4 comes "
+                             "before its {% endif %}"));
+  CHECK_THAT(parse_error("{% if x %}\n{% for m in messages %}{% endif %}"),
+             Catch::Contains("line 2, column 4: {% for %} is left open: {% endif %} at line 2, column 27"));
+  CHECK_THAT(parse_error("x{% endfor %}"),
+             Catch::Contains("line 1, column 5: unexpected {% endfor %}: no open block ends or continues here"));
+  CHECK_THAT(parse_error("{% if x %}\n{% for m in messages %}x"),
+             Catch::Contains("line 2, column 4: {% for %} is never closed: missing {% endfor %}"));
   CHECK_THAT(parse_error("{{ a b }}"), Catch::Contains("expected '}}', got 'b'"));
   CHECK_THAT(parse_error("{{ 1 + }}"), Catch::Contains("expected an expression, got '}}'"));
 }

@@ -276,6 +276,63 @@ TEST_CASE("merged weights are W + (alpha/r) B A and give the adapted model's log
   CHECK(relative_error({logits_of(*merged)}, {logits_of(*model)}) <= 1e-5);
 }
 
+// PEFT's use_rslora (peft/tuners/lora/layer.py, update_layer): scaling =
+// lora_alpha / math.sqrt(r) instead of lora_alpha / r.
+TEST_CASE("rsLoRA scales the update by alpha / sqrt(r), and its adapter directory says so", "[lora]") {
+  const testing::TempDir dir("lora_rslora");
+  model::LoraSpec spec = spec_of(4, 6.0, {model::LoraTarget::kV, model::LoraTarget::kDown});
+  spec.use_rslora = true;
+  auto model = lora_model(14, spec);
+  randomise_b(*model, 141);
+  const auto merged = model->merged_copy();
+  const auto adapters = by_name(model->named_parameters());
+  const auto base = by_name(model->base_parameters());
+  const auto merged_weights = by_name(merged->named_parameters());
+  const double scaling = 6.0 / 2.0;  // lora_alpha / sqrt(r) = 6 / sqrt(4)
+  for (const model::LoraTarget target : spec.targets) {
+    const std::string name = base_weight_name(1, target);
+    INFO(name);
+    const at::Tensor expected =
+        base.at(name).detach() + scaling * at::mm(adapters.at(model::lora_key(1, target, 'B')).detach(),
+                                                  adapters.at(model::lora_key(1, target, 'A')).detach());
+    CHECK(at::allclose(merged_weights.at(name), expected, 1e-6, 1e-7));
+  }
+  CHECK(relative_error({logits_of(*merged)}, {logits_of(*model)}) <= 1e-5);
+
+  model::save_lora_adapter_dir(*model, dir.path() / "adapter", at::kFloat);
+  const nlohmann::json config = nlohmann::json::parse(std::ifstream(dir.path() / "adapter" / "adapter_config.json"));
+  CHECK(config.at("use_rslora") == true);
+  auto reloaded = lora_model(14, spec);
+  model::load_lora_adapter_dir(*reloaded, dir.path() / "adapter");
+  CHECK(at::equal(logits_of(*reloaded), logits_of(*model)));
+  // A run without rsLoRA would scale the same adapter by alpha / r: refused.
+  auto plain = lora_model(14, spec_of(4, 6.0, {model::LoraTarget::kV, model::LoraTarget::kDown}));
+  CHECK(testing::contains(testing::error_of([&] { model::load_lora_adapter_dir(*plain, dir.path() / "adapter"); }),
+                          "adapter_config.json: use_rslora = true, but lora.use_rslora = false"));
+}
+
+// Every key PEFT 0.21 writes (LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj"],
+// task_type="CAUSAL_LM").to_dict()), the options ptrain refuses set to their off values.
+TEST_CASE("an adapter_config.json as PEFT writes it, every option off, loads", "[lora]") {
+  const testing::TempDir dir("lora_peft_config");
+  auto saved = lora_model(15, spec_of(2, 4.0, {model::LoraTarget::kQ}));
+  randomise_b(*saved, 151);
+  model::save_lora_adapter_dir(*saved, dir.path() / "adapter", at::kFloat);
+  std::ofstream(dir.path() / "adapter" / "adapter_config.json") << R"({"task_type": "CAUSAL_LM", "peft_type": "LORA",
+    "auto_mapping": null, "peft_version": "0.21.2", "base_model_name_or_path": null, "revision": null,
+    "inference_mode": false, "r": 2, "target_modules": ["q_proj"], "exclude_modules": null, "lora_alpha": 4,
+    "lora_dropout": 0.0, "fan_in_fan_out": false, "bias": "none", "use_rslora": false, "modules_to_save": null,
+    "init_lora_weights": true, "layers_to_transform": null, "layers_pattern": null, "rank_pattern": {},
+    "alpha_pattern": {}, "megatron_config": null, "megatron_core": "megatron.core", "trainable_token_indices": null,
+    "loftq_config": {}, "eva_config": null, "corda_config": null, "lora_ga_config": null, "use_dora": false,
+    "velora_config": null, "alora_invocation_tokens": null, "use_qalora": false, "qalora_group_size": 16,
+    "monteclora_config": null, "layer_replication": null, "lora_bias": false, "target_parameters": null,
+    "use_bdlora": null, "arrow_config": null, "kasa_config": null, "ensure_weight_tying": false})";
+  auto reloaded = lora_model(15, spec_of(2, 4.0, {model::LoraTarget::kQ}));
+  model::load_lora_adapter_dir(*reloaded, dir.path() / "adapter");
+  CHECK(at::equal(logits_of(*reloaded), logits_of(*saved)));
+}
+
 TEST_CASE("a PEFT adapter directory saves and loads to the same logits", "[lora]") {
   const testing::TempDir dir("lora_save");
   const model::LoraSpec spec = spec_of(2, 4.0, {model::LoraTarget::kQ, model::LoraTarget::kV});

@@ -107,6 +107,19 @@ TEST_CASE("a Python reward that breaks the contract stops with its name and the 
                           Catch::Contains("line 30, in _score_or_fail") &&
                           Catch::Contains("ValueError: cannot score ' 2 '"));
   }
+  SECTION("an exception the call itself raises (no traceback frame of the function)") {
+    const fs::path call_errors = fs::canonical(fs::path(PTRAIN_TEST_FIXTURE_DIR) / "rewards" / "call_errors.py");
+    std::string error = "(no error)";
+    try {
+      rewards::open_python_reward_file(call_errors.string())->create("needs_gold")->score(batch.inputs);
+    } catch (const sdk::PluginError& e) {
+      error = e.what();
+    }
+    CHECK_THAT(error, Catch::StartsWith("reward function 'needs_gold' of " + call_errors.string() +
+                                        " raised an exception:\n"));
+    CHECK_THAT(error,
+               Catch::Contains("TypeError") && Catch::Contains("missing 1 required positional argument: 'gold'"));
+  }
   SECTION("the wrong number of scores") {
     CHECK(score_error("wrong_length") ==
           "reward function 'wrong_length' of " + file + " returned 3 scores for 2 completions");
@@ -151,6 +164,10 @@ TEST_CASE("Python reward files and names that cannot be used are config errors n
              Catch::StartsWith("python reward file '" + import_fails + "': importing it raised an exception:\n"));
   CHECK_THAT(error, Catch::Contains("import_fails.py\", line 4, in <module>") &&
                         Catch::Contains("json.decoder.JSONDecodeError"));
+  // A function without **kwargs is refused when it is set up, naming it and its file.
+  const fs::path call_errors = fs::canonical(fs::path(PTRAIN_TEST_FIXTURE_DIR) / "rewards" / "call_errors.py");
+  CHECK_THAT(config_error([&] { rewards::open_python_reward_file(call_errors.string())->create("exact"); }),
+             Catch::StartsWith(call_errors.string() + ": reward function 'exact' takes no **kwargs"));
   // The core's reward loader opens python: specs (Context::open_reward_library).
   CHECK(plugin::load_reward_library("python:" + kRewardFile.string(), {})->function_names().size() == 9);
 }

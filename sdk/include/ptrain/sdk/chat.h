@@ -94,14 +94,15 @@ std::string segments_to_text(const std::vector<ChatSegment>& segments, const std
 
 struct ChatTokens {
   std::vector<int64_t> ids;
-  std::vector<uint8_t> trainable;  // same length as ids: 1 where the id belongs to a trainable segment
+  std::vector<uint8_t> trainable;  // same length as ids: 1 where the id covers a byte of a trainable segment
 };
 
 // Tokenizes rendered segments. Runs of text between {bos}/{eos} are encoded
 // as one text (Tokenizer::encode_pieces), so the ids equal those of the whole
-// rendered string; an id is trainable when its first byte lies in a trainable
-// segment. Throws ConfigError if the template uses {bos} or {eos} and the
-// tokenizer has none.
+// rendered string; an id is trainable when any of its bytes lies in a
+// trainable segment (a token straddling a role header and the assistant's
+// content is trained, as in transformers' assistant mask). Throws
+// ConfigError if the template uses {bos} or {eos} and the tokenizer has none.
 ChatTokens tokenize_chat(const Tokenizer& tokenizer, const std::vector<ChatSegment>& segments);
 
 }  // namespace ptrain::sdk

@@ -12,6 +12,12 @@ namespace ptrain::sdk {
 
 class ChatTemplate;
 
+// The input pieces one token's bytes come from: pieces[first] to pieces[last].
+struct PieceRange {
+  size_t first = 0;
+  size_t last = 0;
+};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
@@ -28,13 +34,13 @@ class Tokenizer {
   virtual int64_t vocab_size() const = 0;  // smallest vocab a model must have
 
   // Encodes the concatenation of `pieces` exactly as encode() would and sets
-  // piece_of_id[i] to the piece that id i's first byte comes from (a token
-  // that straddles two pieces belongs to the first). Chat loss masks use it:
-  // the text is tokenized once, and ids are attributed to turns afterwards.
-  // The default encodes each piece on its own, which is exact only for
+  // pieces_of_id[i] to the pieces whose bytes id i covers (a token that
+  // straddles a boundary covers both sides). Chat loss masks use it: the text
+  // is tokenized once, and ids are attributed to turns afterwards. The
+  // default encodes each piece on its own, which is exact only for
   // tokenizers whose ids never span two pieces (bytes); BPE overrides it.
   virtual std::vector<int64_t> encode_pieces(const std::vector<std::string_view>& pieces,
-                                             std::vector<size_t>& piece_of_id) const;
+                                             std::vector<PieceRange>& pieces_of_id) const;
 
   // The id of an added/special token given its text ("<|im_end|>"), if any.
   virtual std::optional<int64_t> token_id(std::string_view token) const { return std::nullopt; }
