@@ -197,7 +197,9 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
                                            microbatch_plan(config));
   run->model_files = std::move(model_files);
   run->context().set_example_source([&run = *run](int64_t step) { return run.rank_examples(step); });
-  run->state = {0, 0, communicator.world_size(), plugin.info().name, new_run_id()};
+  run->state.world_size = communicator.world_size();
+  run->state.plugin = plugin.info().name;
+  run->state.run_id = new_run_id();
   checkpoint::NamedTensors optimizer_state;
   if (resume_checkpoint) {
     optimizer_state = resume_from(*resume_checkpoint, plugin.info().name, *run);

@@ -8,6 +8,7 @@
 #include "support/test_util.h"
 
 #include <nlohmann/json.hpp>
+#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -34,6 +35,17 @@ fs::path write_config(const fs::path& dir) {
   return path;
 }
 
+// Rewrites `name` in checkpoint `dir` and its size and CRC-32 in
+// manifest.json, as a hand edit that also fixed the manifest would: the
+// record itself, not the checksum, is what is wrong.
+void rewrite_checkpoint_file(const fs::path& dir, const std::string& name, const std::string& text) {
+  std::ofstream(dir / name) << text;
+  nlohmann::json manifest = nlohmann::json::parse(std::ifstream(dir / "manifest.json"));
+  const auto* bytes = reinterpret_cast<const Bytef*>(text.data());
+  manifest["files"][name] = {{"bytes", text.size()}, {"crc32", ::crc32(0L, bytes, static_cast<uInt>(text.size()))}};
+  std::ofstream(dir / "manifest.json") << manifest.dump(2);
+}
+
 // Trains the two steps, then replaces `key` of step_2's trainer_state.json
 // with `value` and resumes for a third step. Returns the resumed run.
 testing::CommandResult resume_spoiled(const fs::path& dir, const nlohmann::json::json_pointer& key,
@@ -42,11 +54,11 @@ testing::CommandResult resume_spoiled(const fs::path& dir, const nlohmann::json:
   const testing::CommandResult first = testing::run_ptrain("train -c " + config.string() + " 2>&1");
   INFO(first.output);
   REQUIRE(first.exit_code == 0);
-  const fs::path state_path = dir / "run" / "checkpoints" / "step_2" / "trainer_state.json";
-  nlohmann::json state = nlohmann::json::parse(std::ifstream(state_path));
+  const fs::path checkpoint = dir / "run" / "checkpoints" / "step_2";
+  nlohmann::json state = nlohmann::json::parse(std::ifstream(checkpoint / "trainer_state.json"));
   REQUIRE(state.contains(key));
   state[key] = value;
-  std::ofstream(state_path) << state.dump(2);
+  rewrite_checkpoint_file(checkpoint, "trainer_state.json", state.dump(2));
   return testing::run_ptrain("train -c " + config.string() + " --set train.max_steps=3 --resume auto 2>&1");
 }
 
