@@ -2,17 +2,18 @@
 """Writes the bundled DPO preference dataset: two-digit arithmetic, the right
 answer preferred to a plausible wrong one.
 
-    python3 scripts/make_dpo_data.py --count 512 --seed 1 > data/arith_prefs/train.jsonl
+    python3 scripts/make_dpo_data.py --count 512 --seed 1 -o data/arith_prefs/train.jsonl
 
 Each line is {"prompt": "37+45=", "chosen": "82", "rejected": "72"}. Prompts
 come from the same task as data/arith (scripts/make_arith_data.py); the wrong
 answers are the mistakes a learner makes: off by one or two, a dropped or
-doubled carry (±10), or swapped digits.
+doubled carry (±10), or swapped digits. -o writes the file whole or not at all
+(scripts/jsonl_output.py); without it the lines go to standard output.
 """
 import argparse
-import json
 import random
 
+from jsonl_output import write_jsonl
 from make_arith_data import make_example
 
 
@@ -35,10 +36,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=512)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("-o", "--output", default="-", help="the file to write (default: standard output)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
-    for _ in range(args.count):
-        print(json.dumps(make_pair(rng)))
+    write_jsonl(args.output, [make_pair(rng) for _ in range(args.count)])
 
 
 if __name__ == "__main__":

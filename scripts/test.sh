@@ -5,13 +5,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test
 # The Python environment (.venv) of the tests labelled `clients` (ptrain next to
-# transformers, PEFT and TRL) and of the other tests' helper scripts;
-# PTRAIN_CLIENT_TESTS=OFF leaves out both.
+# transformers, PEFT and TRL), of those labelled `docs` (the docs' commands run
+# with its Python) and of the other tests' helper scripts;
+# PTRAIN_CLIENT_TESTS=OFF leaves out the environment and both labels.
 ctest_args=()
 if [ "${PTRAIN_CLIENT_TESTS:-ON}" != OFF ]; then
   scripts/python-env.sh
 else
-  ctest_args+=(--label-exclude clients)
+  ctest_args+=(--label-exclude 'clients|docs')
 fi
 build_dir="${PTRAIN_BUILD_DIR:-build}"
 # A build dir that scripts/quickstart.sh made has the tests and benchmarks off.

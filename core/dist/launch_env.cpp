@@ -149,6 +149,9 @@ LaunchEnv read_launch_env() {
     launch.local_world_size = env_int("LOCAL_WORLD_SIZE", launch.world_size, 1);
     launch.master_addr = env("MASTER_ADDR").value_or("127.0.0.1");
     launch.master_port = env_port("MASTER_PORT", launch.world_size == 1 ? std::optional<int>(29500) : std::nullopt);
+    if (env("TORCHELASTIC_USE_AGENT_STORE") == std::optional<std::string>("True")) {
+      launch.agent_store_prefix = "/worker/attempt_" + std::to_string(env_int("TORCHELASTIC_RESTART_COUNT", 0, 0));
+    }
   } else if (env("SLURM_PROCID")) {
     launch.source = "slurm";
     launch.rank = env_int("SLURM_PROCID", std::nullopt, 0);

@@ -14,9 +14,15 @@ struct LaunchEnv {
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   std::string source = "single process";  // "torchrun", "slurm" or "single process"
+  // Under torchrun's agent, which serves the store at MASTER_ADDR:MASTER_PORT
+  // itself (TORCHELASTIC_USE_AGENT_STORE=True): every rank joins it as a
+  // client, its keys under "/worker/attempt_<TORCHELASTIC_RESTART_COUNT>" so a
+  // restarted attempt never reads the last one's. Empty: rank 0 serves the store.
+  std::string agent_store_prefix;
 };
 
-// RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/MASTER_ADDR/MASTER_PORT when
+// RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/MASTER_ADDR/MASTER_PORT (and
+// torchrun's TORCHELASTIC_USE_AGENT_STORE, TORCHELASTIC_RESTART_COUNT) when
 // RANK is set; else SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID (master: the
 // first host of SLURM_JOB_NODELIST, else SLURM_NODELIST, unless MASTER_ADDR
 // is set; the local world size from SLURM_TASKS_PER_NODE) when SLURM_PROCID

@@ -3,6 +3,7 @@
 #include "core/dist/c10d_compat.h"
 #include "ptrain/sdk/errors.h"
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <algorithm>
@@ -112,15 +113,17 @@ class Meeting {
 c10::intrusive_ptr<c10d::Store> connect(const LaunchEnv& launch, std::chrono::seconds timeout) {
   c10d::TCPStoreOptions options = c10d_compat::store_options();
   options.port = static_cast<uint16_t>(launch.master_port);  // checked to be a port (launch_env.h)
-  options.isServer = launch.rank == 0;
+  options.isServer = launch.rank == 0 && launch.agent_store_prefix.empty();  // else torchrun's agent serves it
   options.numWorkers = launch.world_size;
   options.waitWorkers = false;  // the meeting waits, under one deadline
   options.timeout = timeout;
   const std::string where = launch.master_addr + ":" + std::to_string(launch.master_port);
   try {
-    return c10::make_intrusive<c10d::TCPStore>(launch.master_addr, options);
+    c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::TCPStore>(launch.master_addr, options);
+    if (launch.agent_store_prefix.empty()) return store;
+    return c10::make_intrusive<c10d::PrefixStore>(launch.agent_store_prefix, store);
   } catch (const std::exception& error) {
-    if (launch.rank == 0) {
+    if (options.isServer) {
       throw sdk::Error("rank 0 of " + std::to_string(launch.world_size) + ": cannot serve the rendezvous at " + where +
                        " (is MASTER_PORT in use, or MASTER_ADDR not this host?): " + first_line(error));
     }

@@ -34,6 +34,7 @@ void save_policy(TrainingRun& run, const fs::path& dir) {
 TrainSummary finish(TrainingRun& run, Checkpointer& checkpointer, StepRecorder& recorder,
                     const std::string& stop_reason) {
   recorder.close();
+  run.directory->confirm_start();  // also when no step was left to run
   log_state_memory(run);
   checkpointer.at_end(run.state.completed_steps);
   TrainSummary summary{run.state.completed_steps - run.first_step, run.state.skipped_steps,
@@ -108,7 +109,9 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
     recorder.record({step + 1, epoch, lr, grad_norm, &gradient, &totals, run->state.skipped_steps, guard.faults(),
                      guard.spikes(), &eval});
     stopping = stopping || totals.stop_requested;
-    if (checkpointer.after_step(run->state.completed_steps, stopping) && stopping) return stopped(*run);
+    const bool saved = checkpointer.after_step(run->state.completed_steps, stopping);
+    run->directory->confirm_start();  // a step completed: the run it replaced can go
+    if (saved && stopping) return stopped(*run);
     if (best.stop_early()) break;
   }
   return finish(*run, checkpointer, recorder, best.stop_reason());

@@ -9,8 +9,8 @@ const sdk::ConfigBinder<SftConfig>& binder() {
   static const auto binder =
       sdk::ConfigBinder<SftConfig>()
           .choice("loss_agg", &SftConfig::loss_agg, sdk::loss_aggregation_choices(), sdk::LossAggregation::kTokenMean,
-                  "how token losses become the step loss (DESIGN.md §2): token_mean averages over all trainable "
-                  "tokens of the global batch; seq_* modes average over sequences")
+                  "how token losses become the step loss (docs/architecture.md, the update step): token_mean "
+                  "averages over all trainable tokens of the global batch; seq_* modes average over sequences")
           .key("norm_constant", &SftConfig::norm_constant, 0.0,
                "C of seq_mean_token_sum_norm (each sequence's token sum is divided by C); 0: data.max_length",
                sdk::at_least(0.0))

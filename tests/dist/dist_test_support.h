@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/types.h>
 
 #include <cmath>
@@ -15,9 +16,26 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ptrain::dist_test {
+
+// Sets environment variables (a launcher's) for the lifetime of the object and clears them after.
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(std::vector<std::pair<std::string, std::string>> values) : values_(std::move(values)) {
+    for (const auto& [name, value] : values_) ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    for (const auto& [name, value] : values_) ::unsetenv(name.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> values_;
+};
 
 inline std::string launch_worker(int nproc, const std::string& arguments) {
   return "launch --nproc " + std::to_string(nproc) + " -- " + PTRAIN_DIST_WORKER + " " + arguments;

@@ -38,28 +38,12 @@ CommandResult run_two_slurm_tasks(const std::string& command) {
                               "; task0=$?; wait $task1; exit $((task0 | $?)); }");
 }
 
-// Sets Slurm's variables for the lifetime of the object and clears them after.
-class ScopedEnv {
- public:
-  explicit ScopedEnv(std::vector<std::pair<std::string, std::string>> values) : values_(std::move(values)) {
-    for (const auto& [name, value] : values_) ::setenv(name.c_str(), value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    for (const auto& [name, value] : values_) ::unsetenv(name.c_str());
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::vector<std::pair<std::string, std::string>> values_;
-};
-
 }  // namespace
 
 TEST_CASE("Slurm's variables give rank, world, local world size and the rendezvous host", "[dist][slurm]") {
   REQUIRE(std::getenv("RANK") == nullptr);
   SECTION("task 5 of 12 on the second node of 4(x2),4") {
-    const ScopedEnv env({{"SLURM_PROCID", "5"},
+    const dist_test::ScopedEnv env({{"SLURM_PROCID", "5"},
                          {"SLURM_NTASKS", "12"},
                          {"SLURM_LOCALID", "1"},
                          {"SLURM_NODEID", "1"},
@@ -75,16 +59,16 @@ TEST_CASE("Slurm's variables give rank, world, local world size and the rendezvo
     CHECK(launch.master_port == 29500);
   }
   SECTION("MASTER_ADDR wins over the node list, and SLURM_NODELIST serves when the job's list is absent") {
-    const ScopedEnv env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_NODELIST", "n1,n2"}});
+    const dist_test::ScopedEnv env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_NODELIST", "n1,n2"}});
     CHECK(dist::read_launch_env().master_addr == "n1");
-    const ScopedEnv master({{"MASTER_ADDR", "10.0.0.9"}, {"MASTER_PORT", "4000"}});
+    const dist_test::ScopedEnv master({{"MASTER_ADDR", "10.0.0.9"}, {"MASTER_PORT", "4000"}});
     CHECK(dist::read_launch_env().master_addr == "10.0.0.9");
     CHECK(dist::read_launch_env().master_port == 4000);
   }
   SECTION("missing or malformed variables are named") {
-    const ScopedEnv env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}});
+    const dist_test::ScopedEnv env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}});
     CHECK_THAT(testing::error_of([] { dist::read_launch_env(); }), Catch::Contains("SLURM_JOB_NODELIST"));
-    const ScopedEnv tasks({{"SLURM_JOB_NODELIST", "n1"}, {"SLURM_TASKS_PER_NODE", "2(y2)"}});
+    const dist_test::ScopedEnv tasks({{"SLURM_JOB_NODELIST", "n1"}, {"SLURM_TASKS_PER_NODE", "2(y2)"}});
     CHECK_THAT(testing::error_of([] { dist::read_launch_env(); }),
                Catch::Contains("SLURM_TASKS_PER_NODE='2(y2)' is not Slurm's"));
   }

@@ -16,9 +16,12 @@ holds the GRPO prompts {"messages": [{"role": "user", "content": "7*8"}],
 rewards a right final answer, so GRPO learns to prefer the tool.
 """
 import argparse
-import json
 import random
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "scripts"))
+from jsonl_output import write_jsonl  # noqa: E402  (each file whole or not at all)
 
 
 def product(rng: random.Random) -> tuple:
@@ -51,13 +54,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("data/calculator"))
     args = parser.parse_args()
     rng = random.Random(args.seed)
-    args.out.mkdir(parents=True, exist_ok=True)
-    with open(args.out / "sft.jsonl", "w") as sft:
-        for _ in range(args.sft_count):
-            sft.write(json.dumps(transcript(rng)) + "\n")
-    with open(args.out / "train.jsonl", "w") as train:
-        for _ in range(args.prompt_count):
-            train.write(json.dumps(prompt(rng)) + "\n")
+    write_jsonl(args.out / "sft.jsonl", [transcript(rng) for _ in range(args.sft_count)])
+    write_jsonl(args.out / "train.jsonl", [prompt(rng) for _ in range(args.prompt_count)])
 
 
 if __name__ == "__main__":
