@@ -49,27 +49,8 @@ if [ ! -f "$marker" ]; then
   log "root created in $(elapsed)"
 fi
 
-mounts=()
-cleanup() {
-  local status=$?
-  # Unmount in reverse order; a process still holding a mount (an
-  # interrupted test) only delays it (lazy unmount).
-  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
-    umount "${mounts[i]}" 2>/dev/null || umount --lazy "${mounts[i]}" || true
-  done
-  exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-mount_in_root() {  # <target inside the root> <mount arguments...>
-  local target="$root$1"
-  shift
-  mkdir -p "$target"
-  mount "$@" "$target"
-  mounts+=("$target")
-}
+# shellcheck source=scripts/lib/root-mounts.sh
+source scripts/lib/root-mounts.sh
 mount_in_root /proc -t proc proc
 mount_in_root /dev/shm -t tmpfs -o mode=1777,nosuid,nodev shm  # POSIX shared memory and semaphores
 mount_in_root /src --bind "$checkout"

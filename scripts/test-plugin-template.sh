@@ -26,7 +26,10 @@ if command -v ccache > /dev/null; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$repo}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
 fi
-cmake -S examples/plugin_template -B "$work/build" -DCMAKE_PREFIX_PATH="$prefix" \
+# The prefixes the build found its dependencies in (LibTorch outside the
+# system, e.g. a PyPI torch for scripts/build-gpu.sh), after the install's.
+build_prefixes="$(sed -n 's/^CMAKE_PREFIX_PATH:[A-Z]*=//p' "$build_dir/CMakeCache.txt")"
+cmake -S examples/plugin_template -B "$work/build" -DCMAKE_PREFIX_PATH="$prefix${build_prefixes:+;$build_prefixes}" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" "${launcher[@]}" > "$work/configure.log"
 cmake --build "$work/build" -j "$jobs"
 

@@ -12,6 +12,8 @@
 #include "core/plugin/host_context.h"
 #include "core/plugin/plugin_loader.h"
 #include "core/train/compute_device.h"
+#include "core/train/run_files.h"
+#include "core/train/run_lock.h"
 #include "core/train/run_setup.h"
 #include "core/train/trainer.h"
 
@@ -92,6 +94,25 @@ void print_validated(const ConfigOptions& options, const plugin::LoadedPlugin& p
             << config.output_dir << "\n";
 }
 
+// What `ptrain train` would say of output_dir (docs/reliability.md "Run directories").
+void warn_about_output_dir(const std::string& output_dir) {
+  const std::string named = "output_dir '" + output_dir + "'";
+  if (const std::optional<std::string> holder = train::lock_holder(output_dir)) {
+    log::warn("validate", named + " is in use by another ptrain run: " + *holder +
+                              "; `ptrain train` will refuse it until that run ends");
+    return;
+  }
+  const std::vector<std::string> contents = train::contents_of(output_dir);
+  if (contents.empty()) return;
+  if (train::holds_run_marker(contents)) {
+    log::warn("validate",
+              named + " already holds a run: `ptrain train` will refuse it without --resume or --overwrite");
+    return;
+  }
+  log::warn("validate", named + " is not empty and is not a ptrain run directory (it holds " +
+                            train::list_names(contents) + "): `ptrain train` will refuse it, --overwrite included");
+}
+
 }  // namespace
 
 int command_validate(const ConfigOptions& options) {
@@ -103,11 +124,7 @@ int command_validate(const ConfigOptions& options) {
   const train::RunParts parts = train::load_run_parts(config, run.plugin, *communicator);
   const data::GlobalBatchSampler sampler(static_cast<int64_t>(parts.examples.size()), config.batch.global_size,
                                          config.seed);
-  std::error_code error;
-  if (fs::is_directory(config.output_dir, error) && !fs::is_empty(config.output_dir, error)) {
-    log::warn("validate", "output_dir '" + config.output_dir +
-                              "' already holds a run: `ptrain train` will refuse it without --overwrite");
-  }
+  warn_about_output_dir(config.output_dir);
   print_validated(options, run.plugin, config, parts, sampler);
   return 0;
 }

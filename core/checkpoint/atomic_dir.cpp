@@ -1,5 +1,6 @@
 #include "core/checkpoint/atomic_dir.h"
 
+#include "core/checkpoint/owned_removal.h"
 #include "core/log/failpoint.h"
 #include "ptrain/sdk/errors.h"
 
@@ -25,7 +26,7 @@ void write_directory_atomically(const fs::path& target, const std::function<void
   fs::create_directories(parent);
   const std::string suffix = target.filename().string() + "-" + std::to_string(::getpid());
   const fs::path staging = parent / (".tmp-" + suffix);
-  fs::remove_all(staging);
+  remove_owned(staging);
   fs::create_directories(staging);
   fill(staging);
   for (const auto& entry : fs::directory_iterator(staging)) fsync_path(entry.path());
@@ -33,13 +34,15 @@ void write_directory_atomically(const fs::path& target, const std::function<void
   failpoint::kill_point("before_rename");
 
   // rename() cannot replace a non-empty directory: move the old one aside
-  // first, and delete it only once the new one is in place.
+  // first, and delete it only once the new one is in place. A symbolic
+  // link there is moved and removed as a link, never followed.
   const fs::path previous = parent / (".old-" + suffix);
-  const bool had_previous = fs::exists(target);
+  std::error_code error;
+  const bool had_previous = fs::exists(fs::symlink_status(target, error));
   if (had_previous) fs::rename(target, previous);
   fs::rename(staging, target);
   fsync_path(parent);
-  if (had_previous) fs::remove_all(previous);
+  if (had_previous) remove_owned(previous);
 }
 
 void write_file_atomically(const fs::path& path, const std::string& text) {

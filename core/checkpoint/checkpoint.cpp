@@ -2,6 +2,7 @@
 
 #include "core/checkpoint/atomic_dir.h"
 #include "core/checkpoint/json_fields.h"
+#include "core/checkpoint/owned_removal.h"
 #include "core/checkpoint/state_pieces.h"
 #include "core/log/failpoint.h"
 #include "core/model/safetensors.h"
@@ -249,17 +250,24 @@ void save_model_atomically(const model::CausalLm& model, const fs::path& target,
   });
 }
 
+bool is_ptrain_checkpoint(const fs::path& dir) {
+  std::error_code error;
+  if (!fs::is_directory(fs::symlink_status(dir, error)) || checkpoint_step(dir) < 0) return false;
+  std::ifstream in(dir / kManifest);
+  const nlohmann::json manifest = nlohmann::json::parse(in, nullptr, false);
+  return manifest.is_object() && manifest.value("format", "") == kFormat;
+}
+
 void prune_checkpoints(const fs::path& checkpoints_dir, int64_t keep_last) {
   std::error_code error;
   if (!fs::is_directory(checkpoints_dir, error)) return;
   std::vector<std::pair<int64_t, fs::path>> checkpoints;
   for (const auto& entry : fs::directory_iterator(checkpoints_dir)) {
-    const int64_t step = checkpoint_step(entry.path());
-    if (step >= 0 && entry.is_directory()) checkpoints.emplace_back(step, entry.path());
+    if (is_ptrain_checkpoint(entry.path())) checkpoints.emplace_back(checkpoint_step(entry.path()), entry.path());
   }
   std::sort(checkpoints.begin(), checkpoints.end());
   const auto excess = static_cast<int64_t>(checkpoints.size()) - keep_last;
-  for (int64_t i = 0; i < excess; ++i) fs::remove_all(checkpoints[i].second);
+  for (int64_t i = 0; i < excess; ++i) remove_owned(checkpoints[i].second);
 }
 
 }  // namespace ptrain::checkpoint

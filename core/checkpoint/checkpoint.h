@@ -97,7 +97,12 @@ void save_model_atomically(const model::CausalLm& model, const std::filesystem::
                            at::ScalarType dtype = at::kFloat, const ModelDirFiles& files = {},
                            const model::CausalLm* merged = nullptr, const std::filesystem::path& weights_from = {});
 
-// Removes the oldest step_N directories beyond the newest `keep_last`.
+// True for a checkpoint ptrain wrote: a directory (not a link) named
+// step_N holding a manifest.json of this format.
+bool is_ptrain_checkpoint(const std::filesystem::path& dir);
+
+// Removes the oldest checkpoints (is_ptrain_checkpoint) beyond the newest
+// `keep_last`; anything else in checkpoints_dir stays.
 void prune_checkpoints(const std::filesystem::path& checkpoints_dir, int64_t keep_last);
 
 }  // namespace ptrain::checkpoint

@@ -32,7 +32,8 @@ CoreSection top_level() {
                "training algorithm: a plugin name (sft, dpo, grpo) or a path to its .so")
           .key("seed", &RunConfig::seed, 0, "seed for initialisation, data order and sampling", at_least(0))
           .key("output_dir", &RunConfig::output_dir, sdk::unset,
-               "run directory (config.toml, metrics.jsonl, checkpoints/, final/); default runs/<plugin>");
+               "run directory (config.toml, metrics.jsonl, checkpoints/, final/): missing, empty or a ptrain run "
+               "directory (docs/reliability.md); default runs/<plugin>");
   return CoreSection{"", binder.schema(),
                      [binder](const sdk::ConfigValues& values, RunConfig& config) { binder.read_into(values, config); },
                      [binder](const RunConfig& config) { return binder.write(config); }};

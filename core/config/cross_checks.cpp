@@ -23,6 +23,7 @@ class CrossChecks {
       : v_(values), problems_(problems), file_(file), written_(written) {}
 
   void run() {
+    check_output_dir();
     check_model();
     check_tokenizer();
     check_batch();
@@ -77,6 +78,14 @@ class CrossChecks {
     if (!is_default)
       problems_.add(location(s, k), "key '" + full_name(s, k) + "' only applies to " + applies_to + ", but " +
                                         describe(s_option, k_option) + "; remove it");
+  }
+
+  // The shell expands "~" only unquoted; in a config it would be a folder
+  // named "~" in the working directory, one `rm -r ~` away from disaster.
+  void check_output_dir() {
+    if (!has("", "output_dir") || str("", "output_dir").rfind('~', 0) != 0) return;
+    problems_.add(location("", "output_dir"),
+                  describe("", "output_dir") + ": ptrain does not expand '~'; write the full path of the folder");
   }
 
   void check_model() {

@@ -14,7 +14,9 @@
 
 namespace ptrain::dist {
 
-// World size 1 needs no store: it returns the single-process communicator.
+// World size 1 needs no store: it returns the single-process communicator,
+// unless PTRAIN_TEST_PROCESS_GROUP=1 asks for the process group anyway (so
+// one GPU runs NCCL's code: scripts/gpu-proof.sh's nccl phase).
 // `device` is where the rank computes: NCCL for a CUDA device (builds with
 // PTRAIN_WITH_CUDA), Gloo for the CPU. Throws sdk::Error naming the address
 // when the rendezvous fails or times out.

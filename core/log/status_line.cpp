@@ -2,6 +2,7 @@
 
 #include <spdlog/details/log_msg.h>
 #include <spdlog/formatter.h>
+#include <spdlog/sinks/sink.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 

@@ -3,13 +3,16 @@
 // (status_aware_sink) removes the line, prints the log line, and redraws it.
 #pragma once
 
-#include <spdlog/sinks/sink.h>
-
 #include <cstdio>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+
+// Only core/log's sources include spdlog (core/log/CMakeLists.txt says why).
+namespace spdlog::sinks {
+class sink;
+}  // namespace spdlog::sinks
 
 namespace ptrain::log {
 

@@ -175,9 +175,7 @@ LoraAdapter read_lora_adapter_dir(const fs::path& dir) {
   return adapter;
 }
 
-void load_lora_adapter_dir(CausalLm& model, const fs::path& dir) {
-  const LoraAdapter adapter = read_lora_adapter_dir(dir);
-  const LoraSpec& own = *model.lora();
+void check_lora_adapter_fits(const LoraAdapter& adapter, const LoraSpec& own, const fs::path& dir) {
   const std::string path = (dir / kConfigFile).string();
   if (adapter.spec.rank != own.rank) {
     throw sdk::ModelError(path + ": r = " + std::to_string(adapter.spec.rank) +
@@ -197,6 +195,11 @@ void load_lora_adapter_dir(CausalLm& model, const fs::path& dir) {
     throw sdk::ModelError(path + ": target_modules = " + target_list(adapter.spec) +
                           ", but lora.target_modules = " + target_list(own));
   }
+}
+
+void load_lora_adapter_dir(CausalLm& model, const fs::path& dir) {
+  const LoraAdapter adapter = read_lora_adapter_dir(dir);
+  check_lora_adapter_fits(adapter, *model.lora(), dir);
   model.load_lora_weights(adapter.weights, (dir / kWeightsFile).string());
 }
 

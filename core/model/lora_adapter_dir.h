@@ -39,6 +39,11 @@ struct LoraAdapter {
 // weights. Throws sdk::ModelError naming the file and the key.
 LoraAdapter read_lora_adapter_dir(const std::filesystem::path& dir);
 
+// Throws sdk::ModelError naming adapter_config.json in `dir`, the key and
+// both values, unless the adapter's r, lora_alpha, use_rslora and
+// target_modules are `own`'s.
+void check_lora_adapter_fits(const LoraAdapter& adapter, const LoraSpec& own, const std::filesystem::path& dir);
+
 // Continues from an adapter directory: its r, lora_alpha, use_rslora and
 // target_modules must be the model's (lora()), and every adapter tensor must
 // be there with its shape, finite. Throws sdk::ModelError naming the directory, the key or tensor,

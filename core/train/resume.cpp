@@ -66,8 +66,8 @@ std::vector<ConfigChange> config_changes(const std::string& before_toml, const s
   return changes;
 }
 
-void restore_policy(const checkpoint::LoadedCheckpoint& loaded, const std::string& plugin_name,
-                    const std::string& resolved_config_toml, model::CausalLm& policy) {
+void check_resume_fits(const checkpoint::LoadedCheckpoint& loaded, const std::string& plugin_name,
+                       const std::string& resolved_config_toml, const model::CausalLm& policy) {
   const std::string where = loaded.dir.string();
   if (loaded.trainer.plugin != plugin_name) {
     throw sdk::ConfigError(where + ": checkpoint of plugin '" + loaded.trainer.plugin +
@@ -79,6 +79,7 @@ void restore_policy(const checkpoint::LoadedCheckpoint& loaded, const std::strin
                                                    : ": a full-model checkpoint cannot resume a run with [lora] "
                                                      "rank > 0 (it would need adapter_config.json)"));
   }
+  if (loaded.adapter) model::check_lora_adapter_fits(*loaded.adapter, *policy.lora(), loaded.dir);
   if (loaded.model && loaded.model->config() != policy.config()) {
     throw sdk::ConfigError(where + ": the checkpoint's model (" + loaded.model->config().to_hf_json().dump() +
                            ") differs in shape from the configured one (" + policy.config().to_hf_json().dump() + ")");
@@ -87,9 +88,12 @@ void restore_policy(const checkpoint::LoadedCheckpoint& loaded, const std::strin
     if (change.key == "output_dir") continue;
     log::warn("resume", change.key + " changed from " + change.before + " to " + change.after);
   }
+}
+
+void restore_policy(const checkpoint::LoadedCheckpoint& loaded, model::CausalLm& policy) {
   if (loaded.adapter) {
     // The base weights are model.init's again; only the adapters were trained.
-    model::load_lora_adapter_dir(policy, loaded.dir);
+    policy.load_lora_weights(loaded.adapter->weights, (loaded.dir / "adapter_model.safetensors").string());
     return;
   }
   const auto source = loaded.model->named_parameters();

@@ -20,11 +20,15 @@ struct ConfigChange {
 // Keys whose values differ between two resolved configs (as written by to_toml).
 std::vector<ConfigChange> config_changes(const std::string& before_toml, const std::string& after_toml);
 
-// Refuses a checkpoint of another plugin or another model shape (sdk::ConfigError
-// naming both), warns about other changed keys (learning rate, step count,
-// logging are fine), then copies the checkpoint's weights into `policy`.
-void restore_policy(const checkpoint::LoadedCheckpoint& loaded, const std::string& plugin_name,
-                    const std::string& resolved_config_toml, model::CausalLm& policy);
+// Refuses a checkpoint of another plugin or another model shape
+// (sdk::ConfigError naming both) and warns about other changed keys
+// (learning rate, step count, logging are fine). Changes nothing: a resume
+// is checked before the run directory is touched.
+void check_resume_fits(const checkpoint::LoadedCheckpoint& loaded, const std::string& plugin_name,
+                       const std::string& resolved_config_toml, const model::CausalLm& policy);
+
+// Copies the checkpoint's weights (check_resume_fits() passed) into `policy`.
+void restore_policy(const checkpoint::LoadedCheckpoint& loaded, model::CausalLm& policy);
 
 // Drops the metrics.jsonl lines of steps after `completed_steps` (written
 // after the checkpoint by the run that stopped), so the file reads as one run.

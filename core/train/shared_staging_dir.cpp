@@ -1,5 +1,6 @@
 #include "core/train/shared_staging_dir.h"
 
+#include "core/checkpoint/owned_removal.h"
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
@@ -9,23 +10,24 @@ namespace fs = std::filesystem;
 
 SharedStagingDir::SharedStagingDir(fs::path path, dist::Communicator& communicator)
     : path_(std::move(path)), owner_(communicator.rank() == 0) {
-  std::error_code error;
+  std::string failure;
   if (owner_) {
-    fs::remove_all(path_, error);
-    if (!error) fs::create_directories(path_, error);
+    failure = checkpoint::try_remove_owned(path_);
+    std::error_code error;
+    if (failure.empty()) fs::create_directories(path_, error);
+    if (error) failure = error.message();
   }
   // Every rank learns whether it exists, so none waits for a peer that gave up.
-  std::vector<at::Tensor> failed{at::scalar_tensor(error ? 1.0 : 0.0, at::kDouble)};
+  std::vector<at::Tensor> failed{at::scalar_tensor(failure.empty() ? 0.0 : 1.0, at::kDouble)};
   communicator.all_reduce_max(failed);
   if (failed[0].item<double>() > 0.0) {
-    throw sdk::Error(path_.string() + ": rank 0 cannot create it" + (error ? ": " + error.message() : std::string()));
+    throw sdk::Error(path_.string() + ": rank 0 cannot create it" + (failure.empty() ? "" : ": " + failure));
   }
 }
 
 SharedStagingDir::~SharedStagingDir() {
   if (!owner_) return;
-  std::error_code ignored;  // a leftover directory is harmless: the next save clears it
-  fs::remove_all(path_, ignored);
+  checkpoint::try_remove_owned(path_);  // a leftover directory is harmless: the next save clears it
 }
 
 }  // namespace ptrain::train

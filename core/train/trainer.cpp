@@ -35,6 +35,7 @@ void save_policy(TrainingRun& run, const fs::path& dir) {
 TrainSummary finish(TrainingRun& run, Checkpointer& checkpointer, StepRecorder& recorder,
                     const std::string& stop_reason) {
   recorder.close();
+  run.directory->confirm_start();  // also when no step was left to run
   log_state_memory(run);
   checkpointer.at_end(run.state.completed_steps);
   TrainSummary summary{run.state.completed_steps - run.first_step, run.state.skipped_steps,
@@ -98,6 +99,7 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
     recorder.record({step + 1, epoch, lr, grad_norm, &gradient, &totals, run->state.skipped_steps, guard.faults(),
                      guard.spikes(), &eval});
     checkpointer.after_step(run->state.completed_steps, totals.stop_requested);
+    run->directory->confirm_start();  // a step completed: the run it replaced can go
     if (totals.stop_requested) return stopped(*run);
     if (best.stop_early()) break;
   }

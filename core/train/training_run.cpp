@@ -49,17 +49,32 @@ void broadcast_parameters(const std::vector<at::Tensor>& parameters, dist::Commu
   }
 }
 
+RunDirectory::Use run_directory_use(const TrainOptions& options) {
+  if (!options.resume.empty()) return RunDirectory::Use::kResume;
+  return options.overwrite ? RunDirectory::Use::kOverwrite : RunDirectory::Use::kNew;
+}
+
+// The checkpoint a resume continues from, read and checked against the
+// configured run before the run directory is touched; nullopt without one.
+std::optional<checkpoint::LoadedCheckpoint> read_resume_checkpoint(const std::optional<fs::path>& dir,
+                                                                   const std::string& plugin_name,
+                                                                   const std::string& resolved_config_toml,
+                                                                   const model::CausalLm& policy) {
+  if (!dir) return std::nullopt;
+  checkpoint::LoadedCheckpoint loaded = checkpoint::read_checkpoint(*dir);
+  check_resume_fits(loaded, plugin_name, resolved_config_toml, policy);
+  return loaded;
+}
+
 // A resumed run continues from the checkpoint's weights, plugin state and
 // step (the data order follows from the step alone); returns the optimizer
 // state, which is loaded once the weight update exists.
-checkpoint::NamedTensors resume_from(const fs::path& checkpoint_dir, const std::string& plugin_name,
-                                     TrainingRun& run) {
-  checkpoint::LoadedCheckpoint loaded = checkpoint::read_checkpoint(checkpoint_dir);
-  restore_policy(loaded, plugin_name, run.resolved_config_toml, *run.parts.policy);
+checkpoint::NamedTensors resume_from(checkpoint::LoadedCheckpoint& loaded, TrainingRun& run) {
+  restore_policy(loaded, *run.parts.policy);
   run.module().load_state(run.context(), loaded.plugin_state);
   run.state = loaded.trainer;
   run.state.world_size = run.communicator.world_size();
-  log::info("resume", "continuing from " + checkpoint_dir.string() + " after step " +
+  log::info("resume", "continuing from " + loaded.dir.string() + " after step " +
                           std::to_string(run.state.completed_steps) + " (saved at world size " +
                           std::to_string(loaded.trainer.world_size) + ")");
   return std::move(loaded.optimizer_state);
@@ -168,9 +183,10 @@ void log_state_memory(const TrainingRun& run) {
 std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,
                                                 dist::Communicator& communicator, const TrainOptions& options) {
   const fs::path output_dir = config.output_dir;
+  // First: a directory another run holds is refused before anything loads.
+  auto run_dir = std::make_unique<RunDirectory>(output_dir, run_directory_use(options), communicator);
   const std::optional<fs::path> resume_checkpoint =
       options.resume.empty() ? std::nullopt : checkpoint::find_resume_checkpoint(options.resume, output_dir);
-  const RunDirectory run_dir(output_dir, options.overwrite, !options.resume.empty());
   if (config.logging.tensorboard) metrics::require_tensorboard_available();
   const int threads = thread_count(config.runtime, communicator.local_world_size());
   at::set_num_threads(threads);
@@ -180,7 +196,9 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
   RunParts parts = load_run_parts(config, plugin, *draining, frozen_model_sharding(collectives.get()));
   // Read now, so that an unreadable input file fails before the run directory exists.
   checkpoint::ModelDirFiles model_files = output_model_files(config, *parts.tokenizer);
-  run_dir.create(communicator, options.resolved_config_toml);
+  std::optional<checkpoint::LoadedCheckpoint> resumed =
+      read_resume_checkpoint(resume_checkpoint, plugin.info().name, options.resolved_config_toml, *parts.policy);
+  run_dir->create(options.resolved_config_toml);
   parts.module->prepare_dataset(*parts.context, parts.examples);
 
   const data::GlobalBatchSampler sampler(static_cast<int64_t>(parts.examples.size()), config.batch.global_size,
@@ -188,12 +206,13 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
   auto run = std::make_unique<TrainingRun>(config, std::move(draining), std::move(collectives), plugin.info().name,
                                            options.resolved_config_toml, std::move(parts), sampler,
                                            microbatch_plan(config));
+  run->directory = std::move(run_dir);
   run->model_files = std::move(model_files);
   run->context().set_example_source([&run = *run](int64_t step) { return run.rank_examples(step); });
   run->state = {0, 0, communicator.world_size(), plugin.info().name, new_run_id()};
   checkpoint::NamedTensors optimizer_state;
-  if (resume_checkpoint) {
-    optimizer_state = resume_from(*resume_checkpoint, plugin.info().name, *run);
+  if (resumed) {
+    optimizer_state = resume_from(*resumed, *run);
   } else if (!options.resume.empty()) {
     log::info("resume", "no checkpoint under " + (output_dir / "checkpoints").string() + "; starting from step 0");
   }
@@ -211,7 +230,7 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
                                                                 config.distributed.bucket_mb << 20, sharded);
   run->weight_update = make_weight_update(config, named_parameters, *run->grad_sync, run->communicator,
                                           run->sharded_layers.get());
-  if (resume_checkpoint) run->weight_update->load_state_tensors(optimizer_state);
+  if (resumed) run->weight_update->load_state_tensors(optimizer_state);
   log_start(*run, plugin.info(), threads);
   return run;
 }

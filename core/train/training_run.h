@@ -3,7 +3,8 @@
 // the dataset and its sampler, the optimizer and gradient synchronisation,
 // and the step counters a resumed run continues from. Building loads and
 // checks everything before the run directory is created or replaced, so a
-// run that fails to load leaves an existing directory as it was.
+// run that fails to load leaves an existing directory as it was
+// (run_directory.h).
 #pragma once
 
 #include "core/checkpoint/checkpoint.h"
@@ -16,6 +17,7 @@
 #include "core/plugin/plugin_loader.h"
 #include "core/train/evaluator.h"
 #include "core/train/layer_collectives.h"
+#include "core/train/run_directory.h"
 #include "core/train/run_setup.h"
 #include "core/train/sharded_layers.h"
 #include "core/train/trainer.h"
@@ -47,6 +49,8 @@ struct TrainingRun {
         plan(microbatch_plan) {}
 
   const config::RunConfig& config;
+  // Held (and locked) for the whole run; declared first, so released last.
+  std::unique_ptr<RunDirectory> directory;
   // Every collective of the run goes through it: under sharding "full" it
   // first lets peers finish their layer gathers (sharded_layers.h).
   std::unique_ptr<dist::DrainingCommunicator> draining_communicator;
@@ -93,9 +97,10 @@ struct TrainingRun {
 // divides (bench/figures.py reads this line).
 void log_state_memory(const TrainingRun& run);
 
-// Collective. Loads, checks and prepares everything, creates (or replaces,
-// with options.overwrite) the run directory with config.toml and the log
-// file, and restores a checkpoint when options.resume finds one.
+// Collective. Opens (locks) the run directory, loads and checks everything
+// (a resumed checkpoint included), then creates the run directory with
+// config.toml and the log file (setting aside the run it replaces, with
+// options.overwrite), prepares the dataset and restores the checkpoint.
 std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,
                                                 dist::Communicator& communicator, const TrainOptions& options);
 

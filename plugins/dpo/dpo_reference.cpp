@@ -71,6 +71,33 @@ void score_rank_shard(sdk::Context& ctx, sdk::LanguageModel& model, const std::v
   progress->finish();
 }
 
+// TR-DPO blends whole weights; a LoRA policy's reference shares its frozen
+// base weights, so the first sync would fail hours into the run. The SDK
+// shows a LoRA policy by its PEFT adapter names (DESIGN.md §6).
+void check_sync_fits(sdk::Context& ctx, const DpoConfig& config) {
+  if (!config.sync_reference) return;
+  for (const auto& [name, tensor] : ctx.policy().named_parameters()) {
+    if (name.find(".lora_A.") == std::string::npos) continue;
+    throw sdk::ConfigError(ctx.module_config().where("sync_reference") +
+                           " = true cannot be combined with key 'lora.rank' > 0: TR-DPO blends the policy's whole "
+                           "weights into the reference, and a LoRA run trains adapters on frozen base weights the "
+                           "reference shares; set module.sync_reference = false, or train without [lora]");
+  }
+}
+
+// A reference_cache the user names is read now, before the run starts: a
+// file that is no cache is a config error naming the key, and stays as it is.
+void check_configured_cache(sdk::Context& ctx, const DpoConfig& config) {
+  if (!config.precompute_reference || !config.needs_reference() || config.reference_cache.empty()) return;
+  try {
+    read_reference_cache(config.reference_cache);
+  } catch (const sdk::Error& error) {
+    throw sdk::ConfigError(ctx.module_config().where("reference_cache") + ": " + error.what() +
+                           "; name a cache ptrain wrote, or a path that does not exist yet (ptrain writes the cache "
+                           "there)");
+  }
+}
+
 }  // namespace
 
 at::Tensor stack_parts(const ScoredPairs& scored) {
@@ -85,6 +112,8 @@ ScoredPairs unstack_parts(const at::Tensor& parts) {
 
 void ReferenceLogProbs::setup(sdk::Context& ctx, const DpoConfig& config) {
   config_ = config;
+  check_sync_fits(ctx, config_);
+  check_configured_cache(ctx, config_);
   if (config_.needs_reference() && !config_.precompute_reference) {
     model_ = sdk::load_reference_model(ctx, config_.reference_model, ctx.module_config().where("reference_model"));
   }

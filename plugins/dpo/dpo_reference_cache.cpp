@@ -145,7 +145,7 @@ std::optional<ReferenceCache> read_reference_cache(const std::string& path) {
       for (int64_t j = 0; j < kReferenceColumns; ++j) values[i][j] = row[j];
     }
   } catch (const nlohmann::json::exception& exception) {
-    throw sdk::Error(path + ": unreadable DPO reference cache (" + exception.what() + "); delete it to recompute it");
+    throw sdk::Error(path + ": not a ptrain DPO reference cache (" + exception.what() + ")");
   }
   return cache;
 }

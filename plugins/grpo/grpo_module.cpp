@@ -141,6 +141,7 @@ std::vector<ScoredCompletion> scored_completions(const RolloutGroups& groups, co
 
 void GrpoModule::setup(sdk::Context& ctx) {
   config_ = read_grpo_config(ctx.module_config());
+  chat_template_.reset();
   if (const sdk::ChatTemplate* chat_template = ctx.tokenizer().chat_template()) chat_template_ = *chat_template;
   tokenizer_has_bos_ = ctx.tokenizer().bos_id() >= 0;
   reward_functions_.clear();

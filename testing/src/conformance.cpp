@@ -7,6 +7,7 @@
 #include "in_process_run.h"
 #include "world_size_2.h"
 
+#include "core/checkpoint/owned_removal.h"
 #include "core/config/config_loader.h"
 #include "ptrain/sdk/errors.h"
 
@@ -63,7 +64,7 @@ class Harness {
   explicit Harness(const ConformanceSpec& spec) : spec_(spec), plugin_(plugin::load_plugin_file(spec.plugin)) {
     work_dir_ = spec.work_dir.empty() ? fs::temp_directory_path() / ("ptrain_conformance_" + std::to_string(::getpid()))
                                       : spec.work_dir;
-    fs::remove_all(work_dir_);
+    checkpoint::remove_owned(work_dir_);  // never "/", the home or working directory or a parent
     fs::create_directories(work_dir_);
     plugin_path_ = fs::absolute(spec.plugin).lexically_normal();
   }

@@ -150,13 +150,13 @@ TEST_CASE("an existing run directory is never replaced without --overwrite, nor 
   const fs::path dir = testing::fresh_test_dir("run_dir");
   const fs::path config = write_config(dir);
   const fs::path run = dir / "run";
-  fs::create_directories(run);
-  testing::write_text_file(run, "keep.txt", "earlier run");
+  REQUIRE(run_ptrain(train_args(config, run) + " --set train.max_steps=1 2>&1").exit_code == 0);
+  const auto earlier = testing::tree_snapshot(run, {"ptrain.lock"});
 
   const CommandResult refused = run_ptrain(train_args(config, run) + " 2>&1");
   CHECK(refused.exit_code == 2);
   CHECK_THAT(refused.output, Catch::Contains("output_dir '" + run.string() + "' already holds a run"));
-  CHECK(read_text(run / "keep.txt") == "earlier run");
+  CHECK(testing::tree_snapshot(run, {"ptrain.lock"}) == earlier);
 
   // A bad dataset fails validation: the old run stays, even with --overwrite.
   testing::write_text_file(dir, "bad.jsonl", "{\"prompt\": \"a\"}\n");
@@ -164,17 +164,16 @@ TEST_CASE("an existing run directory is never replaced without --overwrite, nor 
   const CommandResult failed = run_ptrain(train_args(config, run) + bad_data + " --overwrite 2>&1");
   CHECK(failed.exit_code == 1);
   CHECK_THAT(failed.output, Catch::Contains((dir / "bad.jsonl").string() + ":1: missing field 'completion'"));
-  CHECK(read_text(run / "keep.txt") == "earlier run");
-  CHECK_FALSE(fs::exists(run / "config.toml"));
+  CHECK(testing::tree_snapshot(run, {"ptrain.lock"}) == earlier);
 
   // A failed validation of a new run creates nothing.
   const CommandResult fresh_failed = run_ptrain(train_args(config, dir / "new_run") + bad_data + " 2>&1");
   CHECK(fresh_failed.exit_code == 1);
   CHECK_FALSE(fs::exists(dir / "new_run"));
 
-  const CommandResult replaced = run_ptrain(train_args(config, run) + " --overwrite --set train.max_steps=1 2>&1");
+  const CommandResult replaced = run_ptrain(train_args(config, run) + " --overwrite --set train.max_steps=2 2>&1");
   INFO(replaced.output);
   CHECK(replaced.exit_code == 0);
-  CHECK_FALSE(fs::exists(run / "keep.txt"));
+  CHECK(testing::read_metrics_jsonl(run / "metrics.jsonl").size() == 2);
   CHECK(fs::exists(run / "final" / "model.safetensors"));
 }

@@ -27,6 +27,10 @@ CommandResult run_command(const std::string& command) {
 
 CommandResult run_ptrain(const std::string& arguments) { return run_command(std::string(PTRAIN_EXE) + " " + arguments); }
 
+CommandResult run_ptrain_in(const std::filesystem::path& cwd, const std::string& arguments) {
+  return run_command("cd '" + cwd.string() + "' && " + PTRAIN_EXE + " " + arguments);
+}
+
 std::filesystem::path fresh_test_dir(const std::string& name) {
   const std::filesystem::path dir = scratch_root() / name;
   std::filesystem::remove_all(dir);

@@ -16,6 +16,8 @@ CommandResult run_command(const std::string& command);
 
 // `ptrain <arguments>` with the built executable.
 CommandResult run_ptrain(const std::string& arguments);
+// The same, run in the working directory `cwd`.
+CommandResult run_ptrain_in(const std::filesystem::path& cwd, const std::string& arguments);
 
 // A new empty directory under the system temp dir, unique to this process.
 std::filesystem::path fresh_test_dir(const std::string& name);

@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 
@@ -43,6 +44,29 @@ std::filesystem::path write_text_file(const std::filesystem::path& dir, const st
   const std::filesystem::path path = dir / name;
   std::ofstream(path, std::ios::binary) << text;
   return path;
+}
+
+std::map<std::string, std::string> tree_snapshot(const std::filesystem::path& dir,
+                                                 const std::vector<std::string>& ignored) {
+  namespace fs = std::filesystem;
+  std::map<std::string, std::string> tree;
+  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
+    const std::string name = it->path().filename().string();
+    if (std::find(ignored.begin(), ignored.end(), name) != ignored.end()) {
+      if (it->is_directory() && !it->is_symlink()) it.disable_recursion_pending();
+      continue;
+    }
+    const std::string relative = fs::relative(it->path(), dir).string();
+    if (it->is_symlink()) {
+      tree[relative] = "-> " + fs::read_symlink(it->path()).string();
+    } else if (it->is_directory()) {
+      tree[relative] = "<dir>";
+    } else {
+      std::ifstream in(it->path(), std::ios::binary);
+      tree[relative] = std::string(std::istreambuf_iterator<char>(in), {});
+    }
+  }
+  return tree;
 }
 
 void write_raw_safetensors(const std::filesystem::path& path, const std::string& header, const std::string& data,

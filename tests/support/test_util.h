@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,13 @@ inline bool contains(const std::string& text, const std::string& part) {
 
 // The message of the sdk::Error `action` throws, or "(no error)".
 std::string error_of(const std::function<void()>& action);
+
+// Every file, folder and symbolic link under `dir` (links not followed) by
+// relative path: a file's bytes, "<dir>", or "-> target". Equal snapshots
+// before and after an action: nothing under `dir` changed, byte for byte.
+// Names in `ignored` (at any depth) are left out.
+std::map<std::string, std::string> tree_snapshot(const std::filesystem::path& dir,
+                                                 const std::vector<std::string>& ignored = {});
 
 // Writes `text` (bytes as given) to dir/name and returns the path.
 std::filesystem::path write_text_file(const std::filesystem::path& dir, const std::string& name,
