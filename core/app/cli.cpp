@@ -76,6 +76,9 @@ int run_cli(int argc, char** argv) {
   } catch (const sdk::ConfigError& error) {
     std::cerr << "ptrain: config error: " << error.what() << "\n";
     return kExitUsage;
+  } catch (const sdk::DataError& error) {
+    std::cerr << "ptrain: data error: " << error.what() << "\n";
+    return kExitUsage;
   } catch (const sdk::Error& error) {
     std::cerr << "ptrain: error: " << error.what() << "\n";
     return kExitRuntime;
