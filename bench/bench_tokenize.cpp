@@ -5,6 +5,7 @@
 //   bench_tokenize [tokenizer.json] [megabytes]
 // Defaults: the Qwen3 tokenizer.json the test fixtures extract into the build
 // tree, and 8 MB of generated multilingual text, code and numbers.
+#include "core/checkpoint/remove_tree.h"
 #include "core/tokenizer/hf_tokenizer.h"
 #include "ptrain/sdk/util/token_cache.h"
 
@@ -106,7 +107,7 @@ int main(int argc, char** argv) {
   run(threads, cache.string(), stats);
   const double cached = rate(stats.seconds);
   std::printf("restart, from the token cache: %8.2f MB/s  (%.2f s)\n", cached, stats.seconds);
-  fs::remove_all(cache);
+  ptrain::checkpoint::remove_tree(cache);
   std::printf("\nMB/s   1 thread | %d threads (speed-up) | cached (speed-up)\n", threads);
   std::printf("     %10.2f | %10.2f (%5.2fx)    | %8.1f (%6.1fx)\n", single, parallel, parallel / single, cached,
               cached / single);

@@ -8,8 +8,10 @@ own peak RSS (getrusage of that child alone).
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -25,6 +27,9 @@ OUT = ROOT / "bench" / "out"
 # first on the PATH; on a GPU machine, that machine's PyTorch (PTRAIN_PYTHON).
 PYTHON = os.environ.get("PTRAIN_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
 THREADS = int(os.environ.get("PTRAIN_BENCH_THREADS", "2"))
+# time.monotonic() after which run_process stops the process it waits on
+# (None: no limit); bench/gpu_suite.py sets it for each of its rows.
+DEADLINE = None
 
 
 class RunFailed(RuntimeError):
@@ -36,21 +41,63 @@ class RunFailed(RuntimeError):
         self.stderr = stderr
 
 
+class RunTimedOut(RunFailed):
+    """A process still ran at runner.DEADLINE and was stopped (with the processes it started)."""
+
+    def __init__(self, command, seconds, stderr):
+        RuntimeError.__init__(self, f"{Path(command[0]).name} stopped after {seconds:.0f} s: the row's time ran out")
+        self.stderr = stderr
+
+
+def stop_group(process):
+    """Kills process and everything it started (its own session: ptrain launch's ranks, a Python's workers)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def wait_within_deadline(process):
+    """os.wait4 of process; at DEADLINE its process group is killed. Returns (status, usage, timed_out)."""
+    timer, timed_out = None, False
+    if DEADLINE is not None:
+        def expire():
+            nonlocal timed_out
+            timed_out = True
+            stop_group(process)
+        timer = threading.Timer(max(0.0, DEADLINE - time.monotonic()), expire)
+        timer.daemon = True
+        timer.start()
+    try:
+        _, status, usage = os.wait4(process.pid, 0)  # this child's rusage only
+    except BaseException:  # interrupted (SIGTERM, Ctrl-C): leave no process behind
+        stop_group(process)
+        process.wait()
+        raise
+    finally:
+        if timer:
+            timer.cancel()
+    return status, usage, timed_out and os.WIFSIGNALED(status)  # not a process that ended on its own just then
+
+
 def run_process(command, log_name, env=None):
     """Runs command (in env, or this process's environment); returns (stdout, peak_rss_mb, wall_s).
 
-    Output also kept in bench/out/logs/."""
+    Output also kept in bench/out/logs/. Raises RunFailed on a non-zero exit,
+    RunTimedOut when it still ran at DEADLINE."""
     logs = OUT / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     with open(logs / f"{log_name}.out", "w+") as out, open(logs / f"{log_name}.err", "w+") as err:
-        process = subprocess.Popen(command, stdout=out, stderr=err, cwd=ROOT, env=env)
-        _, status, usage = os.wait4(process.pid, 0)  # this child's rusage only
+        process = subprocess.Popen(command, stdout=out, stderr=err, cwd=ROOT, env=env, start_new_session=True)
+        status, usage, timed_out = wait_within_deadline(process)
         process.returncode = os.waitstatus_to_exitcode(status)
         wall_s = time.perf_counter() - start
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read(), err.read()
+    if timed_out:
+        raise RunTimedOut(command, wall_s, stderr or stdout)
     if process.returncode != 0:
         raise RunFailed(command, process.returncode, stderr or stdout)
     return stdout, usage.ru_maxrss / 1024.0, wall_s  # Linux: ru_maxrss in KiB

@@ -12,6 +12,7 @@ import time
 import traceback
 
 import figures
+import gpu_audit
 import runner
 from runner import OUT, ROOT, THREADS
 
@@ -94,6 +95,9 @@ def main():
     rest += attempt("DPO", lambda: figures.dpo(longtail)) or []
     rest += attempt("GRPO", figures.grpo) or []
     rest += attempt("sharding", figures.sharding) or []
+    # What a GPU would be asked to do, on this CPU (bench/gpu_audit.py; needs
+    # bench_gpu_audit from a LibTorch >= 2.5 build: PTRAIN_AUDIT_BUILD_DIR).
+    rest += attempt("GPU-work audit", gpu_audit.suite_rows) or []
     peaks.append(attempt("matmul peak", lambda: figures.matmul_peak("matmul_peak_end")))
     peaks = [p for p in peaks if p]
     machine = figures.matmul_peak_rows(peaks) if peaks else []

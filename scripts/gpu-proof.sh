@@ -176,8 +176,13 @@ record() {  # <phase> <exit> <seconds> <budget>: one line of $work/phases.jsonl
       "$python" -c 'import json,sys; print(json.dumps([l.rstrip("\n") for l in sys.stdin]))')
     extra=", \"passed\": $passed, \"failed\": $failed, \"not_run\": $((total - passed - failed)), \"total\": $total, \"failed_tests\": $failed_names"
   fi
+  if [ "$1" = train ] && [ ! -f "$work/figures.json" ]; then
+    # The phase stopped before its comparison (over budget): compare what it ran.
+    "$python" bench/proof_figures.py "$work/runs" --json "$work/figures.json" >>"$logs/train.log" 2>&1
+  fi
   if [ "$1" = train ] && [ -f "$work/figures.json" ]; then
-    extra=", \"figures\": $(cat "$work/figures.json")"
+    # One line: phases.jsonl holds a phase a line.
+    extra=", \"figures\": $("$python" -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))))' "$work/figures.json")"
   fi
   echo "{\"name\": \"$1\", \"exit\": $2, \"seconds\": $3, \"budget_s\": $4$extra}" >>"$work/phases.jsonl"
 }

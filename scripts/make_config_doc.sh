@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ptrain="${PTRAIN_BUILD_DIR:-build}/bin/ptrain"
-plugins=(sft dpo grpo)
+plugins=(sft dpo grpo kto)
 args=()
 for plugin in "${plugins[@]}"; do args+=(--plugin "$plugin"); done
 {

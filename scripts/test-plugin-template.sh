@@ -40,7 +40,7 @@ echo "== the installed ptrain finds its bundled plugins in the prefix"
 ptrain="$prefix/bin/ptrain"
 listed="$("$ptrain" plugins)"
 echo "$listed"
-for bundled in sft dpo grpo; do
+for bundled in sft dpo grpo kto; do
   grep -q "$prefix/.*/ptrain/plugins/libptrain_plugin_$bundled.so" <<< "$listed" ||
     { echo "the installed ptrain does not list its bundled plugin $bundled from $prefix" >&2; exit 1; }
 done

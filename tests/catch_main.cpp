@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #endif
 
+#include "core/checkpoint/remove_tree.h"
 #include "support/scratch_dir.h"
 
 #include <filesystem>
@@ -21,7 +22,7 @@ int main(int argc, char* argv[]) {
   std::error_code error;
   if (!std::filesystem::exists(scratch, error)) return failed;
   if (failed == 0) {
-    std::filesystem::remove_all(scratch, error);
+    ptrain::checkpoint::remove_tree(scratch, error);
     if (error) std::cerr << "could not remove the scratch folder " << scratch.string() << ": " << error.message() << "\n";
   } else {
     std::cerr << "a test failed: its scratch files stay in " << scratch.string() << "\n";

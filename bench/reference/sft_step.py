@@ -15,6 +15,12 @@ microbatches).
 On a GPU it is the loop a PyTorch user would write there: bf16 autocast,
 F.scaled_dot_product_attention with grouped-query heads, fused AdamW.
 
+    python3 bench/reference/sft_step.py -c run.toml --warmup 1 --steps 1 --fused-adamw --profile events.json
+
+runs the last step under torch.profiler and writes its ops (bench/gpu_audit.py:
+the eager side of the GPU-work audit; --fused-adamw is the GPU's optimizer
+on the CPU).
+
 Prints one JSON object: tokens/s and seconds of the fastest measured update
 (other processes on a shared machine only ever slow a step down), and on a
 GPU the peak memory PyTorch allocated. A "token" is a non-padding input
@@ -149,12 +155,34 @@ def collate(pairs):
     return input_ids, labels, sum(len(inputs) for inputs, _ in pairs)
 
 
+def step_profiler(path):
+    """torch.profiler over the CPU ops of one step (with input shapes and dtypes), started; None without a path."""
+    if path is None:
+        return None
+    profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True)
+    profiler.__enter__()
+    return profiler
+
+
+def write_profile(profiler, path, microbatches, tokens):
+    """The step's ops in bench_gpu_audit's fields (bench/gpu_audit.py reads both the same way)."""
+    profiler.__exit__(None, None, None)
+    events = [{"name": e.name(), "thread": e.start_thread_id(), "start_ns": e.start_ns(), "end_ns": e.end_ns(),
+               "shapes": e.shapes(), "dtypes": e.dtypes(), "devices": []}
+              for e in profiler.profiler.kineto_results.events()]
+    with open(path, "w") as f:
+        json.dump({"events": events, "microbatches": microbatches, "tokens": tokens, "torch": torch.__version__,
+                   "threads": torch.get_num_threads()}, f)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-c", "--config", required=True, help="the ptrain config of the same run")
     parser.add_argument("--warmup", type=int, default=2, help="updates before timing")
     parser.add_argument("--steps", type=int, default=5, help="timed updates")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--fused-adamw", action="store_true", help="fused AdamW on the CPU too (as on a GPU)")
+    parser.add_argument("--profile", help="write the last step's ops, as torch.profiler saw them, to this JSON file")
     args = parser.parse_args()
     device = torch.device(args.device)
     with open(args.config, "rb") as f:
@@ -185,7 +213,7 @@ def main():
     optimizer = torch.optim.AdamW(
         [{"params": decayed, "weight_decay": optim["weight_decay"]}, {"params": others, "weight_decay": 0.0}],
         lr=optim["lr"], betas=(optim.get("beta1", 0.9), optim.get("beta2", 0.999)), eps=optim.get("eps", 1e-8),
-        **({"fused": True} if device.type == "cuda" else {}))
+        **({"fused": True} if device.type == "cuda" or args.fused_adamw else {}))
 
     bf16 = run.get("runtime", {}).get("precision", "fp32") == "bf16-mixed"
     def synchronize():
@@ -194,6 +222,7 @@ def main():
 
     rates, step_times = [], []
     for step, microbatches in enumerate(batches):
+        profiler = step_profiler(args.profile if step == len(batches) - 1 else None)
         synchronize()
         start, tokens = time.perf_counter(), 0
         optimizer.zero_grad(set_to_none=True)
@@ -208,6 +237,8 @@ def main():
         torch.nn.utils.clip_grad_norm_(model.parameters(), optim["clip_grad_norm"])
         optimizer.step()
         synchronize()
+        if profiler is not None:
+            write_profile(profiler, args.profile, len(microbatches), tokens)
         if step >= args.warmup:
             step_times.append(time.perf_counter() - start)
             rates.append(tokens / step_times[-1])

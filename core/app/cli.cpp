@@ -83,6 +83,8 @@ int run_cli(int argc, char** argv) {
     return fail("usage error", error.what(), kExitUsage);
   } catch (const sdk::ConfigError& error) {
     return fail("config error", error.what(), kExitUsage);
+  } catch (const sdk::DataError& error) {
+    return fail("data error", error.what(), kExitUsage);
   } catch (const sdk::Error& error) {
     return fail("error", error.what(), kExitRuntime);
   } catch (const c10::Error& error) {

@@ -11,7 +11,7 @@ namespace ptrain::app {
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitRuntime = 1;  // the command failed
-inline constexpr int kExitUsage = 2;    // bad arguments or config
+inline constexpr int kExitUsage = 2;    // bad input: arguments, config or data
 
 struct CliCommand {
   const char* name;

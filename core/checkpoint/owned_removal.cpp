@@ -1,5 +1,6 @@
 #include "core/checkpoint/owned_removal.h"
 
+#include "core/checkpoint/remove_tree.h"
 #include "ptrain/sdk/errors.h"
 
 #include <cstdlib>
@@ -60,7 +61,7 @@ void remove_owned(const fs::path& path) {
   std::error_code error;
   if (!fs::exists(fs::symlink_status(path, error))) return;
   require_removable(path);
-  fs::remove_all(path, error);
+  remove_tree(path, error);  // never remove_all: see remove_tree.h
   if (error) throw sdk::Error("cannot remove '" + path.string() + "': " + error.message());
 }
 

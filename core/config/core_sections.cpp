@@ -210,10 +210,15 @@ CoreSection train_section() {
 }
 
 CoreSection logging_section() {
-  auto binder = ConfigBinder<LoggingSection>().key(
-      "tensorboard", &LoggingSection::tensorboard, false,
-      "also write TensorBoard event files (every metric as a scalar, the resolved config as text) in output_dir "
-      "(events.out.tfevents.*; point tensorboard --logdir at it or its parent)");
+  auto binder =
+      ConfigBinder<LoggingSection>()
+          .key("tensorboard", &LoggingSection::tensorboard, false,
+               "also write TensorBoard event files (every metric as a scalar, the resolved config as text) in "
+               "output_dir (events.out.tfevents.*; point tensorboard --logdir at it or its parent)")
+          .key("console_metrics", &LoggingSection::console_metrics, std::vector<std::string>{},
+               "metrics the console's step line shows after loss, lr, grad_norm and tok/s, in this order: the "
+               "plugin's (e.g. kl, rewards/chosen), eval/<metric>, or the core's (units, tokens, mfu, "
+               "step_s, ...); every metric is in metrics.jsonl either way");
   return bind_section("logging", &RunConfig::logging, std::move(binder));
 }
 

@@ -97,7 +97,8 @@ struct TrainSection {
 };
 
 struct LoggingSection {
-  bool tensorboard = false;  // events.out.tfevents.* files in output_dir
+  bool tensorboard = false;                  // events.out.tfevents.* files in output_dir
+  std::vector<std::string> console_metrics;  // shown on the step line after the core's (train::check_console_metrics)
 };
 
 // The dtype final/ is written in; kAuto: the dtype the initial model was stored in.

@@ -76,9 +76,11 @@ void MetricReducer::read_tensor_values() {
   const at::Device device = tensor_values_.front().value.device();
   std::vector<at::Tensor> scalars;
   scalars.reserve(2 * tensor_values_.size());
-  for (const TensorValue& entry : tensor_values_) scalars.push_back(entry.value.to(device));
+  // Values already there (all of them, normally) are taken as they are: no op per value.
+  const auto on_device = [&](const at::Tensor& t) { return t.device() == device ? t : t.to(device); };
+  for (const TensorValue& entry : tensor_values_) scalars.push_back(on_device(entry.value));
   for (const TensorValue& entry : tensor_values_) {
-    if (entry.weight.defined()) scalars.push_back(entry.weight.to(device));
+    if (entry.weight.defined()) scalars.push_back(on_device(entry.weight));
   }
   const at::Tensor host = at::stack(scalars).to(at::kCPU).contiguous();
   const double* read = host.data_ptr<double>();

@@ -27,7 +27,7 @@ void JsonlMetricsWriter::write(int64_t step, const std::map<std::string, double>
 }
 
 std::string format_console_line(int64_t step, int64_t max_steps, const std::map<std::string, double>& values,
-                                double eta_s) {
+                                double eta_s, const std::vector<std::string>& extra) {
   std::string line = "step " + std::to_string(step) + "/" + std::to_string(max_steps);
   char buffer[64];
   const auto append = [&](const char* name, const char* label, const char* format) {
@@ -40,6 +40,7 @@ std::string format_console_line(int64_t step, int64_t max_steps, const std::map<
   append("lr", "lr", "%.2e");
   append("grad_norm", "grad_norm", "%.3f");
   append("tokens_per_s", "tok/s", "%.0f");
+  for (const std::string& name : extra) append(name.c_str(), name.c_str(), "%.4g");
   line += " | eta " + log::format_duration(eta_s);
   return line;
 }

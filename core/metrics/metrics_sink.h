@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace ptrain::metrics {
 
@@ -22,8 +23,9 @@ class JsonlMetricsWriter {
   std::ofstream out_;
 };
 
-// "step 12/300 | loss 2.3411 | lr 1.00e-03 | grad_norm 0.812 | tok/s 5123 | eta 1m12s"
+// "step 12/300 | loss 2.3411 | lr 1.00e-03 | grad_norm 0.812 | tok/s 5123 | eta 1m12s", with each of
+// `extra` (logging.console_metrics) that the step has before the eta: "| kl 0.0213 | rewards/chosen 0.431".
 std::string format_console_line(int64_t step, int64_t max_steps, const std::map<std::string, double>& values,
-                                double eta_s);
+                                double eta_s, const std::vector<std::string>& extra = {});
 
 }  // namespace ptrain::metrics

@@ -48,7 +48,7 @@ void StepLog::record(int64_t step, const std::map<std::string, double>& values) 
   const double eta_s =
       elapsed_s / static_cast<double>(step - options_.first_step) * static_cast<double>(options_.max_steps - step);
   if (step % options_.log_every == 0 || step == options_.max_steps) {
-    log::info("train", format_console_line(step, options_.max_steps, values, eta_s));
+    log::info("train", format_console_line(step, options_.max_steps, values, eta_s, options_.console_metrics));
   }
   status_.show(log::format_training_progress(step, options_.max_steps, elapsed_s, eta_s, value_or_nan(values, "loss"),
                                              value_or_nan(values, "lr"), value_or_nan(values, "tokens_per_s")));

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ptrain::metrics {
 
@@ -23,6 +24,7 @@ struct StepLogOptions {
   int64_t first_step = 0;            // steps completed before this invocation (resume)
   int64_t max_steps = 0;
   int64_t log_every = 1;
+  std::vector<std::string> console_metrics;  // logging.console_metrics: more of the step on its console line
 };
 
 class StepLog {

@@ -2,7 +2,9 @@
 // on trixie), so the model reads the same on both.
 #pragma once
 
+#include "core/model/attention_varlen.h"
 #include "core/model/gemm.h"
+#include "core/model/kernel_route.h"
 
 #include <ATen/ATen.h>
 #include <torch/version.h>
@@ -42,13 +44,20 @@ inline int64_t causal_query_blocks(int64_t t) { return std::max<int64_t>(1, std:
 // allowed: [B, 1, T, T] (or [1, 1, T, T]) bool, true where a query may read a
 // key; undefined means plain causal attention. blocked: its negation, or the causal [T, T]
 // upper triangle — what the unfused path masks, built once per forward.
-// `operands`: what the unfused path's two products read (model::
-// batched_matmul: bfloat16 under bf16-mixed, with float32 results, so a
-// row's scores do not depend on the rows beside it); the softmax and the
-// result are float32. The fused kernel takes float32 operands either way:
-// its bf16 output would be rounded per batch shape.
+// sequence_starts: packed rows on CUDA (attention_varlen.h), which then
+// replace `allowed`; undefined otherwise.
+// `operands`: what the products read under bf16-mixed. On the CPU route
+// (kernel_route.h) the unfused path's two products read bfloat16 through
+// model::batched_matmul with float32 results, so a row's scores do not
+// depend on the rows beside it, and the fused CPU kernel takes float32
+// operands (its bfloat16 output would be rounded). On the accelerator
+// route the fused kernel reads bfloat16, which is what lets CUDA pick its
+// flash or cuDNN kernels (float32 rules both out); they are row-wise, so a
+// split of the batch changes a row's result only by float rounding. The
+// softmax statistics stay float32 inside every kernel; the result is float32.
 inline at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& allowed,
-                         const at::Tensor& blocked, at::ScalarType operands = at::kFloat) {
+                         const at::Tensor& blocked, at::ScalarType operands = at::kFloat,
+                         const at::Tensor& sequence_starts = {}) {
   const int64_t b = q.size(0);
   const int64_t heads = q.size(1);
   const int64_t t = q.size(2);
@@ -57,14 +66,31 @@ inline at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Ten
   const int64_t group = heads / kv_heads;
 #if TORCH_VERSION_MAJOR >= 2
   (void)blocked;
-  (void)operands;
+  const at::ScalarType kernel_dtype = takes_cpu_kernels(q) ? at::kFloat : operands;
+  const at::Tensor q_in = q.to(kernel_dtype), k_in = k.to(kernel_dtype), v_in = v.to(kernel_dtype);
+  if (sequence_starts.defined()) return packed_flash_attention(q_in, k_in, v_in, sequence_starts).to(at::kFloat);
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+  // Grouped heads read in place (enable_gqa, LibTorch >= 2.5): the flash
+  // kernels take it; a masked call keeps the copies below, because the
+  // kernel that takes masks on CUDA (memory-efficient attention) has no
+  // grouped form and SDPA would fall back to its unfused math.
+  if (!allowed.defined()) {
+    return at::scaled_dot_product_attention(q_in, k_in, v_in, {}, 0.0, /*is_causal=*/true, std::nullopt,
+                                            /*enable_gqa=*/group > 1)
+        .to(at::kFloat);
+  }
+#endif
   auto repeat = [&](const at::Tensor& x) {
     return group == 1 ? x : x.unsqueeze(2).expand({b, kv_heads, group, t, d}).reshape({b, heads, t, d});
   };
-  if (!allowed.defined()) return at::scaled_dot_product_attention(q, repeat(k), repeat(v), {}, 0.0, /*is_causal=*/true);
-  return at::scaled_dot_product_attention(q, repeat(k), repeat(v), allowed);
+  if (!allowed.defined()) {
+    return at::scaled_dot_product_attention(q_in, repeat(k_in), repeat(v_in), {}, 0.0, /*is_causal=*/true)
+        .to(at::kFloat);
+  }
+  return at::scaled_dot_product_attention(q_in, repeat(k_in), repeat(v_in), allowed).to(at::kFloat);
 #else
   (void)allowed;
+  (void)sequence_starts;
   // Every mask here is causal (packed rows and sliding windows only block
   // more), so the queries
   // of rows [s, e) never read a key at or after e: attention runs per block of

@@ -1,6 +1,7 @@
 #include "core/model/causal_lm.h"
 
 #include "core/model/attention_compat.h"
+#include "core/model/attention_varlen.h"
 #include "core/model/finite_weights.h"
 #include "core/model/fused_kernels.h"
 #include "core/model/gemm.h"
@@ -126,6 +127,21 @@ std::pair<int64_t, int64_t> host_value_range(const at::Tensor& ids) {
   const int64_t* data = contiguous.data_ptr<int64_t>();
   const auto [min_it, max_it] = std::minmax_element(data, data + contiguous.numel());
   return {*min_it, *max_it};
+}
+
+// The same over the positions where `mask` (bool, of ids' shape) is set;
+// nullopt when there are none.
+std::optional<std::pair<int64_t, int64_t>> host_masked_value_range(const at::Tensor& ids, const at::Tensor& mask) {
+  const at::Tensor ids_contiguous = ids.contiguous(), mask_contiguous = mask.contiguous();
+  const int64_t* id = ids_contiguous.data_ptr<int64_t>();
+  const bool* selected = mask_contiguous.data_ptr<bool>();
+  std::optional<std::pair<int64_t, int64_t>> range;
+  for (int64_t i = 0; i < ids_contiguous.numel(); ++i) {
+    if (!selected[i]) continue;
+    range = range ? std::make_pair(std::min(range->first, id[i]), std::max(range->second, id[i]))
+                  : std::make_pair(id[i], id[i]);
+  }
+  return range;
 }
 
 }  // namespace
@@ -436,7 +452,8 @@ at::Tensor CausalLm::attention(const Layer& layer, const at::Tensor& x, const At
   const at::Tensor k = normed_rotary(project(LoraTarget::kK, kv_heads), layer.k_norm, layout.cos, layout.sin, 1.0);
   const at::Tensor v = project(LoraTarget::kV, kv_heads).transpose(1, 2);  // [B, kv_heads, T, d]
   const at::Tensor out =
-      attention_compat::attend(q, k, v, layout.allowed, layout.blocked, compute_dtype_);  // [B, heads, T, d]
+      attention_compat::attend(q, k, v, layout.allowed, layout.blocked, compute_dtype_,
+                               layout.sequence_starts);  // [B, heads, T, d]
   return projection(layer, LoraTarget::kO, out.transpose(1, 2).reshape({b, t, heads * d}), layout.lora_dropout);
 }
 
@@ -468,8 +485,14 @@ CausalLm::AttentionLayout CausalLm::attention_layout(int64_t t, const at::Tensor
   }
   // The fused kernel takes plain causality as a flag: the [T, T] mask is built
   // only for packed rows, a window shorter than the row, or the unfused path.
+  // Packed rows on CUDA take the variable-length flash kernel instead, which
+  // reads where each document starts.
   const int64_t window = config_.sliding_window;
   const bool windowed = window > 0 && t > window;
+  if (document_ids.defined() && !windowed && packed_flash_attention_applies(device(), compute_dtype_, config_.resolved_head_dim())) {
+    layout.sequence_starts = packed_sequence_starts(document_ids);
+    return layout;
+  }
   const bool needs_mask = document_ids.defined() || windowed || !attention_compat::kFusedAttention;
   at::Tensor causal;  // [T, T] bool: query i may read key j
   if (needs_mask) {
@@ -581,33 +604,20 @@ sdk::TargetLogProbs CausalLm::score_targets(const sdk::TokenBatch& host_batch, b
               loss_mask.defined() ? format_shape(loss_mask.sizes()) : "an undefined tensor");
   TORCH_CHECK(loss_mask.scalar_type() == at::kBool, "loss_mask must be bool, got ", loss_mask.scalar_type());
 
-  const int64_t b = input_ids.size(0);
-  const int64_t t = input_ids.size(1);
-  const at::Tensor rows = loss_mask.reshape({-1}).nonzero().squeeze(1);       // [M] int64, row-major order
-  const at::Tensor targets = target_ids.reshape({-1}).index_select(0, rows);  // [M]
   // As in hidden_states: no value check (a device sync) on a GPU.
-  if (targets.is_cpu() && targets.numel() > 0) {
-    const auto [min_id, max_id] = host_value_range(targets);
-    TORCH_CHECK(min_id >= 0 && max_id < config_.vocab_size, "target_ids values at loss_mask positions must be in [0, ",
-                config_.vocab_size, "), got range [", min_id, ", ", max_id, "]");
+  if (target_ids.is_cpu()) {
+    const std::optional<std::pair<int64_t, int64_t>> range = host_masked_value_range(target_ids, loss_mask);
+    TORCH_CHECK(!range || (range->first >= 0 && range->second < config_.vocab_size),
+                "target_ids values at loss_mask positions must be in [0, ", config_.vocab_size, "), got range [",
+                range ? range->first : 0, ", ", range ? range->second : 0, "]");
   }
-
-  const at::Tensor hidden = hidden_states(input_ids, batch.position_ids, batch.document_ids);      // [B, T, H]
-  const at::Tensor selected = hidden.reshape({b * t, config_.hidden_size}).index_select(0, rows);  // [M, H]
-  // Only the M trained rows go through the vocabulary projection, a chunk of
-  // rows at a time (target_scores.h).
-  const TargetScores scores = score_target_rows(selected, lm_head_weight(), targets, with_entropy, 0, compute_dtype_);
-
-  // Back to [B, T] at `rows`, zeros elsewhere. index_copy rather than
-  // masked_scatter: the latter's backward (masked_select) reads its output
-  // size back to the host, a sync per microbatch on a GPU.
-  const auto scatter = [&](const at::Tensor& values, const at::TensorOptions& options) {
-    return at::zeros({b * t}, options).index_copy(0, rows, values).view({b, t});
-  };
+  const at::Tensor hidden = hidden_states(input_ids, batch.position_ids, batch.document_ids);  // [B, T, H]
+  const TargetScores scores =
+      score_masked_targets(hidden, lm_head_weight(), target_ids, loss_mask, with_entropy, compute_dtype_);
   sdk::TargetLogProbs out;
-  out.log_probs = scatter(scores.log_probs, hidden.options());
-  out.is_argmax = scatter(scores.is_argmax, hidden.options().dtype(at::kBool));
-  if (with_entropy) out.entropy = scatter(scores.entropy, hidden.options().requires_grad(false));
+  out.log_probs = scores.log_probs;
+  out.is_argmax = scores.is_argmax;
+  if (with_entropy) out.entropy = scores.entropy;
   return out;
 }
 

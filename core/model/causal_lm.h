@@ -283,12 +283,14 @@ class CausalLm : public sdk::LanguageModel {
   // [B, T, d] with position_ids) and which keys each query may read
   // (attention_compat::attend: `allowed` [B, 1, T, T] for packed rows,
   // [1, 1, T, T] for a sliding window shorter than T, undefined for plain
-  // causal; `blocked` for the unfused kernel).
+  // causal; `blocked` for the unfused kernel; `sequence_starts` instead of
+  // `allowed` for packed rows on CUDA, attention_varlen.h).
   struct AttentionLayout {
     at::Tensor cos;
     at::Tensor sin;
     at::Tensor allowed;
     at::Tensor blocked;
+    at::Tensor sequence_starts;
     LoraDropout lora_dropout;  // the adapters' input dropout of this forward
   };
   AttentionLayout attention_layout(int64_t t, const at::Tensor& position_ids, const at::Tensor& document_ids);

@@ -1,5 +1,7 @@
 #include "core/model/fused_kernels.h"
 
+#include "core/model/kernel_route.h"
+
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/custom_function.h>
@@ -17,7 +19,7 @@ using torch::autograd::variable_list;
 // waking a second thread costs more than it saves.
 int64_t grain_rows(int64_t row_size) { return std::max<int64_t>(1, 32768 / std::max<int64_t>(1, row_size)); }
 
-bool fused_kernel_applies(const at::Tensor& x) { return x.device().is_cpu() && x.scalar_type() == at::kFloat; }
+bool fused_kernel_applies(const at::Tensor& x) { return takes_cpu_kernels(x) && x.scalar_type() == at::kFloat; }
 
 struct RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
   // x: [..., H] contiguous, weight: [H] contiguous → y: [..., H]

@@ -9,7 +9,8 @@
 //             contiguous; here one pass each way, writing the [B, n, T, d]
 //             layout attention reads, with an optional scale folded in.
 //
-// They run on float32 CPU tensors. Other devices and dtypes take the
+// They run on float32 CPU tensors on the CPU route (kernel_route.h). Other
+// devices, dtypes and the accelerator route take the
 // composite ATen expression, which is the same function:
 // tests/unit/test_fused_kernels.cpp checks values and gradients of both.
 #pragma once

@@ -1,8 +1,11 @@
 #include "core/model/gemm.h"
 
+#include "core/model/kernel_route.h"
+
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/custom_function.h>
+#include <torch/version.h>
 
 #ifdef PTRAIN_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
@@ -24,7 +27,7 @@ using torch::autograd::variable_list;
 
 bool onednn_applies(const at::Tensor& t) {
 #ifdef PTRAIN_HAVE_ONEDNN
-  return t.device().is_cpu() && t.scalar_type() == at::kFloat;
+  return takes_cpu_kernels(t) && t.scalar_type() == at::kFloat;
 #else
   (void)t;
   return false;
@@ -163,15 +166,27 @@ at::Tensor as_operand(const at::Tensor& t, at::ScalarType operands) {
   return t.scalar_type() == operands ? t : t.to(operands);
 }
 
+// ATen's product of operands already in a low-precision dtype, as float32.
+// LibTorch 2.8 added products that write the float32 accumulation as it is
+// (aten::mm.dtype, CUDA only): not rounded to bfloat16 first, as with oneDNN
+// on the CPU, so a row's product depends on its microbatch's shape only to
+// float32 rounding. Elsewhere the bfloat16 result is widened.
+at::Tensor aten_low_precision_mm(const at::Tensor& a, const at::Tensor& b) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 8)
+  if (a.is_cuda()) return at::mm(a, b, at::kFloat);
+#endif
+  return at::mm(a, b).to(at::kFloat);
+}
+
 at::Tensor plain_mm(const at::Tensor& a, const at::Tensor& b, at::ScalarType operands) {
   if (operands != at::kFloat) {
     const at::Tensor a_operand = as_operand(a, operands), b_operand = as_operand(b, operands);
 #ifdef PTRAIN_HAVE_ONEDNN
-    if (a.device().is_cpu() && b.device().is_cpu() && a.size(0) > 0 && a.size(1) > 0 && b.size(1) > 0) {
+    if (takes_cpu_kernels(a) && takes_cpu_kernels(b) && a.size(0) > 0 && a.size(1) > 0 && b.size(1) > 0) {
       return onednn_bf16_mm(a_operand, b_operand);
     }
 #endif
-    return at::mm(a_operand, b_operand).to(at::kFloat);
+    return aten_low_precision_mm(a_operand, b_operand);
   }
 #ifdef PTRAIN_HAVE_ONEDNN
   if (a.size(0) > 0 && a.size(1) > 0 && b.size(1) > 0 && onednn_applies(a) && onednn_applies(b)) {
@@ -215,7 +230,7 @@ struct Bf16BatchedMatmul : public torch::autograd::Function<Bf16BatchedMatmul> {
     const at::Tensor a_operand = as_operand(a, at::kBFloat16).contiguous();
     const at::Tensor b_operand = as_operand(b, at::kBFloat16).contiguous();
 #ifdef PTRAIN_HAVE_ONEDNN
-    if (a.device().is_cpu() && a.numel() > 0 && b.numel() > 0) return onednn_bf16_bmm(a_operand, b_operand);
+    if (takes_cpu_kernels(a) && a.numel() > 0 && b.numel() > 0) return onednn_bf16_bmm(a_operand, b_operand);
 #endif
     return at::matmul(a_operand, b_operand).to(at::kFloat);
   }

@@ -8,16 +8,20 @@
 // model's products (docs/performance.md has the measurements).
 //
 // Float32 CPU tensors take oneDNN when the build has it (PTRAIN_ONEDNN, on
-// by default); everything else, and every other device and dtype, takes the
-// ATen call, which computes the same product.
+// by default) and the CPU route is in effect (kernel_route.h); everything
+// else, and every other device and dtype, takes the ATen call, which
+// computes the same product.
 //
 // `operands` = at::kBFloat16 is bf16-mixed precision: float32 tensors in and
 // out, the product of their bfloat16 roundings accumulated in float32. On
 // the CPU, oneDNN's matmul writes that float32 result as it is (AVX512-BF16
 // or AMX kernels where the CPU has them), so a row's product does not depend
 // on the other rows of its microbatch and bf16-mixed keeps split invariance
-// to float32 rounding. Elsewhere (CUDA, builds without oneDNN) ATen computes
-// it and rounds the result to bfloat16 before widening it, as autocast does.
+// to float32 rounding. On CUDA with LibTorch >= 2.8, ATen's product writes
+// its float32 result the same way (aten::mm.dtype). Elsewhere (older CUDA
+// LibTorch, builds without oneDNN, the accelerator route of kernel_route.h)
+// ATen computes it and rounds the result to bfloat16 before widening it, as
+// autocast does.
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -1,6 +1,9 @@
 #include "core/model/target_scores.h"
 
+#include "core/log/step_phases.h"
 #include "core/model/gemm.h"
+#include "core/model/kernel_route.h"
+#include "core/model/loss_head_chunks.h"
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>
@@ -13,12 +16,11 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-constexpr int64_t kChunkLogits = int64_t{1} << 22;
-
 struct TargetScoresFunction : public torch::autograd::Function<TargetScoresFunction> {
   // → {log_probs [M], is_argmax [M], entropy [M] or [0]}
   static variable_list forward(AutogradContext* ctx, const at::Tensor& hidden, const at::Tensor& weight,
                                const at::Tensor& targets, bool with_entropy, int64_t chunk_rows, int64_t operand_type) {
+    const log::PhaseScope phase(log::StepPhase::kLossHead);
     const auto operands = static_cast<at::ScalarType>(operand_type);
     const at::Tensor weight_operand = weight.to(operands);  // rounded once, not per chunk
     const int64_t rows = hidden.size(0);
@@ -47,6 +49,7 @@ struct TargetScoresFunction : public torch::autograd::Function<TargetScoresFunct
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const log::PhaseScope phase(log::StepPhase::kLossHead);
     const variable_list saved = ctx->get_saved_variables();
     const at::Tensor& hidden = saved[0];
     const at::Tensor& weight = saved[1];
@@ -63,14 +66,17 @@ struct TargetScoresFunction : public torch::autograd::Function<TargetScoresFunct
     const int64_t rows = hidden.size(0);
     for (int64_t start = 0; start < rows; start += chunk_rows) {
       const int64_t n = std::min(chunk_rows, rows - start);
-      const at::Tensor h = hidden.narrow(0, start, n);
+      const at::Tensor h = hidden.narrow(0, start, n).to(operands);  // rounded once for both products
       const at::Tensor g = grad_log_probs.narrow(0, start, n).unsqueeze(1);  // [n, 1]
-      // dz = g · (onehot(target) − softmax(z)), softmax from the saved logsumexp.
-      at::Tensor grad_logits =
-          at::exp(model::mm(h, weight_operand.t(), operands) - log_normalizers.narrow(0, start, n).unsqueeze(1));
+      // dz = g · (onehot(target) − softmax(z)), softmax from the saved logsumexp,
+      // in place: one [n, V] float32 block at a time.
+      at::Tensor grad_logits = model::mm(h, weight_operand.t(), operands);
+      grad_logits.sub_(log_normalizers.narrow(0, start, n).unsqueeze(1)).exp_();
       grad_logits.mul_(-g).scatter_add_(1, targets.narrow(0, start, n).unsqueeze(1), g);
-      if (want_hidden) grad_hidden.narrow(0, start, n).copy_(model::mm(grad_logits, weight_operand, operands));
-      if (want_weight) grad_weight.add_(model::mm(grad_logits.t(), h, operands));
+      // Rounded to the operand dtype once for both products.
+      const at::Tensor grad_operand = grad_logits.to(operands);
+      if (want_hidden) grad_hidden.narrow(0, start, n).copy_(model::mm(grad_operand, weight_operand, operands));
+      if (want_weight) grad_weight.add_(model::mm(grad_operand.t(), h, operands));
     }
     return {grad_hidden, grad_weight, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
@@ -86,7 +92,7 @@ TargetScores score_target_rows(const at::Tensor& hidden, const at::Tensor& weigh
   TORCH_CHECK(targets.dim() == 1 && targets.size(0) == hidden.size(0) && targets.scalar_type() == at::kLong,
               "score_target_rows: targets must be [M] int64 with M = ", hidden.size(0), ", got ", targets.sizes(), " ",
               targets.scalar_type());
-  if (chunk_rows <= 0) chunk_rows = std::max<int64_t>(1, kChunkLogits / std::max<int64_t>(1, weight.size(0)));
+  if (chunk_rows <= 0) chunk_rows = loss_head_chunk_rows(hidden.size(0), weight.size(0), takes_cpu_kernels(hidden));
   const variable_list out = TargetScoresFunction::apply(hidden.contiguous(), weight, targets.contiguous(), with_entropy,
                                                         chunk_rows, static_cast<int64_t>(operands));
   TargetScores scores;
@@ -94,6 +100,36 @@ TargetScores score_target_rows(const at::Tensor& hidden, const at::Tensor& weigh
   scores.is_argmax = out[1];
   if (with_entropy) scores.entropy = out[2];
   return scores;
+}
+
+TargetScores score_masked_targets(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target_ids,
+                                  const at::Tensor& loss_mask, bool with_entropy, at::ScalarType operands) {
+  const int64_t b = target_ids.size(0), t = target_ids.size(1);
+  const at::Tensor all_rows = hidden.reshape({b * t, hidden.size(-1)});  // [B·T, H]
+  const at::Tensor mask = loss_mask.reshape({-1});                       // [B·T]
+  TargetScores out;
+  if (!takes_cpu_kernels(hidden)) {
+    const at::Tensor untrained = mask.logical_not();
+    const TargetScores scores = score_target_rows(all_rows, weight, target_ids.reshape({-1}).masked_fill(untrained, 0),
+                                                  with_entropy, 0, operands);
+    out.log_probs = scores.log_probs.masked_fill(untrained, 0.0).view({b, t});
+    out.is_argmax = scores.is_argmax.logical_and(mask).view({b, t});
+    if (with_entropy) out.entropy = scores.entropy.masked_fill(untrained, 0.0).view({b, t});
+    return out;
+  }
+  const at::Tensor rows = mask.nonzero().squeeze(1);  // [M] int64, row-major order
+  const TargetScores scores = score_target_rows(all_rows.index_select(0, rows), weight,
+                                                target_ids.reshape({-1}).index_select(0, rows), with_entropy, 0,
+                                                operands);
+  // Back to [B, T] at `rows`, zeros elsewhere. index_copy rather than
+  // masked_scatter, whose backward (masked_select) reads its output size back.
+  const auto scatter = [&](const at::Tensor& values, const at::TensorOptions& options) {
+    return at::zeros({b * t}, options).index_copy(0, rows, values).view({b, t});
+  };
+  out.log_probs = scatter(scores.log_probs, hidden.options());
+  out.is_argmax = scatter(scores.is_argmax, hidden.options().dtype(at::kBool));
+  if (with_entropy) out.entropy = scatter(scores.entropy, hidden.options().requires_grad(false));
+  return out;
 }
 
 }  // namespace ptrain::model

@@ -24,10 +24,25 @@ struct TargetScores {
 };
 
 // hidden: [M, H] float32; weight: [V, H] float32 (lm_head); targets: [M] int64.
-// chunk_rows = 0 picks chunks of about 4M logits (16 MiB). `operands` is the
+// chunk_rows = 0 picks the route's chunk size (loss_head_chunks.h). `operands` is the
 // dtype the logit products read (model::mm); logsumexp, softmax and the
 // results stay float32.
 TargetScores score_target_rows(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& targets,
                                bool with_entropy, int64_t chunk_rows = 0, at::ScalarType operands = at::kFloat);
+
+// The loss head of a batch: score_target_rows at the loss_mask positions of
+// hidden [B, T, H] (weight [V, H]; target_ids [B, T] int64, in [0, V) where
+// loss_mask [B, T] bool is set) → [B, T] results, zeros elsewhere. Which rows
+// go through the head follows the route (kernel_route.h):
+//   CPU route: only the trained ones, found with nonzero() on the mask (a
+//     size read, free on the host);
+//   accelerator route: every row, untrained ones with target 0 and their
+//     results masked to zero (their gradient is zero). Nothing is read back
+//     to the host, where a read would wait for the device's queued work once
+//     per microbatch; the price is the head's products over the untrained
+//     rows too (prompt tokens), as a PyTorch loop computes them.
+// Row for row the same result either way.
+TargetScores score_masked_targets(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target_ids,
+                                  const at::Tensor& loss_mask, bool with_entropy, at::ScalarType operands);
 
 }  // namespace ptrain::model

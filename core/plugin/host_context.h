@@ -12,6 +12,8 @@
 #include "ptrain/sdk/context.h"
 
 #include <functional>
+#include <optional>
+#include <utility>
 #include <vector>
 
 namespace ptrain::plugin {
@@ -57,6 +59,15 @@ class HostContext final : public sdk::Context {
     std::vector<at::Tensor> tensors{tensor};
     communicator_.all_reduce_sum(tensors);
   }
+  at::Tensor all_gather(const at::Tensor& local) override;
+  const sdk::GlobalBatch& global_batch() const override {
+    if (!global_batch_) throw sdk::PluginError("global_batch: asked for outside prepare() and prepare_eval()");
+    return *global_batch_;
+  }
+  void add_forward_tokens(int64_t tokens, int64_t model_parameters) override {
+    forward_work_.tokens += tokens;
+    forward_work_.flops += 2.0 * static_cast<double>(model_parameters) * static_cast<double>(tokens);
+  }
   const sdk::Tokenizer& tokenizer() const override { return tokenizer_; }
   const sdk::ConfigValues& module_config() const override { return module_config_; }
   sdk::Logger& logger() override { return logger_; }
@@ -94,12 +105,25 @@ class HostContext final : public sdk::Context {
   void set_example_source(ExampleSource source) { example_source_ = std::move(source); }
   void set_extra_plugin_dirs(std::vector<std::filesystem::path> dirs) { extra_plugin_dirs_ = std::move(dirs); }
 
-  // The trainer moves the context to the step it is about to run.
+  // The trainer moves the context to the step it is about to run; the
+  // forward work counted so far (set-up, an evaluation) is not the step's.
   void set_step(int64_t step, int64_t epoch) {
     run_info_.step = step;
     run_info_.epoch = epoch;
     policy_.set_dropout_step(step);
+    forward_work_ = {};
   }
+  // What global_batch() returns until the next call: set before every
+  // prepare() and prepare_eval() (core/train/global_batches.h).
+  void set_global_batch(sdk::GlobalBatch batch) { global_batch_ = std::move(batch); }
+
+  // The forward work plugins reported (add_forward_tokens) since set_step or
+  // the last take, which resets it.
+  struct ForwardWork {
+    int64_t tokens = 0;
+    double flops = 0.0;
+  };
+  ForwardWork take_forward_work() { return std::exchange(forward_work_, {}); }
 
  private:
   bool is_policy_base_dir(const std::string& model_dir) const {
@@ -115,6 +139,8 @@ class HostContext final : public sdk::Context {
   HostLogger logger_;
   std::vector<std::filesystem::path> extra_plugin_dirs_;
   ExampleSource example_source_;
+  std::optional<sdk::GlobalBatch> global_batch_;
+  ForwardWork forward_work_;
   FrozenModelHook on_frozen_model_;
   generation::CausalLmRolloutEngine rollout_engine_{policy_, tokenizer_};
 };

@@ -24,7 +24,8 @@ class HostRewardModel final : public sdk::RewardModel {
   const sdk::Tokenizer& tokenizer() const override { return *tokenizer_; }
   std::vector<double> score(const std::vector<std::vector<int64_t>>& sequences) override {
     if (sequences.empty()) return {};
-    const at::Tensor scores = classifier_->scores(sequences).to(at::kDouble).contiguous();  // [B]
+    // [B], read on the host: the classifier computes on the run's device.
+    const at::Tensor scores = classifier_->scores(sequences).to(at::kCPU, at::kDouble).contiguous();
     const double* data = scores.data_ptr<double>();
     return std::vector<double>(data, data + scores.numel());
   }

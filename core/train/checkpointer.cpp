@@ -3,6 +3,7 @@
 #include "core/checkpoint/atomic_dir.h"
 #include "core/checkpoint/state_pieces.h"
 #include "core/log/logger.h"
+#include "core/log/step_phases.h"
 #include "core/model/safetensors.h"
 #include "core/train/rank_weight_writer.h"
 #include "core/train/shared_staging_dir.h"
@@ -56,6 +57,7 @@ void Checkpointer::at_end(int64_t completed_steps) {
 
 void Checkpointer::save(int64_t completed_steps) {
   if (completed_steps == last_saved_step_) return;
+  const log::PhaseScope phase(log::StepPhase::kCheckpoint);
   checkpoint::CheckpointData data = snapshot_();
   const fs::path target = checkpoints_dir_ / ("step_" + std::to_string(completed_steps));
   std::optional<SharedStagingDir> rank_files;

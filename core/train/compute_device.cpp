@@ -1,5 +1,6 @@
 #include "core/train/compute_device.h"
 
+#include "core/train/stand_in_device.h"
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/Context.h>
@@ -15,6 +16,16 @@ std::string device_key_error(const config::RunConfig& config, const std::string&
          "; set runtime.device = \"auto\" or \"cpu\" to run on the CPU";
 }
 
+// The CPU, or for a one-process run the test suite's stand-in device when
+// the tests name it (stand_in_device.h); several ranks stay on the CPU, as
+// they do on a one-GPU machine.
+at::Device host_or_stand_in(int local_world_size) {
+  if (local_world_size == 1) {
+    if (const std::optional<at::Device> stand_in = stand_in_device()) return *stand_in;
+  }
+  return at::kCPU;
+}
+
 }  // namespace
 
 bool cuda_usable() { return visible_gpus() > 0; }
@@ -26,7 +37,7 @@ at::Device resolve_device(const config::RunConfig& config, int local_rank, int l
     case config::DeviceChoice::kAuto:
       // Every process of the node decides alike: a GPU each, or all on the CPU
       // (one backend for the whole job; two ranks cannot share a GPU under NCCL).
-      if (!cuda_usable() || local_world_size > visible_gpus()) return at::kCPU;
+      if (!cuda_usable() || local_world_size > visible_gpus()) return host_or_stand_in(local_world_size);
       break;
     case config::DeviceChoice::kCuda:
       if (!at::hasCUDA()) {

@@ -18,7 +18,8 @@ bool cuda_usable();
 // cpu: the CPU. cuda: cuda:local_rank, or sdk::ConfigError naming the config
 // file and runtime.device when the build has no CUDA, no GPU is visible, or
 // local_rank has no GPU of its own. auto: cuda:local_rank when every one of
-// the node's local_world_size processes has a GPU of its own, else the CPU.
+// the node's local_world_size processes has a GPU of its own, else the CPU
+// (or, in the tests, the stand-in device of stand_in_device.h).
 at::Device resolve_device(const config::RunConfig& config, int local_rank, int local_world_size = 1);
 
 // float32 for fp32, bfloat16 for bf16-mixed.

@@ -1,7 +1,9 @@
 #include "core/train/evaluator.h"
 
 #include "core/log/logger.h"
+#include "core/log/step_phases.h"
 #include "core/metrics/metric_reducer.h"
+#include "core/train/global_batches.h"
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
@@ -30,17 +32,6 @@ std::vector<sdk::MetricSpec> eval_specs(const sdk::TrainModule& module) {
   }
   for (const sdk::MetricSpec& spec : module.metric_specs()) specs.push_back(spec);
   return specs;
-}
-
-// This rank's share of one chunk of the held-out set: examples i of
-// [begin, end) with i mod R = rank.
-std::vector<const sdk::Example*> rank_share(const std::vector<sdk::Example>& examples, int64_t begin, int64_t end,
-                                            int rank, int world_size) {
-  std::vector<const sdk::Example*> share;
-  for (int64_t i = begin; i < end; ++i) {
-    if (i % world_size == rank) share.push_back(&examples[static_cast<size_t>(i)]);
-  }
-  return share;
 }
 
 // Running sums of one rank's evaluation, per loss term.
@@ -121,6 +112,7 @@ EvalResult Evaluator::after_step(int64_t completed_steps, bool last_step) {
   if (parts_.examples.empty()) return {};
   const bool due = last_step || (every_steps_ > 0 && completed_steps % every_steps_ == 0);
   if (!due) return {};
+  const log::PhaseScope phase(log::StepPhase::kEval);
   EvalResult result = evaluate();
   log_evaluation(completed_steps, result, parts_.examples.size());
   return result;
@@ -141,8 +133,10 @@ EvalResult Evaluator::evaluate() {
   const int world_size = parts_.communicator.world_size();
   for (int64_t begin = 0; begin < total; begin += parts_.chunk_size) {
     const int64_t end = std::min(total, begin + parts_.chunk_size);
-    const std::vector<const sdk::Example*> share = rank_share(parts_.examples, begin, end, rank, world_size);
-    for (const auto& microbatch : parts_.module.prepare_eval(parts_.context, share, parts_.plan)) {
+    // This rank's share: examples i of [begin, end) with i mod R = rank.
+    const sdk::GlobalBatch chunk = held_out_global_batch(parts_.examples, begin, end, rank, world_size);
+    parts_.context.set_global_batch(chunk);
+    for (const auto& microbatch : parts_.module.prepare_eval(parts_.context, rank_share(chunk), parts_.plan)) {
       add_microbatch(parts_, terms, *microbatch, sums, reducer);
     }
   }

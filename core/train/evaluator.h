@@ -14,8 +14,8 @@
 #pragma once
 
 #include "core/dist/communicator.h"
+#include "core/plugin/host_context.h"
 #include "ptrain/sdk/batch.h"
-#include "ptrain/sdk/context.h"
 #include "ptrain/sdk/train_module.h"
 
 #include <cstdint>
@@ -39,8 +39,8 @@ std::vector<std::string> eval_metric_names(const sdk::TrainModule& module);
 
 struct EvalParts {
   sdk::TrainModule& module;
-  std::string plugin_name;  // named in errors about its loss terms
-  sdk::Context& context;
+  std::string plugin_name;       // named in errors about its loss terms
+  plugin::HostContext& context;  // its global_batch() is each chunk while the plugin prepares it
   dist::Communicator& communicator;
   const std::vector<sdk::Example>& examples;  // the held-out set; empty: no evaluation
   sdk::MicrobatchPlan plan;

@@ -7,6 +7,7 @@
 #include "core/tokenizer/hf_tokenizer.h"
 #include "core/train/best_model.h"
 #include "core/train/compute_device.h"
+#include "core/train/step_recorder.h"
 #include "ptrain/sdk/errors.h"
 
 #include <nlohmann/json.hpp>
@@ -230,6 +231,7 @@ RunParts load_run_parts(const config::RunConfig& config, const plugin::LoadedPlu
                                                         config::GenerationGather::kWhole);
   module->setup(*context);
   check_best_metric(config, *module);
+  check_console_metrics(config, *module);
   std::vector<sdk::Example> examples = load_examples(config, *module);
   std::vector<sdk::Example> eval_examples = load_eval_examples(config, *module);
   return {device,

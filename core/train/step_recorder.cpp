@@ -4,6 +4,12 @@
 #include "core/train/compute_device.h"
 #include "core/train/resume.h"
 #include "core/train/training_run.h"
+#include "core/log/logger.h"
+#include "ptrain/sdk/errors.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
 
 namespace ptrain::train {
 namespace {
@@ -12,7 +18,50 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
+// "data 0.012 s (3%) | forward 0.101 s (25%) | ..." for the phases that took any time.
+std::string phase_line(const log::PhaseSeconds& per_step) {
+  double total = 0.0;
+  for (const double seconds : per_step) total += seconds;
+  std::string line;
+  for (size_t i = 0; i < log::kStepPhaseCount; ++i) {
+    if (per_step[i] <= 0.0) continue;
+    char text[96];
+    std::snprintf(text, sizeof(text), "%s%s %.4g s (%.0f%%)", line.empty() ? "" : " | ",
+                  log::step_phase_name(static_cast<log::StepPhase>(i)), per_step[i],
+                  total > 0.0 ? 100.0 * per_step[i] / total : 0.0);
+    line += text;
+  }
+  return line;
+}
+
+// What the step line always shows, and the core's other figures record() writes.
+const std::vector<std::string> kAlwaysShown{"loss", "lr", "grad_norm", "tokens_per_s"};
+const std::vector<std::string> kCoreFigures{
+    "units",           "tokens",      "padded_tokens", "step_s",         "comm_s", "mfu",        "skipped_steps",
+    "nonfinite_steps", "loss_spikes", "epoch",         "forward_tokens", "eval_s", "eval/tokens"};
+
 }  // namespace
+
+void check_console_metrics(const config::RunConfig& config, const sdk::TrainModule& module) {
+  std::vector<std::string> known = kCoreFigures;
+  for (const sdk::MetricSpec& spec : step_metric_specs(module)) {
+    if (spec.name.rfind("core/", 0) != 0) known.push_back(spec.name);
+  }
+  for (const std::string& name : eval_metric_names(module)) known.push_back(name);
+  for (size_t i = 0; i < log::kStepPhaseCount; ++i) {
+    known.push_back(std::string("time/") + log::step_phase_name(static_cast<log::StepPhase>(i)) + "_s");
+  }
+  const std::string where = config.source.string() + ": key 'logging.console_metrics'";
+  for (const std::string& name : config.logging.console_metrics) {
+    if (std::find(kAlwaysShown.begin(), kAlwaysShown.end(), name) != kAlwaysShown.end()) {
+      throw sdk::ConfigError(where + ": \"" + name + "\" is always on the step line; name other metrics");
+    }
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    std::string listed;
+    for (const std::string& option : known) listed += (listed.empty() ? "" : ", ") + option;
+    throw sdk::ConfigError(where + ": \"" + name + "\" is not a metric of this run; it logs " + listed);
+  }
+}
 
 StepRecorder::StepRecorder(const TrainingRun& run)
     : communicator_(run.communicator),
@@ -24,12 +73,16 @@ StepRecorder::StepRecorder(const TrainingRun& run)
   const config::RunConfig& config = run.config;
   const std::filesystem::path output_dir = config.output_dir;
   truncate_metrics(output_dir / "metrics.jsonl", run.first_step);
+  log_every_ = std::max<int64_t>(1, config.train.log_every);
+  max_steps_ = config.train.max_steps;
+  phases_ = std::make_unique<log::StepPhaseTimer>(run.parts.device);
   step_log_ = std::make_unique<metrics::StepLog>(
       metrics::StepLogOptions{output_dir, config.logging.tensorboard, run.resolved_config_toml, run.first_step,
-                              config.train.max_steps, config.train.log_every});
+                              config.train.max_steps, config.train.log_every, config.logging.console_metrics});
 }
 
 void StepRecorder::start_step() {
+  if (phases_ && !phases_->active()) phases_->activate();
   step_start_ = Clock::now();
   collective_s_at_start_ = communicator_.collective_seconds();
 }
@@ -53,8 +106,11 @@ void StepRecorder::record(const StepRecord& record) {
   values["padded_tokens"] = totals.padded_tokens;
   values["step_s"] = step_s;
   values["comm_s"] = communicator_.collective_seconds() - collective_s_at_start_;
-  values["tokens_per_s"] = static_cast<double>(totals.tokens) / step_s;
-  values["mfu"] = metrics::training_flops(num_parameters_, totals.tokens) / step_s /
+  // Forwards a plugin ran without gradients (a reference's, a KL estimate's)
+  // are work of the step too: tokens at 2·params FLOPs each, as it reported them.
+  if (totals.forward_tokens > 0) values["forward_tokens"] = static_cast<double>(totals.forward_tokens);
+  values["tokens_per_s"] = static_cast<double>(totals.tokens + totals.forward_tokens) / step_s;
+  values["mfu"] = (metrics::training_flops(num_parameters_, totals.tokens) + totals.forward_flops) / step_s /
                   (peak_flops_per_s_ * communicator_.world_size());
   values["skipped_steps"] = static_cast<double>(record.skipped_steps);
   values["nonfinite_steps"] = static_cast<double>(record.nonfinite_steps);
@@ -65,7 +121,30 @@ void StepRecorder::record(const StepRecord& record) {
     values["eval_s"] = eval_s;
     values.insert(record.eval->metrics.begin(), record.eval->metrics.end());
   }
+  const std::string phases = add_phase_times(record.step, values);
   if (step_log_) step_log_->record(record.step, values);
+  if (!phases.empty()) log::info("timing", phases);
+}
+
+std::string StepRecorder::add_phase_times(int64_t step, std::map<std::string, double>& values) {
+  if (!phases_) return "";
+  ++steps_since_phases_;
+  if (step % log_every_ != 0 && step != max_steps_) return "";
+  // Read at log steps only: on a GPU this is the one wait for the device's marks.
+  log::PhaseSeconds per_step = phases_->resolve();
+  for (double& seconds : per_step) seconds /= static_cast<double>(steps_since_phases_);
+  for (size_t i = 0; i < log::kStepPhaseCount; ++i) {
+    values[std::string("time/") + log::step_phase_name(static_cast<log::StepPhase>(i)) + "_s"] = per_step[i];
+  }
+  const std::string line = "steps " + std::to_string(step - steps_since_phases_ + 1) + "-" + std::to_string(step) +
+                           ", per step: " + phase_line(per_step);
+  steps_since_phases_ = 0;
+  return line;
+}
+
+void StepRecorder::close() {
+  phases_.reset();
+  step_log_.reset();
 }
 
 double StepRecorder::run_seconds() const { return seconds_since(run_start_); }

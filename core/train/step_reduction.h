@@ -19,6 +19,8 @@ namespace ptrain::train {
 struct StepTotals {
   double loss = 0.0;            // L: the sum of every rank's share
   int64_t tokens = 0;           // tokens with content in the global batch
+  int64_t forward_tokens = 0;   // tokens plugins ran through forwards without gradients (add_forward_tokens)
+  double forward_flops = 0.0;   // their FLOPs
   double padded_tokens = 0.0;   // tokens the forwards computed, padding included
   bool stop_requested = false;  // on some rank
   bool nonfinite = false;       // a non-finite loss share or gradient norm on some rank
@@ -32,6 +34,8 @@ class StepReduction {
 
   // Where a step's microbatches add their metrics (accumulate_gradients).
   metrics::MetricReducer& reducer() { return reducer_; }
+  // This rank's forward work without gradients in the step (sdk::Context::add_forward_tokens).
+  void add_forward_work(int64_t tokens, double flops);
 
   // Collective: adds this rank's stop request and fault flag, reduces the
   // step and clears the reducer for the next one.

@@ -88,8 +88,12 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
     recorder.start_step();
     const int64_t epoch = run->sampler.position(step).epoch;
     run->context().set_step(step, epoch);
+    const sdk::GlobalBatch global_batch = run->global_batch(step);
+    run->context().set_global_batch(global_batch);
     const GradientResult gradient =
-        accumulate_gradients(run->step_parts(), run->rank_examples(step), run->plan, reduction.reducer());
+        accumulate_gradients(run->step_parts(), rank_share(global_batch), run->plan, reduction.reducer());
+    const plugin::HostContext::ForwardWork forward = run->context().take_forward_work();
+    reduction.add_forward_work(forward.tokens, forward.flops);
     const double grad_norm = gradient.has_units ? run->weight_update->clip_grad_norm(config.optim.clip_grad_norm) : 0.0;
     const StepTotals totals =
         reduction.reduce(communicator, gradient, grad_norm, stop_signals.requested(step + 1, communicator.rank()));

@@ -1,6 +1,7 @@
 #include "core/train/training_run.h"
 
 #include "core/log/logger.h"
+#include "core/log/step_phases.h"
 #include "core/metrics/tensorboard_writer.h"
 #include "core/model/gemm.h"
 #include "core/train/compute_device.h"
@@ -141,13 +142,10 @@ void log_start(const TrainingRun& run, const sdk::PluginInfo& plugin, int thread
 
 }  // namespace
 
-std::vector<const sdk::Example*> TrainingRun::rank_examples(int64_t step) const {
-  std::vector<const sdk::Example*> examples;
-  for (const int64_t index :
-       data::rank_example_indices(sampler, step, communicator.rank(), communicator.world_size())) {
-    examples.push_back(&parts.examples[index]);
-  }
-  return examples;
+sdk::GlobalBatch TrainingRun::global_batch(int64_t step) const {
+  const log::PhaseScope phase(log::StepPhase::kData);
+  return training_global_batch(parts.examples, sampler.global_batch(step), communicator.rank(),
+                               communicator.world_size());
 }
 
 checkpoint::CheckpointData TrainingRun::snapshot() const {

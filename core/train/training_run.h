@@ -16,6 +16,7 @@
 #include "core/plugin/host_context.h"
 #include "core/plugin/plugin_loader.h"
 #include "core/train/evaluator.h"
+#include "core/train/global_batches.h"
 #include "core/train/layer_collectives.h"
 #include "core/train/run_directory.h"
 #include "core/train/run_setup.h"
@@ -85,8 +86,10 @@ struct TrainingRun {
   EvalParts eval_parts() {
     return {module(), plugin_name, context(), communicator, parts.eval_examples, plan, config.batch.global_size};
   }
-  // This rank's examples of `step` (0-based): its slice of the global batch.
-  std::vector<const sdk::Example*> rank_examples(int64_t step) const;
+  // The global batch of `step` (0-based), with this rank's slice of it.
+  sdk::GlobalBatch global_batch(int64_t step) const;
+  // This rank's examples of `step`: its slice of the global batch.
+  std::vector<const sdk::Example*> rank_examples(int64_t step) const { return rank_share(global_batch(step)); }
   // What a checkpoint of the current state holds, on every rank: rank 0's
   // is written; under sharding every rank writes its optimizer pieces.
   checkpoint::CheckpointData snapshot() const;

@@ -1,11 +1,13 @@
 #include "core/train/update_step.h"
 
 #include "core/log/failpoint.h"
+#include "core/log/step_phases.h"
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -14,15 +16,17 @@ namespace {
 
 using Units = std::vector<int64_t>;  // one count per loss term
 
+// All gradients in one call (one kernel launch per group of tensors on a GPU).
 void zero_gradients(const std::vector<at::Tensor>& parameters) {
+  std::vector<at::Tensor> grads;
   for (const at::Tensor& parameter : parameters) {
-    at::Tensor grad = parameter.mutable_grad();
-    if (grad.defined()) {
-      grad.zero_();
+    if (parameter.grad().defined()) {
+      grads.push_back(parameter.grad());
     } else {
       parameter.mutable_grad() = at::zeros_like(parameter);
     }
   }
+  if (!grads.empty()) at::_foreach_zero_(grads);
 }
 
 std::string term_metric(const sdk::LossTerm& term) { return "loss/" + term.name; }
@@ -82,6 +86,7 @@ std::vector<at::Tensor> backward_microbatches(const StepParts& parts, const std:
                                               metrics::MetricReducer& reducer) {
   std::vector<at::Tensor> shares(terms.size());
   for (size_t k = 0; k < microbatches.size(); ++k) {
+    const log::PhaseScope forward(log::StepPhase::kForward);  // backward nests in it
     const sdk::LossOut out = parts.module.microbatch_loss(parts.context, *microbatches[k]);
     check_loss_sums(parts, terms, units[k], out, k);
     at::Tensor scaled_loss;
@@ -94,7 +99,10 @@ std::vector<at::Tensor> backward_microbatches(const StepParts& parts, const std:
       shares[j] = shares[j].defined() ? shares[j] + share : share;
     }
     if (k + 1 == microbatches.size()) parts.grad_sync.arm_for_last_backward();
-    if (scaled_loss.requires_grad()) scaled_loss.backward();
+    if (scaled_loss.requires_grad()) {
+      const log::PhaseScope backward(log::StepPhase::kBackward);
+      scaled_loss.backward();
+    }
     reducer.add(out.metrics);
   }
   return shares;
@@ -117,8 +125,8 @@ std::vector<sdk::MetricSpec> step_metric_specs(const sdk::TrainModule& module) {
                                      {kTokensMetric, sdk::Reduction::kSum},
                                      {kPaddedTokensMetric, sdk::Reduction::kSum}};
   std::set<std::string> reserved{
-      "loss", "grad_norm",     "lr",    "units", "tokens",          "tokens_per_s", "step_s", "comm_s",
-      "mfu",  "skipped_steps", "epoch", "step",  "nonfinite_steps", "loss_spikes"};
+      "loss", "grad_norm",     "lr",    "units", "tokens",          "tokens_per_s", "step_s",        "comm_s",
+      "mfu",  "skipped_steps", "epoch", "step",  "nonfinite_steps", "loss_spikes",  "forward_tokens"};
   const std::vector<sdk::LossTerm> terms = module.loss_terms();
   for (const sdk::LossTerm& term : terms) {
     if (term.name.empty() || !reserved.insert(term_metric(term)).second) {
@@ -127,7 +135,7 @@ std::vector<sdk::MetricSpec> step_metric_specs(const sdk::TrainModule& module) {
     if (terms.size() > 1) specs.push_back({term_metric(term), sdk::Reduction::kSum});
   }
   for (const sdk::MetricSpec& spec : module.metric_specs()) {
-    if (reserved.count(spec.name) != 0 || spec.name.rfind("core/", 0) == 0) {
+    if (reserved.count(spec.name) != 0 || spec.name.rfind("core/", 0) == 0 || spec.name.rfind("time/", 0) == 0) {
       throw sdk::PluginError("plugin metric '" + spec.name + "' clashes with a core metric name");
     }
     specs.push_back(spec);
@@ -144,6 +152,7 @@ GradientResult accumulate_gradients(const StepParts& parts, const std::vector<co
 
   // Every rank prepares, even with no examples this step: a plugin may run a
   // collective or a scheduled update there (DPO's reference sync).
+  std::optional<log::PhaseScope> data_phase(std::in_place, log::StepPhase::kData);
   const std::vector<std::unique_ptr<sdk::Microbatch>> microbatches =
       parts.module.prepare(parts.context, rank_examples, plan);
   result.num_microbatches = static_cast<int64_t>(microbatches.size());
@@ -156,7 +165,11 @@ GradientResult accumulate_gradients(const StepParts& parts, const std::vector<co
     local_units[0] += at::tensor(units.back(), at::kLong);
     microbatch->to_device(parts.context.device());  // after the host-side count, before any forward
   }
-  parts.communicator.all_reduce_sum(local_units);
+  data_phase.reset();
+  {
+    const log::PhaseScope collectives(log::StepPhase::kCollectives);
+    parts.communicator.all_reduce_sum(local_units);
+  }
   const at::Tensor global = local_units[0].contiguous();
   result.global_units.assign(global.data_ptr<int64_t>(), global.data_ptr<int64_t>() + global.numel());
   for (const int64_t count : result.global_units) result.has_units = result.has_units || count > 0;
@@ -176,6 +189,7 @@ GradientResult accumulate_gradients(const StepParts& parts, const std::vector<co
     reducer.add(kLossMetric, result.local_loss);
     // Every rank takes the same branch (has_units is global), so the
     // gradient all-reduce is symmetric, also on a rank without microbatches.
+    const log::PhaseScope collectives(log::StepPhase::kCollectives);
     parts.grad_sync.finish();
     inject_nonfinite_if_armed(parts, result);
   }
@@ -187,19 +201,17 @@ GradientResult accumulate_gradients(const StepParts& parts, const std::vector<co
 }
 
 double clip_grad_norm(const std::vector<at::Tensor>& parameters, double max_norm) {
-  std::vector<at::Tensor> squared_norms;
-  squared_norms.reserve(parameters.size());
+  std::vector<at::Tensor> grads;
+  grads.reserve(parameters.size());
   for (const at::Tensor& parameter : parameters) {
-    if (parameter.grad().defined()) squared_norms.push_back(parameter.grad().pow(2).sum().to(at::kDouble));
+    if (parameter.grad().defined()) grads.push_back(parameter.grad());
   }
-  if (squared_norms.empty()) return 0.0;
-  const double norm = std::sqrt(at::stack(squared_norms).sum().item<double>());
-  if (max_norm > 0.0 && std::isfinite(norm) && norm > max_norm) {
-    const double scale = max_norm / (norm + 1e-6);
-    for (const at::Tensor& parameter : parameters) {
-      if (parameter.grad().defined()) parameter.grad().mul_(scale);
-    }
-  }
+  if (grads.empty()) return 0.0;
+  // Every tensor's norm in one call (as torch.nn.utils.clip_grad_norm_), their
+  // squares summed in float64; one read of the result.
+  const at::Tensor norms = at::stack(at::_foreach_norm(grads)).to(at::kDouble);
+  const double norm = std::sqrt(norms.mul(norms).sum().item<double>());
+  if (max_norm > 0.0 && std::isfinite(norm) && norm > max_norm) at::_foreach_mul_(grads, max_norm / (norm + 1e-6));
   return norm;
 }
 

@@ -1,6 +1,7 @@
 #include "core/train/weight_update.h"
 
 #include "core/log/logger.h"
+#include "core/log/step_phases.h"
 #include "core/train/full_sharded_optimizer.h"
 #include "core/train/optimizer.h"
 #include "core/train/sharded_update.h"
@@ -28,6 +29,28 @@ class ReplicatedUpdate final : public WeightUpdate {
  private:
   ParameterOptimizer optimizer_;
   std::vector<at::Tensor> parameters_;
+};
+
+// Clipping and the optimizer step as the step-phase timers' "optimizer"
+// phase (core/log/step_phases.h), around whichever update the sharding mode picked.
+class OptimizerPhase final : public WeightUpdate {
+ public:
+  explicit OptimizerPhase(std::unique_ptr<WeightUpdate> update) : update_(std::move(update)) {}
+
+  double clip_grad_norm(double max_norm) override {
+    const log::PhaseScope phase(log::StepPhase::kOptimizer);
+    return update_->clip_grad_norm(max_norm);
+  }
+  void step(double lr) override {
+    const log::PhaseScope phase(log::StepPhase::kOptimizer);
+    update_->step(lr);
+  }
+  checkpoint::NamedTensors state_tensors() const override { return update_->state_tensors(); }
+  bool state_is_sharded() const override { return update_->state_is_sharded(); }
+  void load_state_tensors(const checkpoint::NamedTensors& tensors) override { update_->load_state_tensors(tensors); }
+
+ private:
+  std::unique_ptr<WeightUpdate> update_;
 };
 
 // Every rank must own part of every bucket: a rank holding only padding of
@@ -60,9 +83,7 @@ void check_layers_shardable(const config::RunConfig& config, ShardedLayers& laye
   }
 }
 
-}  // namespace
-
-std::unique_ptr<WeightUpdate> make_weight_update(
+std::unique_ptr<WeightUpdate> make_update_for_sharding(
     const config::RunConfig& config, const std::vector<std::pair<std::string, at::Tensor>>& named_parameters,
     dist::GradientSynchronizer& grad_sync, dist::Communicator& communicator, ShardedLayers* sharded_layers) {
   const bool wants_sharding = config.distributed.sharding != config::ShardingMode::kNone;
@@ -78,6 +99,15 @@ std::unique_ptr<WeightUpdate> make_weight_update(
   if (!grad_sync.sharded()) return std::make_unique<ReplicatedUpdate>(config.optim, named_parameters);
   check_shardable(config, grad_sync, communicator.world_size());
   return std::make_unique<ShardedUpdate>(config.optim, named_parameters, grad_sync, communicator);
+}
+
+}  // namespace
+
+std::unique_ptr<WeightUpdate> make_weight_update(
+    const config::RunConfig& config, const std::vector<std::pair<std::string, at::Tensor>>& named_parameters,
+    dist::GradientSynchronizer& grad_sync, dist::Communicator& communicator, ShardedLayers* sharded_layers) {
+  return std::make_unique<OptimizerPhase>(
+      make_update_for_sharding(config, named_parameters, grad_sync, communicator, sharded_layers));
 }
 
 }  // namespace ptrain::train

@@ -71,7 +71,8 @@ sdk::LossOut OrpoModule::microbatch_loss(sdk::Context& ctx, const sdk::Microbatc
   const auto& batch = static_cast<const OrpoMicrobatch&>(microbatch);
   sdk::LossOut out;
   if (batch.pairs == 0) {
-    out.loss_sums = {at::zeros({}, at::kDouble)};
+    // Where the model computes (ctx.device()), like every loss sum: never assume the CPU.
+    out.loss_sums = {at::zeros({}, at::dtype(at::kDouble).device(ctx.device()))};
     return out;
   }
   const sdk::TargetLogProbs scored = ctx.policy().target_log_probs(batch.tokens);  // [2B, T], 0 off the mask

@@ -172,6 +172,16 @@ int64_t pair_input_length(const TokenizedPair& pair) {
   return static_cast<int64_t>(pair.prompt.size() + std::max(pair.chosen.size(), pair.rejected.size())) - 1;
 }
 
+PairBatch pairs_on_device(const PairBatch& batch, at::Device device) {
+  PairBatch moved = batch;
+  for (sdk::TokenBatch& forward : moved.forwards) forward = sdk::batch_on_device(forward, device);
+  for (at::Tensor& mask : moved.shared_masks) mask = sdk::tensor_on_device(mask, device);
+  moved.chosen_tokens = sdk::tensor_on_device(moved.chosen_tokens, device);
+  moved.rejected_tokens = sdk::tensor_on_device(moved.rejected_tokens, device);
+  moved.sequence_ids = sdk::tensor_on_device(moved.sequence_ids, device);
+  return moved;
+}
+
 PairBatch collate_pairs(const std::vector<TokenizedPair>& pairs, int64_t pad_id, bool concatenated) {
   const auto num_pairs = static_cast<int64_t>(pairs.size());
   PairBatch batch;

@@ -71,6 +71,9 @@ struct PairBatch {
 
 PairBatch collate_pairs(const std::vector<TokenizedPair>& pairs, int64_t pad_id, bool concatenated);
 
+// The batch with every tensor on `device`; collation happens on the host.
+PairBatch pairs_on_device(const PairBatch& batch, at::Device device);
+
 // Packing: one forward whose row r holds the sequences rows[r] (chosen of
 // pair i = i, rejected = B + i) end to end, each a document of its own
 // (block-diagonal attention, positions restarting). Every sequence appears once.

@@ -74,11 +74,7 @@ std::unique_ptr<DpoMicrobatch> collate_pair_group(const std::vector<TokenizedPai
 }
 
 void DpoMicrobatch::to_device(at::Device device) {
-  for (sdk::TokenBatch& forward : pairs.forwards) forward = sdk::batch_on_device(forward, device);
-  for (at::Tensor& mask : pairs.shared_masks) mask = sdk::tensor_on_device(mask, device);
-  pairs.chosen_tokens = sdk::tensor_on_device(pairs.chosen_tokens, device);
-  pairs.rejected_tokens = sdk::tensor_on_device(pairs.rejected_tokens, device);
-  pairs.sequence_ids = sdk::tensor_on_device(pairs.sequence_ids, device);
+  pairs = pairs_on_device(pairs, device);
   reference_parts = sdk::tensor_on_device(reference_parts, device);
 }
 

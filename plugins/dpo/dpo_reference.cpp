@@ -17,9 +17,11 @@ namespace {
 constexpr const char* kComponent = "dpo";
 constexpr const char* kReferencePrefix = "reference/";  // TR-DPO's reference weights in the plugin state
 
-at::Tensor reference_parts(sdk::LanguageModel& model, const PairBatch& batch) {
+// `batch` is collated on the host; the model scores on `device`, and the
+// parts stay there.
+at::Tensor reference_parts(sdk::LanguageModel& model, const PairBatch& batch, at::Device device) {
   const at::NoGradGuard no_grad;
-  return stack_parts(score_pairs(model, batch));
+  return stack_parts(score_pairs(model, pairs_on_device(batch, device)));
 }
 
 // Whether the cache at `path` holds this run's reference log-probs; if so,
@@ -64,7 +66,7 @@ void score_rank_shard(sdk::Context& ctx, sdk::LanguageModel& model, const std::v
     const size_t end = std::min(shard.size(), begin + static_cast<size_t>(micro_size));
     std::vector<TokenizedPair> group;
     for (size_t k = begin; k < end; ++k) group.push_back(pairs[shard[k]]);
-    const at::Tensor parts = reference_parts(model, collate_pairs(group, ctx.tokenizer().pad_id(), true));
+    const at::Tensor parts = reference_parts(model, collate_pairs(group, ctx.tokenizer().pad_id(), true), ctx.device());
     for (size_t k = begin; k < end; ++k) values[shard[k]].copy_(parts[static_cast<int64_t>(k - begin)]);
     progress->advance(static_cast<int64_t>(end - begin));
   }
@@ -114,6 +116,7 @@ void ReferenceLogProbs::setup(sdk::Context& ctx, const DpoConfig& config) {
   config_ = config;
   check_sync_fits(ctx, config_);
   check_configured_cache(ctx, config_);
+  device_ = ctx.device();
   if (config_.needs_reference() && !config_.precompute_reference) {
     model_ = sdk::load_reference_model(ctx, config_.reference_model, ctx.module_config().where("reference_model"));
   }
@@ -169,7 +172,7 @@ at::Tensor ReferenceLogProbs::parts_of(const PairBatch& batch, const std::vector
     }
     return cached_.index_select(0, at::tensor(rows, at::kLong));
   }
-  if (model_) return reference_parts(*model_, batch);
+  if (model_) return reference_parts(*model_, batch, device_);
   return {};
 }
 

@@ -63,6 +63,7 @@ class ReferenceLogProbs {
 
  private:
   DpoConfig config_;                           // the module's, copied at setup
+  at::Device device_ = at::kCPU;               // where the live model scores (Context::device())
   std::unique_ptr<sdk::LanguageModel> model_;  // live reference; null when unused or precomputed
   bool precomputed_ = false;
   at::Tensor cached_;                            // [N, 4] float64 when precomputed

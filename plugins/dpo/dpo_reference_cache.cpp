@@ -49,7 +49,8 @@ std::vector<double> probe_log_probs(sdk::LanguageModel& model) {
   batch.input_ids = at::tensor(std::vector<int64_t>(tokens.begin(), tokens.end() - 1), at::kLong).view({1, -1});
   batch.target_ids = at::tensor(std::vector<int64_t>(tokens.begin() + 1, tokens.end()), at::kLong).view({1, -1});
   batch.loss_mask = at::ones({1, kProbeLength}, at::kBool);
-  const at::Tensor log_probs = model.target_log_probs(batch).log_probs.to(at::kDouble).contiguous();
+  // Read on the host: the model computes on its device.
+  const at::Tensor log_probs = model.target_log_probs(batch).log_probs.to(at::kCPU, at::kDouble).contiguous();
   return {log_probs.data_ptr<double>(), log_probs.data_ptr<double>() + log_probs.numel()};
 }
 
@@ -88,7 +89,7 @@ void write_reference_cache(const std::string& path, const ReferenceCache& cache)
                   cache.values.size(1) == kReferenceColumns,
               "reference cache values must be [", fingerprint.num_pairs, ", ", kReferenceColumns, "], got ",
               cache.values.sizes());
-  const at::Tensor values = cache.values.to(at::kDouble).contiguous();
+  const at::Tensor values = cache.values.to(at::kCPU, at::kDouble).contiguous();
   nlohmann::json rows = nlohmann::json::array();
   const double* data = values.data_ptr<double>();
   for (int64_t i = 0; i < fingerprint.num_pairs; ++i) {

@@ -13,8 +13,10 @@ namespace ptrain::testing {
 double relative_error(const std::vector<at::Tensor>& actual, const std::vector<at::Tensor>& expected) {
   double difference = 0.0, reference = 0.0;
   for (size_t i = 0; i < expected.size(); ++i) {
-    difference += (actual.at(i).to(at::kDouble) - expected[i].to(at::kDouble)).pow(2).sum().item<double>();
-    reference += expected[i].to(at::kDouble).pow(2).sum().item<double>();
+    // On the host: one side may come from a model run on a device, the other from files.
+    const at::Tensor expected_values = expected[i].to(at::kCPU, at::kDouble);
+    difference += (actual.at(i).to(at::kCPU, at::kDouble) - expected_values).pow(2).sum().item<double>();
+    reference += expected_values.pow(2).sum().item<double>();
   }
   return std::sqrt(difference) / std::max(std::sqrt(reference), 1e-30);
 }

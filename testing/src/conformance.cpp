@@ -70,14 +70,24 @@ class Harness {
   }
 
   ConformanceReport run() {
+    if (spec_.steps_before_checks < 0) {
+      throw sdk::UsageError("conformance: steps_before_checks is " + std::to_string(spec_.steps_before_checks) +
+                            "; give 0 or more");
+    }
     InProcessRun run(plugin_, resolve({"output_dir=" + toml_string((work_dir_ / "in_process").string())}));
-    global_batch_ = run.step0_global_batch();
+    // The policy trains away from where it started (and from a reference
+    // copied then), so that log-ratios and batch statistics are not all 0.
+    for (int64_t step = 0; step < spec_.steps_before_checks; ++step) earlier_steps_.push_back(run.step_batch(step));
+    run.take_steps(earlier_steps_);
+    const StepBatch checked = run.step_batch(spec_.steps_before_checks);
+    run.set_step(checked.step, checked.epoch);
+    global_batch_ = checked.indices;
     specs_ = run.metric_specs();
     initial_parameters_ = run.parameter_values();
     reference_ = run.step(global_batch_, {static_cast<int64_t>(global_batch_.size()), 0});
     if (!reference_.result.has_units) {
-      throw sdk::UsageError("conformance: the step-0 global batch of " + spec_.config.string() +
-                            " has no loss unit; give data with something to learn from");
+      throw sdk::UsageError("conformance: the global batch of step " + std::to_string(checked.step) + " of " +
+                            spec_.config.string() + " has no loss unit; give data with something to learn from");
     }
     ConformanceReport report;
     // The split variants of the step, shared by the gradient and metric checks.
@@ -98,8 +108,8 @@ class Harness {
  private:
   config::RunConfig resolve(std::vector<std::string> overrides) const {
     std::vector<std::string> all = spec_.overrides;
-    // The harness looks at one step; a config written only for it need not say so.
-    all.push_back("train.max_steps=1");
+    // The harness looks at one step after the earlier ones; a config written only for it need not say so.
+    all.push_back("train.max_steps=" + std::to_string(spec_.steps_before_checks + 1));
     all.push_back("plugin=" + toml_string(plugin_path_.string()));
     all.insert(all.end(), overrides.begin(), overrides.end());
     return config::load_run_config(spec_.config, all, plugin_.config_schema());
@@ -125,7 +135,9 @@ class Harness {
                     "gradient and loss of " + std::to_string(global_batch_.size()) +
                         " examples equal the single-microbatch step under 5 splits (worst relative gradient error " +
                         format_number(worst) + ")",
-                    "the step differs from the single-microbatch step (a loss normalised per microbatch?):");
+                    "the step differs from the single-microbatch step (a loss normalised per microbatch, or a "
+                    "statistic of the batch — a mean, a KL reference point, a baseline — computed per microbatch "
+                    "instead of over ctx.global_batch()?):");
   }
 
   CheckResult check_units(InProcessRun& run) {
@@ -198,7 +210,8 @@ class Harness {
     return finished(check,
                     std::to_string(compared) +
                         " sum/weighted_mean/max/min metrics reduce to the single-microbatch values under every split",
-                    "metrics differ from the single-microbatch step (weight a per-microbatch mean by its units):");
+                    "metrics differ from the single-microbatch step (weight a per-microbatch mean by its units; a "
+                    "statistic of the batch computed per microbatch shows here too):");
   }
 
   CheckResult check_zero_units(InProcessRun& run) {
@@ -229,6 +242,10 @@ class Harness {
     }
     InProcessRun extended(plugin_, resolve({"output_dir=" + toml_string((work_dir_ / "zero_units").string()),
                                             "data.train=" + toml_string(data.string())}));
+    // The same earlier steps (the original examples keep their indices), so that it starts where `run` does.
+    extended.take_steps(earlier_steps_);
+    const StepBatch checked = run.step_batch(spec_.steps_before_checks);
+    extended.set_step(checked.step, checked.epoch);
     std::vector<int64_t> zero_indices;
     for (size_t i = 0; i < spec_.zero_unit_examples.size(); ++i) {
       zero_indices.push_back(static_cast<int64_t>(run.examples().size() + i));
@@ -275,16 +292,17 @@ class Harness {
   CheckResult check_world_size_2() {
     const fs::path output_dir = work_dir_ / "world_size_2";
     const config::RunConfig config = resolve({"output_dir=" + toml_string(output_dir.string())});
-    return testing::check_world_size_2(
-        {spec_, plugin_path_, output_dir, config.batch.micro_tokens > 0, initial_parameters_, reference_, specs_});
+    return testing::check_world_size_2({spec_, plugin_path_, output_dir, config.batch.micro_tokens > 0,
+                                        initial_parameters_, reference_, specs_, spec_.steps_before_checks});
   }
 
   const ConformanceSpec& spec_;
   plugin::LoadedPlugin plugin_;
   fs::path work_dir_;
   fs::path plugin_path_;
-  std::vector<at::Tensor> initial_parameters_;  // the weights every run starts from (steps leave them)
-  std::vector<int64_t> global_batch_;
+  std::vector<StepBatch> earlier_steps_;        // the updates taken before the checked step
+  std::vector<at::Tensor> initial_parameters_;  // the weights of the checked step (its variants leave them)
+  std::vector<int64_t> global_batch_;           // the checked step's
   std::vector<sdk::MetricSpec> specs_;
   StepOutcome reference_;
 };

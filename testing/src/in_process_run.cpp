@@ -5,6 +5,7 @@
 #include "core/data/global_batch_sampler.h"
 #include "core/metrics/metric_reducer.h"
 #include "core/train/compute_device.h"
+#include "core/train/global_batches.h"
 #include "core/train/run_setup.h"
 #include "ptrain/sdk/errors.h"
 
@@ -39,10 +40,22 @@ InProcessRun::InProcessRun(const plugin::LoadedPlugin& plugin, config::RunConfig
 // The module goes before the context and models it may point into.
 InProcessRun::~InProcessRun() = default;
 
-std::vector<int64_t> InProcessRun::step0_global_batch() const {
+StepBatch InProcessRun::step_batch(int64_t step) const {
   const data::GlobalBatchSampler sampler(static_cast<int64_t>(examples_.size()), config_.batch.global_size,
                                          config_.seed);
-  return sampler.global_batch(0);
+  return {step, sampler.position(step).epoch, sampler.global_batch(step)};
+}
+
+void InProcessRun::take_steps(const std::vector<StepBatch>& steps) {
+  for (const StepBatch& batch : steps) {
+    context_->set_step(batch.step, batch.epoch);
+    const StepOutcome outcome = step(batch.indices, {static_cast<int64_t>(batch.indices.size()), 0});
+    {
+      const at::NoGradGuard no_grad;
+      for (size_t i = 0; i < parameters_.size(); ++i) parameters_[i].sub_(outcome.gradients[i]);
+    }
+    module_->end_step(*context_);
+  }
 }
 
 std::vector<at::Tensor> InProcessRun::parameter_values() const {
@@ -57,6 +70,11 @@ std::vector<const sdk::Example*> InProcessRun::pointers(const std::vector<int64_
   return selected;
 }
 
+std::vector<const sdk::Example*> InProcessRun::start_batch(const std::vector<int64_t>& example_indices) {
+  context_->set_global_batch(train::training_global_batch(examples_, example_indices, 0, 1));
+  return pointers(example_indices);
+}
+
 train::StepParts InProcessRun::step_parts(sdk::TrainModule& module) {
   return {module, plugin_name_, *context_, parameters_, *communicator_, *grad_sync_};
 }
@@ -64,7 +82,7 @@ train::StepParts InProcessRun::step_parts(sdk::TrainModule& module) {
 StepOutcome InProcessRun::step(const std::vector<int64_t>& example_indices, const sdk::MicrobatchPlan& plan) {
   StepOutcome outcome;
   metrics::MetricReducer reducer(train::step_metric_specs(*module_));
-  outcome.result = train::accumulate_gradients(step_parts(*module_), pointers(example_indices), plan, reducer);
+  outcome.result = train::accumulate_gradients(step_parts(*module_), start_batch(example_indices), plan, reducer);
   outcome.metrics = reducer.reduce(*communicator_);
   for (const at::Tensor& parameter : parameters_) outcome.gradients.push_back(parameter.grad().detach().clone());
   return outcome;
@@ -74,14 +92,14 @@ LoopReads InProcessRun::loop_scalar_reads(const std::vector<int64_t>& example_in
                                           const sdk::MicrobatchPlan& plan) {
   LoopReadObserver observed(*module_);
   metrics::MetricReducer reducer(train::step_metric_specs(observed));
-  train::accumulate_gradients(step_parts(observed), pointers(example_indices), plan, reducer);
+  train::accumulate_gradients(step_parts(observed), start_batch(example_indices), plan, reducer);
   reducer.reduce(*communicator_);
   return {observed.microbatches(), observed.reads()};
 }
 
 namespace {
 
-// Loss sums accumulate in float32 or wider, on the model's device (DESIGN.md §5).
+// Loss sums accumulate in float32 or wider, on the model's device (docs/plugins.md, "The interface").
 std::string placement_problem(const at::Tensor& sum, size_t term, at::Device device) {
   std::string problem;
   if (sum.device() != device) {
@@ -101,7 +119,7 @@ std::vector<MicrobatchUnits> InProcessRun::audit_units(const std::vector<int64_t
                                                        const sdk::MicrobatchPlan& plan) {
   const auto counts = [this](const sdk::Microbatch& microbatch) { return module_->count_units(microbatch); };
   std::vector<MicrobatchUnits> audits;
-  for (const auto& microbatch : module_->prepare(*context_, pointers(example_indices), plan)) {
+  for (const auto& microbatch : module_->prepare(*context_, start_batch(example_indices), plan)) {
     MicrobatchUnits audit;
     audit.before_forward = counts(*microbatch);
     microbatch->to_device(context_->device());  // as the core's update step does

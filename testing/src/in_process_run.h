@@ -34,6 +34,13 @@ struct LoopReads {
   int64_t reads = 0;
 };
 
+// One update step as the trainer's sampler deals it (0-based step).
+struct StepBatch {
+  int64_t step = 0;
+  int64_t epoch = 0;
+  std::vector<int64_t> indices;  // the global batch, in batch order
+};
+
 // What the plugin reported per microbatch when asked directly.
 struct MicrobatchUnits {
   std::vector<int64_t> before_forward;  // count_units: one count per loss term
@@ -49,15 +56,23 @@ class InProcessRun {
   InProcessRun(const plugin::LoadedPlugin& plugin, config::RunConfig config);
   ~InProcessRun();
 
-  // The step-0 global batch, as the trainer's sampler picks it.
-  std::vector<int64_t> step0_global_batch() const;
+  // The global batch of `step` (0-based), as the trainer's sampler deals it.
+  StepBatch step_batch(int64_t step) const;
+  // Updates the policy as `ptrain train` with SGD at lr 1 (no clipping, no
+  // weight decay) would in each of `steps`, each global batch one
+  // microbatch, ending each with the plugin's end_step(). Each runs at its
+  // own step number; set_step() then moves the run on.
+  void take_steps(const std::vector<StepBatch>& steps);
+  // Moves the plugin's context to a step (the one the checks compute).
+  void set_step(int64_t step, int64_t epoch) { context_->set_step(step, epoch); }
   const std::vector<sdk::Example>& examples() const { return examples_; }
   const config::RunConfig& config() const { return config_; }
   std::vector<sdk::MetricSpec> metric_specs() const { return module_->metric_specs(); }
-  // Copies of the policy's weights (steps accumulate gradients, never update).
+  // Copies of the policy's weights (step() accumulates gradients and never updates).
   std::vector<at::Tensor> parameter_values() const;
 
-  // accumulate_gradients() over these examples, split by `plan`.
+  // accumulate_gradients() over these examples, split by `plan`; they are
+  // the whole global batch (one process), as the plugin's ctx.global_batch() says.
   StepOutcome step(const std::vector<int64_t>& example_indices, const sdk::MicrobatchPlan& plan);
 
   // step(), counting the tensor-to-scalar reads of its microbatch loop (scalar_reads.h).
@@ -69,6 +84,8 @@ class InProcessRun {
 
  private:
   std::vector<const sdk::Example*> pointers(const std::vector<int64_t>& example_indices) const;
+  // Makes the examples the context's global batch; returns them.
+  std::vector<const sdk::Example*> start_batch(const std::vector<int64_t>& example_indices);
   train::StepParts step_parts(sdk::TrainModule& module);
 
   config::RunConfig config_;

@@ -2,7 +2,7 @@
 // (aten::_local_scalar_dense: item(), a tensor used as a bool or a number)
 // makes the host wait for the device's queued kernels, so on a GPU one per
 // microbatch serialises the loop; the contract keeps the loop free of them
-// (metric values stay tensors, DESIGN.md §4).
+// (metric values stay tensors, docs/plugins.md "Metrics").
 #pragma once
 
 #include "ptrain/sdk/train_module.h"

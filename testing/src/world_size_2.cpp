@@ -51,14 +51,15 @@ std::string last_lines(const fs::path& file, size_t count) {
 CheckResult check_world_size_2(const TwoRankCheck& input) {
   CheckResult check{"world_size_2", true, ""};
   const fs::path& output_dir = input.output_dir;
-  // One SGD step with lr 1 and nothing else: the update is the gradient.
+  // SGD with lr 1 and nothing else: each update is the gradient; the last one is the checked step's.
+  const int64_t checked_step = input.steps_before + 1;  // 1-based, as metrics.jsonl counts
   std::vector<std::string> overrides = input.spec.overrides;
   overrides.insert(
       overrides.end(),
       {"plugin=" + toml_string(input.plugin_path.string()), "output_dir=" + toml_string(output_dir.string()),
        "optim.name=\"sgd\"", "optim.lr=1.0", "optim.weight_decay=0.0", "optim.momentum=0.0", "optim.clip_grad_norm=0.0",
-       "schedule.name=\"constant\"", "schedule.warmup_steps=0", "train.max_steps=1", "checkpoint.every_steps=0",
-       "distributed.timeout_s=120"});
+       "schedule.name=\"constant\"", "schedule.warmup_steps=0", "train.max_steps=" + std::to_string(checked_step),
+       "checkpoint.every_steps=0", "distributed.timeout_s=120"});
   // Accumulation on each rank too, when the config splits by examples.
   if (!input.split_by_tokens) overrides.push_back("batch.micro_size=1");
   const fs::path ptrain =
@@ -82,7 +83,8 @@ CheckResult check_world_size_2(const TwoRankCheck& input) {
                            : model::CausalLm::load_hf_dir(final_dir)->named_parameters();
   std::vector<at::Tensor> update;
   for (size_t i = 0; i < trained.size(); ++i) {
-    update.push_back(input.initial_parameters.at(i) - trained[i].second.detach());
+    // The in-process run's weights are on its device; the files load on the host.
+    update.push_back(input.initial_parameters.at(i).to(at::kCPU) - trained[i].second.detach());
   }
   const double error = relative_error(update, input.reference.gradients);
   // The update is recovered as a difference of weights: float32 rounding of
@@ -94,11 +96,11 @@ CheckResult check_world_size_2(const TwoRankCheck& input) {
   }
 
   std::ifstream metrics_file(output_dir / "metrics.jsonl");
-  std::string first_line;
-  std::getline(metrics_file, first_line);
+  std::string line;
+  for (int64_t step = 0; step < checked_step; ++step) std::getline(metrics_file, line);
   std::map<std::string, double> logged;
-  const nlohmann::json first_step = nlohmann::json::parse(first_line);
-  for (const auto& [name, value] : first_step.items()) {
+  const nlohmann::json checked = nlohmann::json::parse(line);
+  for (const auto& [name, value] : checked.items()) {
     if (value.is_number()) logged[name] = value.get<double>();
   }
   logged["core/loss"] = logged.count("loss") ? logged["loss"] : std::nan("");
@@ -110,8 +112,9 @@ CheckResult check_world_size_2(const TwoRankCheck& input) {
     check.detail += " logged metrics differ:" + differences;
   }
   return finished(check,
-                  "2 ranks over Gloo with accumulation: update = reference gradient (relative error " +
-                      format_number(error) + "), loss and metrics as in the single-process step",
+                  "2 ranks over Gloo with accumulation, " + std::to_string(checked_step) +
+                      " steps: the last update = reference gradient (relative error " + format_number(error) +
+                      "), loss and metrics as in the single-process step",
                   "the two-rank run disagrees with the single-process step:");
 }
 

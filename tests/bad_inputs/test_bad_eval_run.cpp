@@ -58,3 +58,25 @@ TEST_CASE("train refuses a best_metric the plugin's evaluation does not give", "
                           "of the plugin's evaluation; it gives eval/loss"));
   CHECK_FALSE(fs::exists(dir / "run"));
 }
+
+TEST_CASE("a run refuses console_metrics it does not log, or that the step line always shows", "[bad_inputs][config]") {
+  const fs::path dir = testing::fresh_test_dir("bad_console_metrics");
+  const fs::path train = testing::write_text_file(dir, "train.jsonl", kExamples);
+  const auto validate = [&](const std::string& metrics) {
+    const fs::path config = write_eval_config(dir, train, train, "[logging]\nconsole_metrics = " + metrics + "\n");
+    return testing::run_ptrain("validate -c " + config.string() + " 2>&1");
+  };
+  const testing::CommandResult unknown = validate("[\"token_accuracy\", \"kl\"]");
+  INFO(unknown.output);
+  CHECK(unknown.exit_code == 2);
+  CHECK(testing::contains(unknown.output,
+                          "eval.toml: key 'logging.console_metrics': \"kl\" is not a metric of this "
+                          "run; it logs units, tokens"));
+  CHECK(testing::contains(unknown.output, "eval/token_accuracy"));
+  const testing::CommandResult always = validate("[\"loss\"]");
+  CHECK(always.exit_code == 2);
+  CHECK(testing::contains(always.output, "\"loss\" is always on the step line"));
+  const testing::CommandResult fine = validate("[\"token_accuracy\", \"eval/loss\", \"mfu\"]");
+  INFO(fine.output);
+  CHECK(fine.exit_code == 0);
+}

@@ -149,7 +149,7 @@ TEST_CASE("a symlinked output_dir to a user's folder is refused; links inside a 
   // pruning and replacing final/ remove the links, never what they point to.
   const fs::path run = root / "run";
   REQUIRE(testing::run_ptrain(train_into(config, run.string())).exit_code == 0);
-  fs::remove_all(run / "final");
+  ptrain::checkpoint::remove_owned(run / "final");
   fs::create_directory_symlink(user / "models", run / "final");
   fs::create_directory_symlink(user / "old_checkpoint", run / "checkpoints" / "step_0");
   const CommandResult resumed =

@@ -10,6 +10,7 @@
 #include "support/run_command.h"
 #include "support/test_util.h"
 
+#include "core/checkpoint/remove_tree.h"
 #include "core/config/config_loader.h"
 #include "grpo_config.h"
 #include "ptrain/sdk/config_schema.h"
@@ -42,7 +43,7 @@ void no_edit(const fs::path&) {}
 TEST_CASE("unusable reward models are refused before training, naming the file and the key or tensor",
           "[bad_inputs][reward_model]") {
   const std::vector<ModelCase> cases = {
-      {"no directory", no_change, [](const fs::path& dir) { fs::remove_all(dir); }, 1, "",
+      {"no directory", no_change, [](const fs::path& dir) { ptrain::checkpoint::remove_tree(dir); }, 1, "",
        ": reward model directory does not exist"},
       {"no score head", [](TinyRewardModelOptions& o) { o.score_rows = 0; }, no_edit, 1, "",
        ": tensor 'score.weight' is missing (expected shape [1, 32]"},

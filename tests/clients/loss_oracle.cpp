@@ -1,6 +1,7 @@
 // ptrain's side of the TRL checks (tests/clients/oracles/trl_dpo.py,
-// trl_grpo.py): the DPO and GRPO plugins' own loss code on log-probs a test
-// gives, so that TRL's trainers can be run on the very same numbers.
+// trl_grpo.py, trl_kto.py): the DPO, GRPO and KTO plugins' own loss code on
+// log-probs a test gives, so that TRL's trainers can be run on the very same
+// numbers.
 //
 //   ptrain_loss_oracle < request.json > response.json
 //
@@ -19,12 +20,23 @@
 //   grpo  {"algorithm": "grpo", "module": {...}, "log_probs": [B][T], "old_log_probs": [B][T],
 //          "ref_log_probs": [B][T], "advantages": [B], "mask": [B][T] (0/1)}
 //         → {"loss": L}, L = S / n of the loss_type's aggregation (one microbatch, one rank)
+//   kto   {"algorithm": "kto", "module": {...}, "examples": [{"desirable": bool,
+//            "policy": [n], "reference": [n],             log π, log π_ref of each completion token
+//            "kl_policy": [m], "kl_reference": [m]}]}      the same of the example's KL pair
+//         → {"losses": [B] (weighted), "z0": the KL reference point of the batch, "rewards": [B],
+//            "logps": [B] (the policy's completion log-probs)}
+//   kto_partners  {"algorithm": "kto_partners", "prompt_lengths": [B], "max_length": L}
+//         → {"scorable": [B], "partners": [B]}: which examples keep a completion token, and whose
+//           completion each one's KL pair takes (-1: none)
 // Every number is float64 and JSON keeps it exact both ways.
 #include "dpo_config.h"
 #include "dpo_data.h"
 #include "dpo_loss.h"
 #include "grpo_config.h"
 #include "grpo_loss.h"
+#include "kto_config.h"
+#include "kto_data.h"
+#include "kto_loss.h"
 #include "ptrain/sdk/config_schema.h"
 #include "ptrain/sdk/util/aggregation.h"
 
@@ -216,6 +228,46 @@ json grpo_response(const json& request) {
   return {{"loss", loss_sum.item<double>() / static_cast<double>(units)}};
 }
 
+// Σ of per-token values, as the plugin sums a completion's log-probs (float64).
+double sequence_sum(const json& values) { return doubles(values).sum().item<double>(); }
+
+json kto_response(const json& request) {
+  sdk::ConfigSchema schema;
+  kto::declare_kto_config(schema);
+  const kto::KtoConfig config = kto::read_kto_config(module_values(schema, request.at("module")));
+  std::vector<double> policy;
+  std::vector<double> reference;
+  std::vector<double> kl_ratios;  // of each example's KL pair
+  std::vector<uint8_t> desirable;
+  for (const json& example : request.at("examples")) {
+    policy.push_back(sequence_sum(example.at("policy")));
+    reference.push_back(sequence_sum(example.at("reference")));
+    kl_ratios.push_back(sequence_sum(example.at("kl_policy")) - sequence_sum(example.at("kl_reference")));
+    desirable.push_back(example.at("desirable").get<bool>() ? 1 : 0);
+  }
+  // As kto_module.cpp: apo_zero_unpaired reads no z0 (0, and no KL pairs scored).
+  const at::Tensor z0 = config.uses_reference_point() ? kto::reference_point(at::tensor(kl_ratios, at::kDouble))
+                                                      : at::zeros({}, at::kDouble);
+  const at::Tensor policy_logps = at::tensor(policy, at::kDouble);
+  const kto::KtoLosses losses = kto::kto_losses(policy_logps, at::tensor(reference, at::kDouble),
+                                                at::tensor(desirable, at::kByte).to(at::kBool), z0, config);
+  return {{"losses", to_vector(losses.losses)},
+          {"z0", z0.item<double>()},
+          {"rewards", to_vector(losses.rewards)},
+          {"logps", policy}};
+}
+
+json kto_partners_response(const json& request) {
+  const int64_t max_length = request.at("max_length").get<int64_t>();
+  std::vector<bool> scorable;
+  for (const int64_t length : request.at("prompt_lengths").get<std::vector<int64_t>>()) {
+    kto::KtoExample example;
+    example.prompt.assign(static_cast<size_t>(length), 1);
+    scorable.push_back(example.scorable(max_length));
+  }
+  return {{"scorable", scorable}, {"partners", kto::kl_partners(scorable)}};
+}
+
 }  // namespace
 
 int main() {
@@ -227,8 +279,12 @@ int main() {
       response = dpo_response(request);
     } else if (algorithm == "grpo") {
       response = grpo_response(request);
+    } else if (algorithm == "kto") {
+      response = kto_response(request);
+    } else if (algorithm == "kto_partners") {
+      response = kto_partners_response(request);
     } else {
-      throw std::runtime_error("algorithm '" + algorithm + "': expected dpo or grpo");
+      throw std::runtime_error("algorithm '" + algorithm + "': expected dpo, grpo, kto or kto_partners");
     }
     std::cout << response.dump() << "\n";
   } catch (const std::exception& error) {

@@ -11,6 +11,7 @@
 //   dist_worker layer_shards|sharded_layers
 //   dist_worker full_adamw|rank_weights DIR
 //   dist_worker layer_divergence|layer_meeting
+//   dist_worker all_gather
 #include "grpo_test_support.h"
 
 #include "core/data/global_batch_sampler.h"
@@ -88,6 +89,39 @@ int run_data(const dist::LaunchEnv& launch, char** argv) {
     steps.push_back(data::rank_example_indices(sampler, step, launch.rank, launch.world_size));
   }
   std::cout << "RESULT " << nlohmann::json{{"rank", launch.rank}, {"steps", steps}}.dump() << std::endl;
+  return 0;
+}
+
+// The plugin's all_gather (sdk::Context) over uneven ranks: rank r gives r
+// rows [r, k] (rank 0 none), then one 0-dim value r, then a tensor whose rows
+// have r + 1 elements, which every rank must refuse.
+int run_all_gather(const dist::LaunchEnv& launch) {
+  auto communicator = dist::make_communicator(launch, std::chrono::seconds(30));
+  const auto policy = model::CausalLm::init_random(testing::tiny_model_config(), 31);
+  const tokenizer::ByteTokenizer tokenizer;
+  const sdk::ConfigValues values("module");
+  plugin::HostContext host(*policy, tokenizer, values, *communicator, sdk::RunInfo{});
+  std::vector<double> rows;
+  for (int k = 0; k < launch.rank; ++k) rows.insert(rows.end(), {static_cast<double>(launch.rank), k + 0.5});
+  const at::Tensor gathered = host.all_gather(at::tensor(rows, at::kDouble).reshape({launch.rank, 2}));
+  const at::Tensor scalars = host.all_gather(at::tensor(static_cast<int64_t>(launch.rank), at::kLong));
+  std::string refused;
+  try {
+    host.all_gather(at::zeros({1, launch.rank + 1}, at::kFloat));
+  } catch (const sdk::PluginError& error) {
+    refused = error.what();
+  }
+  const at::Tensor flat = gathered.contiguous().reshape({-1});
+  std::cout << "RESULT "
+            << nlohmann::json{{"rank", launch.rank},
+                              {"shape", gathered.sizes().vec()},
+                              {"rows",
+                               std::vector<double>(flat.data_ptr<double>(), flat.data_ptr<double>() + flat.numel())},
+                              {"scalars", std::vector<int64_t>(scalars.data_ptr<int64_t>(),
+                                                               scalars.data_ptr<int64_t>() + scalars.numel())},
+                              {"refused", refused}}
+                   .dump()
+            << std::endl;
   return 0;
 }
 
@@ -310,6 +344,7 @@ int main(int argc, char** argv) {
     if (mode == "layer_divergence" && argc == 2) return dist_test::run_layer_divergence(launch);
     if (mode == "layer_meeting" && argc == 2) return dist_test::run_layer_meeting(launch);
     if (mode == "rank_weights" && argc == 3) return dist_test::run_rank_weights(launch, argv[2]);
+    if (mode == "all_gather" && argc == 2) return run_all_gather(launch);
     std::cerr << "dist_worker: bad arguments for mode '" << mode << "'\n";
     return 2;
   } catch (const std::exception& error) {

@@ -7,6 +7,7 @@
 #include "grpo_test_support.h"
 #include "support/test_util.h"
 
+#include "core/checkpoint/remove_tree.h"
 #include "core/data/global_batch_sampler.h"
 #include "core/model/causal_lm.h"
 #include "core/model/safetensors.h"
@@ -72,6 +73,32 @@ TEST_CASE("weighted means over ranks with very different token counts are the gl
     INFO(result.output);
     REQUIRE(result.exit_code == 0);
     dist_test::check_global_metrics(results_by_rank(result.output), world);
+  }
+}
+
+TEST_CASE("a plugin's all_gather concatenates uneven ranks in rank order, and refuses other row shapes", "[dist]") {
+  for (const int world : {2, 3}) {
+    const CommandResult result = run_ptrain(launch_worker(world, "all_gather"));
+    INFO("world size " << world << "\n" << result.output);
+    REQUIRE(result.exit_code == 0);
+    const auto by_rank = results_by_rank(result.output);
+    REQUIRE(static_cast<int>(by_rank.size()) == world);
+    // Rank r gave rows (r, k + 0.5) for k < r: 0 + 1 + ... + (R − 1) rows in all.
+    std::vector<double> expected;
+    std::vector<int64_t> scalars;
+    for (int rank = 0; rank < world; ++rank) {
+      for (int k = 0; k < rank; ++k) expected.insert(expected.end(), {static_cast<double>(rank), k + 0.5});
+      scalars.push_back(rank);
+    }
+    for (const auto& [rank, values] : by_rank) {
+      INFO("rank " << rank);
+      CHECK(values["shape"] == nlohmann::json::array({world * (world - 1) / 2, 2}));
+      CHECK(values["rows"].get<std::vector<double>>() == expected);
+      CHECK(values["scalars"].get<std::vector<int64_t>>() == scalars);
+      CHECK_THAT(values["refused"].get<std::string>(),
+                 Catch::Contains("all_gather: the ranks' tensors differ beyond their first dimension") &&
+                     Catch::Contains("rank 1: 2 elements per row"));
+    }
   }
 }
 
@@ -226,7 +253,7 @@ TEST_CASE("one step gives the full-batch gradient for world sizes 1, 2, 4 × acc
         // Time in collectives: none without a process group.
         const double comm_seconds = testing::read_metrics_jsonl(run_dir / "metrics.jsonl").back().at("comm_s");
         CHECK((comm_seconds > 0.0) == (world > 1 || process_group));
-        fs::remove_all(run_dir);
+        ptrain::checkpoint::remove_tree(run_dir);
       }
     }
   }

@@ -36,7 +36,7 @@ std::string bound_text(double value, sdk::ValueType type) {
 
 TEST_CASE("plugins --describe prints each bundled plugin's schema, key by key", "[e2e][describe]") {
   const auto dirs = plugin::plugin_search_dirs({});
-  for (const std::string name : {"sft", "dpo", "grpo"}) {
+  for (const std::string name : {"sft", "dpo", "grpo", "kto"}) {
     DYNAMIC_SECTION("plugin " << name) {
       const sdk::ConfigSchema schema = plugin::load_plugin(name, dirs).config_schema();
       const testing::CommandResult described = testing::run_ptrain("plugins --describe " + name);

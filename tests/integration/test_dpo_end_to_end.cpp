@@ -59,7 +59,7 @@ double mean_of(const std::vector<nlohmann::json>& lines, const char* key, size_t
 
 }  // namespace
 
-TEST_CASE("ptrain trains DPO with a precomputed reference, and margins and accuracy rise", "[e2e][dpo]") {
+TEST_CASE("ptrain trains DPO with a precomputed reference, and margins and accuracy rise", "[e2e][dpo][device]") {
   const fs::path dir = fresh_dir("train");
   const fs::path cache = dir / "reference_logps.json";
   const fs::path config = write_config(dir,
@@ -128,7 +128,7 @@ TEST_CASE("ptrain validate refuses bad preference data and lists the dpo plugin"
   INFO(chat.output);
   CHECK(chat.exit_code == 0);
   const auto [bad_data, bad_chat] = validate_chat("bad_chat.jsonl", "bot");
-  CHECK(bad_chat.exit_code == 1);
+  CHECK(bad_chat.exit_code == 2);
   CHECK_THAT(bad_chat.output, Catch::Contains(bad_data.string() + ":2: field 'rejected[0].role': unknown role"));
 
   // module.loss is a TOML array; an unknown element names its index and line.

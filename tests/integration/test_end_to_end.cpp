@@ -71,6 +71,32 @@ TEST_CASE("ptrain train fine-tunes, logs falling loss, and writes a loadable mod
   }
   CHECK(lines.front()["step"] == 1);
   CHECK(lines.back()["skipped_steps"] == 0);
+  // The step-phase timers at log steps (every 10th): each phase's seconds per
+  // step, adding up to no more than the steps took (eval and checkpoints included).
+  CHECK_FALSE(lines.front().contains("time/forward_s"));
+  for (const size_t log_step : {10, 20, 30, 40}) {
+    const nlohmann::json& line = lines[log_step - 1];
+    INFO("step " << log_step << ": " << line.dump());
+    double phases_s = 0.0;
+    for (const char* phase : {"data", "forward", "loss_head", "backward", "collectives", "optimizer", "eval",
+                              "checkpoint", "other"}) {
+      const std::string key = std::string("time/") + phase + "_s";
+      REQUIRE(line.contains(key));
+      CHECK(line[key].get<double>() >= 0.0);
+      phases_s += line[key].get<double>();
+    }
+    CHECK(line["time/forward_s"].get<double>() > 0.0);
+    CHECK(line["time/loss_head_s"].get<double>() > 0.0);
+    CHECK(line["time/backward_s"].get<double>() > 0.0);
+    CHECK(line["time/optimizer_s"].get<double>() > 0.0);
+    // The phases cover the steps' own time (step_s) and what runs between them.
+    double steps_s = 0.0;
+    for (size_t step = log_step - 9; step <= log_step; ++step) steps_s += lines[step - 1]["step_s"].get<double>();
+    CHECK(phases_s * 10 >= 0.99 * steps_s);
+  }
+  CHECK_FALSE(lines[14].contains("time/checkpoint_s"));                 // not a log step
+  CHECK(lines[19]["time/checkpoint_s"].get<double>() > 0.0);            // step 15's checkpoint, logged at 20
+  CHECK_THAT(result.output, Catch::Contains("[timing] steps 31-40, per step: data "));
   const double early = mean_loss(lines, 0, 5);
   const double late = mean_loss(lines, 35, 40);
   INFO("mean loss of steps 1-5: " << early << ", of steps 36-40: " << late);
@@ -129,13 +155,13 @@ TEST_CASE("ptrain validate checks everything without training", "[e2e]") {
   std::ofstream(bad_data) << "{\"prompt\": \"1+1=\", \"completion\": \"2\"}\n{\"prompt\": \"2+2=\"}\n";
   const CommandResult data_error =
       run_ptrain("validate -c " + config.string() + " --set data.train=\"" + bad_data.string() + "\"");
-  CHECK(data_error.exit_code == 1);
+  CHECK(data_error.exit_code == 2);  // bad input, as a bad config
   CHECK_THAT(data_error.output, Catch::Contains(bad_data.string() + ":2: missing field 'completion'"));
 
   // The held-out set ([eval] data) is checked the same way.
   const CommandResult eval_error =
       run_ptrain("validate -c " + config.string() + " --set eval.data=\"" + bad_data.string() + "\"");
-  CHECK(eval_error.exit_code == 1);
+  CHECK(eval_error.exit_code == 2);
   CHECK_THAT(eval_error.output, Catch::Contains(bad_data.string() + ":2: missing field 'completion'"));
   const CommandResult eval_ok =
       run_ptrain("validate -c " + config.string() + " --set eval.data=\"" + std::string(PTRAIN_SOURCE_DIR) +

@@ -121,7 +121,8 @@ fs::path write_early_stopping_run(const fs::path& dir, int64_t max_steps, int64_
 
 }  // namespace
 
-TEST_CASE("best/ holds the best evaluation's model; early stopping stops at the right evaluation", "[e2e][eval]") {
+TEST_CASE("best/ holds the best evaluation's model, and early stopping stops at the right evaluation",
+          "[e2e][eval][device]") {
   const fs::path dir = ptrain::testing::fresh_test_dir("eval_best");
   constexpr int64_t kMaxSteps = 30;
   constexpr int64_t kPatience = 2;
@@ -201,7 +202,7 @@ GreedyCompletion greedy_completion(ptrain::model::CausalLm& model, const std::st
 
 }  // namespace
 
-TEST_CASE("GRPO evaluates the rewards of greedy completions of the held-out prompts", "[e2e][eval][grpo]") {
+TEST_CASE("GRPO evaluates the rewards of greedy completions of the held-out prompts", "[e2e][eval][grpo][device]") {
   const fs::path dir = ptrain::testing::fresh_test_dir("eval_grpo");
   const std::vector<std::pair<std::string, std::string>> prompts = {
       {"1+1=", "2"}, {"12+30=", "42"}, {"7-3=", "4"}, {"99-9=", "90"}, {"5+5=", "10"}};

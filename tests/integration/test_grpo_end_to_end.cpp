@@ -41,7 +41,7 @@ fs::path write_config(const fs::path& dir, const fs::path& data, const std::stri
 
 }  // namespace
 
-TEST_CASE("ptrain trains GRPO end to end and logs TRL's metrics", "[e2e][grpo]") {
+TEST_CASE("ptrain trains GRPO end to end and logs TRL's metrics", "[e2e][grpo][device]") {
   const fs::path dir = ptrain::testing::fresh_test_dir("grpo_e2e_train");
   std::ifstream bundled(std::string(PTRAIN_SOURCE_DIR) + "/data/arith_grpo/train.jsonl");
   std::ofstream data(dir / "prompts.jsonl");
@@ -83,7 +83,7 @@ TEST_CASE("GRPO refuses prompts without the answer its accuracy reward needs", "
                                        << "\n";
   const fs::path config = write_config(dir, dir / "prompts.jsonl", "");
   const CommandResult result = run_ptrain("train -c " + config.string());
-  CHECK(result.exit_code == 1);
+  CHECK(result.exit_code == 2);  // bad input
   CHECK_THAT(result.output, Catch::Contains("prompts.jsonl:2") && Catch::Contains("answer"));
 }
 
@@ -195,7 +195,8 @@ TEST_CASE("ptrain trains GRPO with CISPO, SAPO and dynamic sampling that refills
   }
 }
 
-TEST_CASE("ptrain trains GRPO on episodes with the calculator environment, found by name", "[e2e][grpo][environment]") {
+TEST_CASE("ptrain trains GRPO on episodes with the calculator environment, found by name",
+          "[e2e][grpo][environment][device]") {
   const fs::path dir = ptrain::testing::fresh_test_dir("grpo_e2e_environment");
   std::ifstream bundled(std::string(PTRAIN_SOURCE_DIR) + "/data/calculator/train.jsonl");
   std::ofstream data(dir / "prompts.jsonl");

@@ -42,7 +42,7 @@ fs::path write_config(const fs::path& dir, const std::string& reward_lines) {
 
 }  // namespace
 
-TEST_CASE("GRPO trains on a Python reward function and a reward server", "[e2e][grpo][rewards]") {
+TEST_CASE("GRPO trains on a Python reward function and a reward server", "[e2e][grpo][rewards][device]") {
   const fs::path dir = ptrain::testing::fresh_test_dir("grpo_e2e_python_reward");
   ptrain::testing::RewardServer server;
   const std::string url = server.url("/digits");

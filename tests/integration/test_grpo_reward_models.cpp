@@ -18,7 +18,8 @@
 
 namespace fs = std::filesystem;
 
-TEST_CASE("GRPO trains with a reward model's scores weighted with a reward function", "[e2e][grpo][reward_model]") {
+TEST_CASE("GRPO trains with a reward model's scores weighted with a reward function",
+          "[e2e][grpo][reward_model][device]") {
   const fs::path dir = ptrain::testing::fresh_test_dir("grpo_reward_model");
   ptrain::testing::write_tiny_reward_model(dir / "tiny_rm");
   std::ofstream(dir / "prompts.jsonl") << R"({"prompt": "72-17=", "answer": "55"})"

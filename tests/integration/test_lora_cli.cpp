@@ -52,7 +52,7 @@ nlohmann::json read_json(const fs::path& path) { return nlohmann::json::parse(st
 
 }  // namespace
 
-TEST_CASE("a LoRA SFT run writes PEFT adapters, a merged model, and resumes exactly", "[integration][lora]") {
+TEST_CASE("a LoRA SFT run writes PEFT adapters, a merged model, and resumes exactly", "[integration][lora][device]") {
   const fs::path dir = testing::fresh_test_dir("lora_cli");
   const fs::path base = dir / "base";
   model::CausalLm::init_random(base_config(), 5)->save_hf_dir(base);
@@ -99,7 +99,7 @@ TEST_CASE("a LoRA SFT run writes PEFT adapters, a merged model, and resumes exac
 }
 
 TEST_CASE("a LoRA DPO run uses the base weights as its reference and continues from an adapter",
-          "[integration][lora]") {
+          "[integration][lora][device]") {
   const fs::path dir = testing::fresh_test_dir("lora_dpo_cli");
   const fs::path base = dir / "base";
   model::CausalLm::init_random(base_config(), 6)->save_hf_dir(base);

@@ -71,7 +71,8 @@ CommandResult train(const fs::path& config) { return run_ptrain("train -c " + co
 
 }  // namespace
 
-TEST_CASE("a bf16 model is saved as bf16 by default, save_dtype overrides, and final/ loads back", "[e2e][precision]") {
+TEST_CASE("a bf16 model is saved as bf16 by default, save_dtype overrides, and final/ loads back",
+          "[e2e][precision][device]") {
   const fs::path dir = ptrain::testing::fresh_test_dir("precision_save_dtype");
   const fs::path bf16_model = write_model_dir(dir, at::kBFloat16);
   const std::string init = "init = \"" + bf16_model.string() + "\"\n";

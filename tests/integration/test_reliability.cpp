@@ -164,13 +164,13 @@ TEST_CASE("an existing run directory is never replaced without --overwrite, nor 
   testing::write_text_file(dir, "bad.jsonl", "{\"prompt\": \"a\"}\n");
   const std::string bad_data = " --set data.train=\"" + (dir / "bad.jsonl").string() + "\"";
   const CommandResult failed = run_ptrain(train_args(config, run) + bad_data + " --overwrite 2>&1");
-  CHECK(failed.exit_code == 1);
+  CHECK(failed.exit_code == 2);
   CHECK_THAT(failed.output, Catch::Contains((dir / "bad.jsonl").string() + ":1: missing field 'completion'"));
   CHECK(testing::tree_snapshot(run, {"ptrain.lock"}) == earlier);
 
   // A failed validation of a new run creates nothing.
   const CommandResult fresh_failed = run_ptrain(train_args(config, dir / "new_run") + bad_data + " 2>&1");
-  CHECK(fresh_failed.exit_code == 1);
+  CHECK(fresh_failed.exit_code == 2);
   CHECK_FALSE(fs::exists(dir / "new_run"));
 
   const CommandResult replaced = run_ptrain(train_args(config, run) + " --overwrite --set train.max_steps=2 2>&1");

@@ -160,7 +160,7 @@ TEST_CASE("ptrain tokenize: unknown template, bad role and bad files fail with o
   CHECK(unknown.exit_code == 2);
   CHECK_THAT(unknown.output, Catch::Contains("unknown chat template 'vicuna'"));
   const CommandResult role = run_ptrain("tokenize --tokenizer bytes --template plain < " + chat.string() + " 2>&1");
-  CHECK(role.exit_code == 1);
+  CHECK(role.exit_code == 2);
   CHECK_THAT(role.output, Catch::Contains("stdin:1") && Catch::Contains("unknown role \"robot\""));
   const fs::path broken = write_file(dir, "tokenizer.json", "{\"model\": [");
   const CommandResult bad = run_ptrain("tokenize --tokenizer " + broken.string() + " < " + chat.string() + " 2>&1");
@@ -170,7 +170,7 @@ TEST_CASE("ptrain tokenize: unknown template, bad role and bad files fail with o
   CHECK(no_template.exit_code == 2);
   CHECK_THAT(no_template.output, Catch::Contains("--render apply to conversations: add --template NAME"));
   const CommandResult not_ids = run_ptrain("tokenize --tokenizer bytes --decode < " + chat.string() + " 2>&1");
-  CHECK(not_ids.exit_code == 1);
+  CHECK(not_ids.exit_code == 2);
   CHECK_THAT(not_ids.output, Catch::Contains("stdin:1: expected a JSON array of token ids"));
 }
 

@@ -1,5 +1,6 @@
 #include "support/run_command.h"
 
+#include "core/checkpoint/remove_tree.h"
 #include "support/scratch_dir.h"
 
 #include <sys/wait.h>
@@ -33,7 +34,7 @@ CommandResult run_ptrain_in(const std::filesystem::path& cwd, const std::string&
 
 std::filesystem::path fresh_test_dir(const std::string& name) {
   const std::filesystem::path dir = scratch_root() / name;
-  std::filesystem::remove_all(dir);
+  checkpoint::remove_tree(dir);
   std::filesystem::create_directories(dir);
   return dir;
 }

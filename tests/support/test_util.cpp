@@ -1,5 +1,6 @@
 #include "support/test_util.h"
 
+#include "core/checkpoint/remove_tree.h"
 #include "core/model/safetensors.h"
 #include "ptrain/sdk/errors.h"
 
@@ -22,7 +23,7 @@ TempDir::TempDir(const std::string& prefix) {
 
 TempDir::~TempDir() {
   std::error_code ignored;  // a test's leftovers in /tmp are no reason to fail it
-  std::filesystem::remove_all(path_, ignored);
+  checkpoint::remove_tree(path_, ignored);
 }
 
 std::filesystem::path TempDir::write(const std::string& name, const std::string& text) const {

@@ -8,6 +8,7 @@
 #include "core/data/global_batch_sampler.h"
 #include "core/data/jsonl_reader.h"
 #include "core/tokenizer/byte_tokenizer.h"
+#include "core/train/global_batches.h"
 #include "ptrain/sdk/batch.h"
 #include "ptrain/sdk/errors.h"
 #include "ptrain/sdk/util/example_fields.h"
@@ -141,4 +142,50 @@ TEST_CASE("JSONL reading names file and line of a bad example") {
   CHECK(error_of([&] { sdk::require_string(example, "prompt"); }) ==
         "f.jsonl:7: field 'prompt': expected a string, got number");
   CHECK(error_of([&] { sdk::require_string(example, "completion"); }) == "f.jsonl:7: missing field 'completion'");
+}
+
+TEST_CASE("bool and number fields are read with errors that name file:line, the field and the value") {
+  const sdk::Example example{0, "f.jsonl:9",
+                             nlohmann::json{{"label", true}, {"score", 2}, {"ratio", 0.25}, {"as_text", "true"}}};
+  CHECK(sdk::require_bool(example, "label"));
+  CHECK(sdk::require_number(example, "score") == 2.0);
+  CHECK(sdk::require_number(example, "ratio") == 0.25);
+  CHECK(error_of([&] { sdk::require_bool(example, "as_text"); }) ==
+        "f.jsonl:9: field 'as_text': expected true or false, got string \"true\"");
+  CHECK(error_of([&] { sdk::require_bool(example, "score"); }) ==
+        "f.jsonl:9: field 'score': expected true or false, got number 2");
+  CHECK(error_of([&] { sdk::require_number(example, "label"); }) ==
+        "f.jsonl:9: field 'label': expected a number, got boolean true");
+  CHECK(error_of([&] { sdk::require_bool(example, "missing"); }) == "f.jsonl:9: missing field 'missing'");
+}
+
+TEST_CASE("a global batch tells each rank its share and where the share sits") {
+  std::vector<sdk::Example> examples(20);
+  for (size_t i = 0; i < examples.size(); ++i) examples[i].index = static_cast<int64_t>(i);
+  const data::GlobalBatchSampler sampler(20, 7, 4);
+  const std::vector<int64_t> indices = sampler.global_batch(1);
+  for (int world = 1; world <= 4; ++world) {
+    std::vector<int64_t> counts;
+    for (int rank = 0; rank < world; ++rank) {
+      const sdk::GlobalBatch batch = train::training_global_batch(examples, indices, rank, world);
+      CHECK_FALSE(batch.held_out);
+      CHECK(batch.ids == indices);
+      // The share is the sampler's rank slice, and its positions point at it.
+      std::vector<int64_t> share;
+      for (const sdk::Example* example : train::rank_share(batch)) share.push_back(example->index);
+      CHECK(share == data::rank_example_indices(sampler, 1, rank, world));
+      for (size_t k = 0; k < share.size(); ++k) CHECK(indices[batch.rank_positions[k]] == share[k]);
+      if (rank == 0) counts = batch.rank_counts;
+      CHECK(batch.rank_counts == counts);
+    }
+    int64_t total = 0;
+    for (const int64_t count : counts) total += count;
+    CHECK(total == 7);
+  }
+  // A held-out chunk [5, 12): example i on rank i mod 3; ids are the positions in the held-out set.
+  const sdk::GlobalBatch chunk = train::held_out_global_batch(examples, 5, 12, 1, 3);
+  CHECK(chunk.held_out);
+  CHECK(chunk.ids == std::vector<int64_t>{5, 6, 7, 8, 9, 10, 11});
+  CHECK(chunk.rank_positions == std::vector<int64_t>{2, 5});  // examples 7 and 10
+  CHECK(chunk.rank_counts == std::vector<int64_t>{2, 3, 2});
 }

@@ -9,6 +9,7 @@
 
 #include "dpo_test_support.h"
 
+#include "core/checkpoint/remove_tree.h"
 #include "core/plugin/host_context.h"
 #include "grpo_advantages.h"
 #include "grpo_loss.h"
@@ -278,7 +279,7 @@ TEST_CASE("the GRPO step gradient equals the full-batch reference for every loss
       }
     }
   }
-  fs::remove_all(reference_dir);
+  ptrain::checkpoint::remove_tree(reference_dir);
 }
 
 TEST_CASE("num_iterations = 2: the second update reuses the rollouts and their stored old log-probs", "[grpo]") {
@@ -458,5 +459,5 @@ TEST_CASE("GRPO metrics equal their formulas: reward stds, entropy, kl and clip 
   CHECK(second.metrics.at("clip_ratio/low_mean") == Approx(low / 37.0).epsilon(1e-12));
   CHECK(second.metrics.at("clip_ratio/high_mean") == Approx(high / 37.0).epsilon(1e-12));
   CHECK(second.metrics.at("clip_ratio/region_mean") == Approx((low + high) / 37.0).epsilon(1e-12));
-  fs::remove_all(reference_dir);
+  ptrain::checkpoint::remove_tree(reference_dir);
 }

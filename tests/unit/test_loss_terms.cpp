@@ -38,9 +38,10 @@ class FakeModule final : public sdk::TrainModule {
   bool extra_count = false;   // count_units gives one count too many
   bool missing_sum = false;   // microbatch_loss gives one sum too few
   bool detached_sum = false;  // the last term's sum does not require grad
+  std::vector<sdk::MetricSpec> metrics;
 
   void setup(sdk::Context&) override {}
-  std::vector<sdk::MetricSpec> metric_specs() const override { return {}; }
+  std::vector<sdk::MetricSpec> metric_specs() const override { return metrics; }
   void check_example(const sdk::Example&) const override {}
   std::vector<std::unique_ptr<sdk::Microbatch>> prepare(sdk::Context&, const std::vector<const sdk::Example*>&,
                                                         const sdk::MicrobatchPlan&) override {
@@ -177,4 +178,16 @@ TEST_CASE("loss terms: a term name that clashes is refused", "[terms]") {
   FakeModule empty = two_terms();
   empty.terms = {{"", sdk::TermDivisor::kGlobalUnits}};
   CHECK_THROWS_AS(train::step_metric_specs(empty), sdk::PluginError);
+}
+
+TEST_CASE("loss terms: a plugin metric under the core's names is refused", "[terms]") {
+  for (const std::string name : {"grad_norm", "core/tokens", "time/forward_s", "time/mine"}) {
+    FakeModule module = two_terms();
+    module.metrics = {{name, sdk::Reduction::kMean}};
+    CHECK(testing::error_of([&] { train::step_metric_specs(module); }) ==
+          "plugin metric '" + name + "' clashes with a core metric name");
+  }
+  FakeModule fine = two_terms();
+  fine.metrics = {{"timing/mine", sdk::Reduction::kMean}};
+  CHECK_NOTHROW(train::step_metric_specs(fine));
 }

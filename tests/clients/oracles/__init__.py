@@ -25,6 +25,8 @@ CHECKS = {
     "ptrain_loads_peft_adapter": ("peft_adapters", "check_ptrain_loads_peft_adapter", {}),
     "trl_dpo_losses": ("trl_dpo", "check_dpo_losses", {}),
     "trl_grpo_losses": ("trl_grpo", "check_grpo_losses", {}),
+    "trl_kto_losses": ("trl_kto", "check_kto_losses", {}),
+    "trl_kto_pairs": ("trl_kto", "check_kto_pairs", {}),
 }
 
 

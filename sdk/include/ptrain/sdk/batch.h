@@ -50,6 +50,25 @@ TokenBatch batch_on_device(const TokenBatch& batch, at::Device device);
 // `t` on `device`, or `t` itself when undefined or there already.
 at::Tensor tensor_on_device(const at::Tensor& t, at::Device device);
 
+// The whole global batch a prepare() or prepare_eval() call takes part in,
+// the same on every rank (Context::global_batch()): what a loss whose terms
+// depend on the whole batch needs — a KL reference point over the batch,
+// batch-normalised advantages, leave-one-out baselines (docs/plugins.md,
+// "Step-wide statistics").
+struct GlobalBatch {
+  bool held_out = false;  // a chunk of the [eval] held-out set, not an update step's batch
+  // Every example of the batch, in batch order; on every rank the same.
+  std::vector<const Example*> examples;
+  // A stable id per example: its Example::index in the training set, or for
+  // held-out examples (whose index is -1) their 0-based position among the
+  // held-out examples.
+  std::vector<int64_t> ids;
+  // Where this rank's examples sit in `examples`, in the order prepare() gets them.
+  std::vector<int64_t> rank_positions;
+  // How many examples each rank gets, in rank order (they add up to examples.size()).
+  std::vector<int64_t> rank_counts;
+};
+
 // What a plugin's prepare() returns: plugin-defined tensors and per-example
 // fields in a subclass. The core reads only these counters (throughput metrics).
 struct Microbatch {
@@ -67,7 +86,8 @@ struct Microbatch {
 
 // How one rank's examples are cut into microbatches: by count or by a padded
 // token budget (exactly one of the two is positive). Any cut gives the same
-// step gradient (DESIGN.md §2), so the plan only decides speed and memory.
+// step gradient (docs/plugins.md, "Loss terms and aggregation modes"), so the
+// plan only decides speed and memory.
 struct MicrobatchPlan {
   int64_t micro_size = 0;    // examples per microbatch
   int64_t micro_tokens = 0;  // max (rows × longest row) per microbatch

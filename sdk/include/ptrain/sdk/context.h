@@ -2,6 +2,7 @@
 // rank information and the host's logger. Plugins reach nothing else.
 #pragma once
 
+#include "ptrain/sdk/batch.h"
 #include "ptrain/sdk/config_schema.h"
 #include "ptrain/sdk/environment.h"
 #include "ptrain/sdk/errors.h"
@@ -59,10 +60,37 @@ class Context {
   // A Hugging Face model directory loaded without gradients; throws
   // sdk::ModelError naming the directory or tensor.
   virtual std::unique_ptr<LanguageModel> load_frozen_model(const std::string& model_dir) = 0;
-  // Sums a CPU tensor over all ranks, in place. Collective: every rank must
-  // call it the same number of times with tensors of the same shape (e.g. to
-  // assemble values each rank computed for its shard of the dataset).
+  // Sums a tensor over all ranks, in place: a CPU tensor or one on device().
+  // Collective: every rank must call it the same number of times with
+  // tensors of the same shape and dtype (e.g. to assemble values each rank
+  // computed for its shard of the dataset, or a batch statistic).
   virtual void all_reduce_sum(at::Tensor& tensor) = 0;
+  // Every rank's `local` concatenated along dim 0 in rank order: [Σ_r n_r, ...]
+  // from each rank's [n_r, ...] (a 0-dim tensor is one row). n_r may differ
+  // between ranks and be 0; the other dims and the (numeric) dtype must
+  // agree, else every rank throws sdk::PluginError. The result is on local's
+  // device (a CPU tensor or one on device()). Collective, like
+  // all_reduce_sum. The default is for contexts of one rank.
+  virtual at::Tensor all_gather(const at::Tensor& local) {
+    return (local.dim() == 0 ? local.reshape({1}) : local).clone();
+  }
+  // The global batch of the prepare() or prepare_eval() call in progress,
+  // the same on every rank (sdk::GlobalBatch): valid from the start of that
+  // call until the next one. Throws sdk::PluginError in contexts that run no
+  // steps (the default).
+  virtual const GlobalBatch& global_batch() const {
+    throw PluginError("this context has no global batch (it runs no update steps)");
+  }
+  // Counts `tokens` this rank ran through a forward without gradients of a
+  // model of `model_parameters` parameters (a reference model's log-probs, a
+  // KL estimate, a scoring pass) as work of the current step: the core adds
+  // them to the step's forward_tokens, to tokens_per_s, and 2·model_parameters
+  // FLOPs per token to mfu. Not collective; evaluation work is not counted.
+  // The default is for contexts that measure nothing.
+  virtual void add_forward_tokens(int64_t tokens, int64_t model_parameters) {
+    (void)tokens;
+    (void)model_parameters;
+  }
   // Where this rank computes (runtime.device): the policy's weights live
   // there, and a plugin creates its tensors there or on the device of the
   // tensors it is given (sdk/util helpers do the latter). The default is

@@ -2,8 +2,8 @@
 //
 // Every message is complete when thrown: it names the file:line, key, tensor
 // or rank it is about, what was expected and what was found. `main` prints
-// `what()` as one line and maps the kind to an exit code (usage and config
-// errors: 2, everything else: 1).
+// `what()` as one line and maps the kind to an exit code (bad input — usage,
+// config and data errors: 2, everything else: 1).
 //
 // Each class's destructor is defined in libptrain_sdk (its key function), so
 // its vtable and type_info live there, in a library that stays loaded, and
@@ -37,7 +37,7 @@ class ConfigError : public Error {
   ~ConfigError() override;
 };
 
-// A dataset line is unreadable or lacks a field; the message starts with file:line.
+// A dataset line is unreadable or lacks a field; the message starts with file:line (exit code 2).
 class DataError : public Error {
  public:
   using Error::Error;

@@ -1,6 +1,7 @@
 // The one interface an algorithm implements: turn a microbatch into loss sums.
 //
-// A loss has one or more terms (DESIGN.md §2), each with units of its own:
+// A loss has one or more terms (docs/plugins.md, "Loss terms and aggregation
+// modes"), each with units of its own:
 // SFT's NLL over tokens; DPO's pair losses over pairs plus an NLL term over
 // chosen tokens. The plugin declares its terms once (loss_terms()); per
 // microbatch k on rank r the core asks for n_j[r,k] = count_units()[j]
@@ -76,18 +77,27 @@ class TrainModule {
 
   // Collates this rank's examples of the step into microbatches (GRPO also
   // generates and scores here). Called on every rank every step, with an
-  // empty list on a rank that has no example this step.
+  // empty list on a rank that has no example this step, so it may use
+  // collectives (e.g. a statistic over ctx.global_batch(), the whole global
+  // batch of the step: docs/plugins.md, "Step-wide statistics"). It sees the
+  // policy as the previous step's update left it (step 0: the initial
+  // weights); forwards it runs without gradients count in the step's
+  // throughput through ctx.add_forward_tokens().
   virtual std::vector<std::unique_ptr<Microbatch>> prepare(Context& ctx, const std::vector<const Example*>& examples,
                                                            const MicrobatchPlan& plan) = 0;
 
   // Collates held-out examples for an evaluation (the core's [eval]): their
   // microbatches go through count_units() and microbatch_loss() under
   // at::NoGradGuard and never into an update, and the core reduces the loss
-  // sums and metrics over the whole held-out set as eval/<metric>. Called on
-  // every rank (an empty list on a rank without examples), between update
-  // steps; the examples have index -1: prepare_dataset() never saw them. The
-  // default collates as prepare() does; a plugin whose prepare() samples or
-  // keeps state across steps (GRPO's rollouts) overrides it.
+  // sums and metrics over the whole held-out set as eval/<metric>. The core
+  // evaluates the set in chunks of batch.global_size examples (the last one
+  // shorter), one call per chunk on every rank (an empty list on a rank
+  // without examples of it), so it may use collectives; ctx.global_batch()
+  // is the chunk, with stable ids (positions in the held-out set). Called
+  // between update steps with the policy as the last update left it. The
+  // examples have index -1: prepare_dataset() never saw them. The default
+  // collates as prepare() does; a plugin whose prepare() samples or keeps
+  // state across steps (GRPO's rollouts) overrides it.
   virtual std::vector<std::unique_ptr<Microbatch>> prepare_eval(Context& ctx,
                                                                 const std::vector<const Example*>& examples,
                                                                 const MicrobatchPlan& plan) {

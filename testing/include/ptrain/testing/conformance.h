@@ -1,5 +1,6 @@
 // The plugin conformance harness (ptrain::testing): checks a plugin against
-// the update-step contract of DESIGN.md §2–§4 on a tiny job its author gives.
+// the update-step contract (docs/plugins.md, "Testing with the conformance
+// harness") on a tiny job its author gives.
 //
 //   ptrain::testing::ConformanceSpec spec;
 //   spec.plugin = "build/libptrain_plugin_orpo.so";
@@ -8,9 +9,14 @@
 //   const auto report = ptrain::testing::check_plugin_conformance(spec);
 //   REQUIRE(report.passed());                   // report.text() says which check failed and why
 //
-// The reference is the plugin's own step-0 gradient with the whole global
-// batch as one microbatch on one process; every other way of computing the
-// same step must reproduce it. The checks (names as in CheckResult::name):
+// First the policy takes steps_before_checks real updates (SGD, lr 1, as the
+// world_size_2 run takes them), so that it is no longer the reference model
+// a plugin copied at setup: at the first step every log-ratio to such a
+// reference is 0, and so is a KL reference point over the batch, which would
+// hide a statistic computed per microbatch. The reference is then the
+// plugin's own gradient of the next step with its whole global batch as one
+// microbatch on one process; every other way of computing the same step must
+// reproduce it. The checks (names as in CheckResult::name):
 //   split_invariance      microbatch sizes 1, 2, 3 and two token budgets (the
 //                         gradient accumulated over microbatches by the core's
 //                         update step) give the reference gradient and loss
@@ -36,10 +42,10 @@
 //                         hand-off) makes no tensor-to-scalar read (item(), a
 //                         tensor as a bool or number), which on a GPU would
 //                         wait for every microbatch's kernels
-//   world_size_2          `ptrain launch --nproc 2 -- train` over Gloo, one SGD
-//                         step with lr 1 and accumulation: the update equals
-//                         the reference gradient, the logged metrics the
-//                         reference metrics
+//   world_size_2          `ptrain launch --nproc 2 -- train` over Gloo, SGD
+//                         with lr 1 and accumulation, the earlier steps and
+//                         the checked one: its update equals the reference
+//                         gradient, its logged metrics the reference metrics
 // Only these headers and the plugin's library are needed: the harness links
 // the core's update step itself (libptrain_testing).
 #pragma once
@@ -56,9 +62,10 @@ struct ConformanceSpec {
   // The plugin library under test (libptrain_plugin_<name>.so).
   std::filesystem::path plugin;
   // A ptrain run config for a tiny job: [model] sizes (or init = a model dir),
-  // [tokenizer], [data] train and max_length, [batch] global_size (the step-0
-  // global batch is the one checked) and the plugin's [module] keys. The
-  // harness sets `plugin`, `output_dir` and `train.max_steps` itself.
+  // [tokenizer], [data] train and max_length, [batch] global_size (the global
+  // batch of step steps_before_checks is the one checked) and the plugin's
+  // [module] keys. The harness sets `plugin`, `output_dir` and
+  // `train.max_steps` itself.
   std::filesystem::path config;
   // Further "section.key=value" overrides, as `ptrain train --set` takes them.
   std::vector<std::string> overrides;
@@ -73,6 +80,11 @@ struct ConformanceSpec {
   // SDK belongs to. Empty: <prefix>/bin/ptrain next to the harness library.
   std::filesystem::path ptrain_executable;
   bool check_world_size_2 = true;
+  // Updates (SGD, lr 1, each global batch as one microbatch) before the
+  // checked step, so that the policy differs from a reference model copied
+  // at setup. 0 checks the first step, where policy and such a reference
+  // agree and every log-ratio between them is 0.
+  int64_t steps_before_checks = 1;
 };
 
 struct CheckResult {

@@ -1,4 +1,5 @@
-// Loss aggregation modes shared by all plugins (DESIGN.md §2).
+// Loss aggregation modes shared by all plugins (docs/plugins.md, "Loss terms
+// and aggregation modes").
 //
 // With per-token loss l, mask m over sequences i and tokens t, one microbatch adds
 //   mode                     S (sum)                     n (units)
