@@ -8,7 +8,7 @@
 #include <c10/util/Logging.h>
 #undef CHECK
 
-#if __has_include(<catch2/catch_test_macros.hpp>)
+#if PTRAIN_CATCH2_MAJOR >= 3
 // Catch2 3.x split the single header into per-feature headers.
 #include <catch2/catch_approx.hpp>
 #include <catch2/catch_test_macros.hpp>

@@ -2,7 +2,7 @@
 // tests, then removes the process's scratch folder (support/scratch_dir.h)
 // when every test passed. After a failure the folder stays for a look, and
 // the runner says where.
-#if __has_include(<catch2/catch_session.hpp>)
+#if PTRAIN_CATCH2_MAJOR >= 3
 #include <catch2/catch_session.hpp>
 #else
 #define CATCH_CONFIG_RUNNER

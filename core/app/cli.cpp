@@ -1,6 +1,7 @@
 #include "core/app/cli.h"
 
 #include "core/app/cli_commands.h"
+#include "core/log/logger.h"
 #include "ptrain/sdk/errors.h"
 #include "ptrain/sdk/plugin.h"
 
@@ -61,6 +62,15 @@ int dispatch(const std::vector<std::string>& args) {
   return command->run(*command, std::vector<std::string>(args.begin() + 1, args.end()));
 }
 
+// The one line that ends the process with an error: on stderr, and in the
+// rank's log file when the run directory has one.
+int fail(const std::string& kind, const std::string& message, int exit_code) {
+  const std::string line = "ptrain: " + kind + ": " + message;
+  std::cerr << line << "\n";
+  log::record_fatal_error(line);
+  return exit_code;
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -68,28 +78,21 @@ int run_cli(int argc, char** argv) {
   try {
     return dispatch(args);
   } catch (const sdk::UsageError& error) {
-    std::cerr << "ptrain: usage error: " << error.what() << "\n";
-    return kExitUsage;
+    return fail("usage error", error.what(), kExitUsage);
   } catch (const boost::program_options::error& error) {
-    std::cerr << "ptrain: usage error: " << error.what() << "\n";
-    return kExitUsage;
+    return fail("usage error", error.what(), kExitUsage);
   } catch (const sdk::ConfigError& error) {
-    std::cerr << "ptrain: config error: " << error.what() << "\n";
-    return kExitUsage;
+    return fail("config error", error.what(), kExitUsage);
   } catch (const sdk::DataError& error) {
-    std::cerr << "ptrain: data error: " << error.what() << "\n";
-    return kExitUsage;
+    return fail("data error", error.what(), kExitUsage);
   } catch (const sdk::Error& error) {
-    std::cerr << "ptrain: error: " << error.what() << "\n";
-    return kExitRuntime;
+    return fail("error", error.what(), kExitRuntime);
   } catch (const c10::Error& error) {
     // TORCH_CHECK failures: the first line says what; the rest is a C++ backtrace.
     const std::string message = error.what_without_backtrace();
-    std::cerr << "ptrain: error: " << message.substr(0, message.find('\n')) << "\n";
-    return kExitRuntime;
+    return fail("error", message.substr(0, message.find('\n')), kExitRuntime);
   } catch (const std::exception& error) {
-    std::cerr << "ptrain: error: " << error.what() << "\n";
-    return kExitRuntime;
+    return fail("error", error.what(), kExitRuntime);
   }
 }
 

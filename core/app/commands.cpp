@@ -44,6 +44,8 @@ LoadedRun load_run(const ConfigOptions& options) {
 }  // namespace
 
 int command_train(const ConfigOptions& options, bool overwrite, const std::string& resume) {
+  // First, while this is the process's only thread (stop_signals.h).
+  const train::StopSignals stop_signals;
   const dist::LaunchEnv launch = dist::read_launch_env();
   log::init_logging(launch.rank);
   LoadedRun run = load_run(options);
@@ -55,7 +57,7 @@ int command_train(const ConfigOptions& options, bool overwrite, const std::strin
   train_options.overwrite = overwrite;
   train_options.resume = resume;
   train_options.resolved_config_toml = config::to_toml(run.config, run.plugin.config_schema());
-  train::run_training(run.config, run.plugin, *communicator, train_options);
+  train::run_training(run.config, run.plugin, *communicator, train_options, stop_signals);
   return 0;
 }
 

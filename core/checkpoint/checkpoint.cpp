@@ -119,11 +119,14 @@ NamedTensors read_optimizer_state(const fs::path& dir, const std::map<std::strin
 }  // namespace
 
 nlohmann::json TrainerState::to_json() const {
-  return {{"completed_steps", completed_steps},
-          {"skipped_steps", skipped_steps},
-          {"world_size", world_size},
-          {"plugin", plugin},
-          {"run_id", run_id}};
+  nlohmann::json json{{"completed_steps", completed_steps},
+                      {"skipped_steps", skipped_steps},
+                      {"world_size", world_size},
+                      {"plugin", plugin},
+                      {"run_id", run_id}};
+  if (!numeric_guard.is_null()) json["numeric_guard"] = numeric_guard;
+  if (!best_model.is_null()) json["best_model"] = best_model;
+  return json;
 }
 
 TrainerState TrainerState::from_json(const nlohmann::json& json, const std::string& source) {
@@ -134,6 +137,11 @@ TrainerState TrainerState::from_json(const nlohmann::json& json, const std::stri
   state.world_size = static_cast<int>(unsigned_field(json, "world_size", place, INT32_MAX));
   state.plugin = string_field(json, "plugin", place);
   state.run_id = string_field(json, "run_id", place);
+  // Absent in an older ptrain's checkpoints: the guard and best/ then start
+  // as they did before (see numeric_guard.h and best_model.h).
+  state.numeric_guard = json.value("numeric_guard", nlohmann::json());
+  state.best_model = json.value("best_model", nlohmann::json());
+  state.source = source;
   return state;
 }
 

@@ -42,6 +42,14 @@ struct TrainerState {
   int world_size = 1;
   std::string plugin;
   std::string run_id;
+  // The state of the core's components that decide the run's course, as of
+  // completed_steps, each as its component writes and reads it: the numeric
+  // guard's counters (train/numeric_guard.h) and best/'s record with the
+  // early-stopping count (train/best_model.h). Null in checkpoints that
+  // predate them.
+  nlohmann::json numeric_guard;
+  nlohmann::json best_model;
+  std::string source;  // the file from_json read, for errors in those records ("" when not read)
 
   nlohmann::json to_json() const;
   static TrainerState from_json(const nlohmann::json& json, const std::string& source);

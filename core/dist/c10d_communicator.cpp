@@ -1,6 +1,7 @@
 #include "core/dist/c10d_communicator.h"
 
 #include "core/dist/c10d_compat.h"
+#include "core/dist/rendezvous.h"
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
@@ -8,8 +9,6 @@
 #ifdef PTRAIN_HAVE_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #endif
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef PTRAIN_WITH_CUDA
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
@@ -60,17 +59,8 @@ class C10dCommunicator final : public Communicator {
  public:
   C10dCommunicator(const LaunchEnv& launch, std::chrono::seconds timeout, at::Device device)
       : launch_(launch), timeout_(timeout) {
-    c10d::TCPStoreOptions store_options = c10d_compat::store_options();
-    store_options.port = static_cast<uint16_t>(launch.master_port);
-    store_options.isServer = launch.rank == 0 && launch.agent_store_prefix.empty();
-    store_options.numWorkers = launch.world_size;
-    store_options.waitWorkers = true;
-    store_options.timeout = timeout;
-    guard("rendezvous at " + launch.master_addr + ":" + std::to_string(launch.master_port), [&] {
-      store_ = c10::make_intrusive<c10d::TCPStore>(launch.master_addr, store_options);
-      if (!launch.agent_store_prefix.empty()) {
-        store_ = c10::make_intrusive<c10d::PrefixStore>(launch.agent_store_prefix, store_);
-      }
+    store_ = rendezvous(launch, timeout);
+    guard("connecting the process group", [&] {
       if (device.is_cuda()) {
 #ifdef PTRAIN_WITH_CUDA
         auto options = c10d::ProcessGroupNCCL::Options::create();
@@ -222,7 +212,9 @@ class C10dCommunicator final : public Communicator {
       return "; no word from rank " + names + " within " + std::to_string(kGrace.count()) +
              " s of this failure: it hung or died";
     } catch (const std::exception&) {
-      return "";  // the store went with a dead rank 0: nothing more to learn
+      // Rank 0 serves the store: when it no longer answers, rank 0 is gone.
+      return "; rank 0 is gone: the rendezvous store it served at " + launch_.master_addr + ":" +
+             std::to_string(launch_.master_port) + " no longer answers (rank 0 died or its node was lost)";
     }
   }
 

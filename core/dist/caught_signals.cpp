@@ -3,9 +3,14 @@
 namespace ptrain::dist {
 namespace {
 
-volatile sig_atomic_t g_received_signal = 0;
+constexpr int kCaught[] = {SIGINT, SIGTERM, SIGUSR1};
+volatile sig_atomic_t g_pending[sizeof kCaught / sizeof kCaught[0]] = {};
 
-void remember_signal(int signal_number) { g_received_signal = signal_number; }
+void remember_signal(int signal_number) {
+  for (size_t i = 0; i < sizeof kCaught / sizeof kCaught[0]; ++i) {
+    if (kCaught[i] == signal_number) g_pending[i] = 1;
+  }
+}
 
 }  // namespace
 
@@ -13,19 +18,18 @@ CaughtSignals::CaughtSignals() {
   struct sigaction action {};
   action.sa_handler = remember_signal;
   ::sigemptyset(&action.sa_mask);
-  ::sigaction(SIGINT, &action, &previous_int_);
-  ::sigaction(SIGTERM, &action, &previous_term_);
-}
-
-CaughtSignals::~CaughtSignals() {
-  ::sigaction(SIGINT, &previous_int_, nullptr);
-  ::sigaction(SIGTERM, &previous_term_, nullptr);
+  action.sa_flags = SA_RESTART;
+  for (const int signal_number : kCaught) ::sigaction(signal_number, &action, nullptr);
 }
 
 int CaughtSignals::take() {
-  const int signal_number = g_received_signal;
-  if (signal_number != 0) g_received_signal = 0;
-  return signal_number;
+  for (size_t i = 0; i < sizeof kCaught / sizeof kCaught[0]; ++i) {
+    if (g_pending[i] != 0) {
+      g_pending[i] = 0;
+      return kCaught[i];
+    }
+  }
+  return 0;
 }
 
 }  // namespace ptrain::dist

@@ -33,6 +33,16 @@ int env_int(const char* name, std::optional<int> fallback, int min_value) {
                          std::to_string(min_value));
 }
 
+// A TCP port: 1..65535 (a larger number would wrap around to another port).
+int env_port(const char* name, std::optional<int> fallback) {
+  const int port = env_int(name, fallback, 1);
+  if (port > kMaxPort) {
+    throw sdk::ConfigError(std::string("environment variable ") + name + "=" + std::to_string(port) +
+                           " is not a TCP port (1-" + std::to_string(kMaxPort) + ")");
+  }
+  return port;
+}
+
 void check_ranks(const LaunchEnv& launch) {
   if (launch.rank >= launch.world_size || launch.local_rank >= launch.local_world_size) {
     throw sdk::ConfigError("launch environment (" + launch.source + "): rank " + std::to_string(launch.rank) +
@@ -42,10 +52,40 @@ void check_ranks(const LaunchEnv& launch) {
   }
 }
 
-// sbatch sets SLURM_JOB_NODELIST; older Slurm and some wrappers only SLURM_NODELIST.
-std::optional<std::string> slurm_node_list() {
-  if (auto nodes = env("SLURM_JOB_NODELIST")) return nodes;
-  return env("SLURM_NODELIST");
+// sbatch sets SLURM_JOB_NODELIST; older Slurm and some wrappers only
+// SLURM_NODELIST. Returns the variable's name and value.
+std::optional<std::pair<std::string, std::string>> slurm_node_list() {
+  for (const char* name : {"SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
+    if (auto nodes = env(name)) return std::make_pair(std::string(name), *nodes);
+  }
+  return std::nullopt;
+}
+
+// Brackets that open and close in turn, each holding a list of numbers and
+// ranges ("node[03-05,9]"); hosts that are not empty.
+bool well_formed_node_list(const std::string& node_list) {
+  bool in_brackets = false;
+  std::string bracketed;
+  char previous = ',';
+  for (const char c : node_list) {
+    if (c == '[') {
+      if (in_brackets || previous == ',') return false;
+      in_brackets = true;
+      bracketed.clear();
+    } else if (c == ']') {
+      if (!in_brackets || bracketed.empty() || bracketed.find_first_not_of("0123456789-,") != std::string::npos ||
+          bracketed.front() == '-' || bracketed.front() == ',') {
+        return false;
+      }
+      in_brackets = false;
+    } else if (in_brackets) {
+      bracketed.push_back(c);
+    } else if (c == ',' && previous == ',') {
+      return false;
+    }
+    previous = c;
+  }
+  return !in_brackets && !node_list.empty() && node_list.back() != ',';
 }
 
 }  // namespace
@@ -77,7 +117,11 @@ int slurm_tasks_on_node(const std::string& tasks_per_node, int node_id) {
                          " names a node beyond SLURM_TASKS_PER_NODE='" + tasks_per_node + "'");
 }
 
-std::string first_slurm_host(const std::string& node_list) {
+std::string first_slurm_host(const std::string& node_list, const std::string& variable) {
+  if (!well_formed_node_list(node_list)) {
+    throw sdk::ConfigError("environment variable " + variable + "='" + node_list +
+                           "' is not a Slurm node list (host,host[01-04,7],...)");
+  }
   // The first entry ends at a comma outside brackets.
   std::string first;
   int depth = 0;
@@ -104,7 +148,7 @@ LaunchEnv read_launch_env() {
     launch.local_rank = env_int("LOCAL_RANK", launch.rank, 0);
     launch.local_world_size = env_int("LOCAL_WORLD_SIZE", launch.world_size, 1);
     launch.master_addr = env("MASTER_ADDR").value_or("127.0.0.1");
-    launch.master_port = env_int("MASTER_PORT", launch.world_size == 1 ? std::optional<int>(29500) : std::nullopt, 1);
+    launch.master_port = env_port("MASTER_PORT", launch.world_size == 1 ? std::optional<int>(29500) : std::nullopt);
     if (env("TORCHELASTIC_USE_AGENT_STORE") == std::optional<std::string>("True")) {
       launch.agent_store_prefix = "/worker/attempt_" + std::to_string(env_int("TORCHELASTIC_RESTART_COUNT", 0, 0));
     }
@@ -120,11 +164,11 @@ LaunchEnv read_launch_env() {
     if (const auto addr = env("MASTER_ADDR")) {
       launch.master_addr = *addr;
     } else if (const auto nodes = slurm_node_list()) {
-      launch.master_addr = first_slurm_host(*nodes);
+      launch.master_addr = first_slurm_host(nodes->second, nodes->first);
     } else if (launch.world_size > 1) {
       throw sdk::ConfigError("under Slurm, set MASTER_ADDR or SLURM_JOB_NODELIST to find the rendezvous host");
     }
-    launch.master_port = env_int("MASTER_PORT", 29500, 1);
+    launch.master_port = env_port("MASTER_PORT", 29500);
   }
   check_ranks(launch);
   return launch;

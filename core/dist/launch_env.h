@@ -27,7 +27,7 @@ struct LaunchEnv {
 // first host of SLURM_JOB_NODELIST, else SLURM_NODELIST, unless MASTER_ADDR
 // is set; the local world size from SLURM_TASKS_PER_NODE) when SLURM_PROCID
 // is set; else a single process. Throws sdk::ConfigError naming the variable
-// that is missing or malformed.
+// that is missing or malformed (MASTER_PORT: not in 1..65535).
 LaunchEnv read_launch_env();
 
 // This node's task count in SLURM_TASKS_PER_NODE ("4(x2),3": nodes 0 and 1
@@ -35,6 +35,11 @@ LaunchEnv read_launch_env();
 int slurm_tasks_on_node(const std::string& tasks_per_node, int node_id);
 
 // The first host of a Slurm node list: "node[03-05,9],gpu1" → "node03".
-std::string first_slurm_host(const std::string& node_list);
+// Throws sdk::ConfigError naming `variable` when the list is malformed (an
+// unclosed bracket, an empty host or range).
+std::string first_slurm_host(const std::string& node_list, const std::string& variable = "SLURM_JOB_NODELIST");
+
+// The largest TCP port; MASTER_PORT and --master-port are checked against it.
+inline constexpr int kMaxPort = 65535;
 
 }  // namespace ptrain::dist

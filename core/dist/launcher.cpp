@@ -1,6 +1,7 @@
 #include "core/dist/launcher.h"
 
 #include "core/dist/caught_signals.h"
+#include "core/dist/launch_env.h"
 #include "core/dist/output_relay.h"
 #include "core/dist/worker_group.h"
 #include "core/dist/worker_process.h"
@@ -11,7 +12,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
+#include <set>
 
 namespace ptrain::dist {
 namespace {
@@ -57,14 +60,34 @@ void start_workers(const LaunchOptions& options, const std::vector<std::string>&
                options.master_addr.c_str(), port);
 }
 
-// Until every worker has exited and all their output is relayed: forwards
-// caught signals, escalates an overdue stop to SIGKILL, relays output, reaps.
+// A stop request (SIGTERM: a scheduler's preemption or scancel; SIGUSR1:
+// sbatch --signal) goes on to every worker, which saves a checkpoint after
+// its current step and exits; the launcher waits for that however long it
+// takes (a worker that cannot finish fails its collectives within
+// distributed.timeout_s). Ctrl-C (SIGINT) goes on too, SIGKILL following
+// after the grace period. Each kind is announced once.
+void pass_on(int signal_number, WorkerGroup& workers, std::set<int>& announced) {
+  const bool first = announced.insert(signal_number).second;
+  if (signal_number == SIGINT) {
+    if (first) std::fprintf(stderr, "[launch] received SIGINT; stopping the workers\n");
+    workers.stop(SIGINT);
+    return;
+  }
+  if (first) {
+    std::fprintf(stderr,
+                 "[launch] received %s; passed on to the workers, which save a checkpoint after their current step "
+                 "and exit\n",
+                 signal_number == SIGTERM ? "SIGTERM" : "SIGUSR1");
+  }
+  workers.forward(signal_number);
+}
+
+// Until every worker has exited and all their output is relayed: passes
+// caught signals on, escalates an overdue stop to SIGKILL, relays output, reaps.
 void supervise(WorkerGroup& workers, OutputRelay& relay, CaughtSignals& signals) {
+  std::set<int> announced;
   while (true) {
-    if (const int signal_number = signals.take(); signal_number != 0) {
-      std::fprintf(stderr, "[launch] received signal %d; forwarding it to the workers\n", signal_number);
-      workers.stop(signal_number);
-    }
+    while (const int signal_number = signals.take()) pass_on(signal_number, workers, announced);
     workers.kill_if_overdue();
     if (!relay.has_open_streams() && workers.all_exited()) break;
     if (relay.has_open_streams()) {
@@ -102,6 +125,10 @@ int run_launcher(const LaunchOptions& options) {
     throw sdk::UsageError("launch: --node-rank " + std::to_string(options.node_rank) + " is not in 0.." +
                           std::to_string(options.nnodes - 1) + " (--nnodes " + std::to_string(options.nnodes) + ")");
   }
+  if (options.master_port < 0 || options.master_port > kMaxPort) {
+    throw sdk::UsageError("launch: --master-port " + std::to_string(options.master_port) + " is not a TCP port (1-" +
+                          std::to_string(kMaxPort) + "; 0: a free one)");
+  }
   if (options.nnodes > 1 && options.master_port <= 0) {
     throw sdk::UsageError("launch: --nnodes " + std::to_string(options.nnodes) +
                           " needs --master-port: every node's launcher must name the same rendezvous port");
@@ -111,9 +138,8 @@ int run_launcher(const LaunchOptions& options) {
   const int port = options.master_port > 0 ? options.master_port : pick_free_port();
 
   WorkerGroup workers(options.stop_grace_s);
+  CaughtSignals signals;  // from before the first fork
   {
-    // Caught from before the first fork until every worker is gone.
-    CaughtSignals signals;
     OutputRelay relay;
     start_workers(options, argv, port, workers, relay);
     supervise(workers, relay, signals);

@@ -1,5 +1,6 @@
 // `ptrain launch`: runs N worker processes on this machine with torchrun's
-// environment, prefixes their output with the rank, forwards SIGINT/SIGTERM,
+// environment, prefixes their output with the rank, passes SIGTERM and
+// SIGUSR1 on and waits for the workers' stop checkpoint, passes SIGINT on,
 // and when one fails stops the others and exits non-zero naming it. On
 // several machines, one launcher per node with torchrun's --nnodes,
 // --node-rank, --master-addr and --master-port: node r runs ranks
@@ -23,7 +24,7 @@ struct LaunchOptions {
   std::vector<std::string> command;
   // The names that make command[0] a ptrain command (the app's command table).
   std::set<std::string> ptrain_commands;
-  double stop_grace_s = 5.0;  // SIGTERM, then SIGKILL after this long
+  double stop_grace_s = 5.0;  // after a failure or Ctrl-C: SIGTERM or SIGINT, then SIGKILL after this long
 };
 
 // Returns 0 when every worker exits 0; else the exit code of the first

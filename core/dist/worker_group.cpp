@@ -23,10 +23,14 @@ void WorkerGroup::add(int rank, pid_t pid) {
   ++running_;
 }
 
-void WorkerGroup::stop(int signal_number) {
+void WorkerGroup::forward(int signal_number) {
   for (const Worker& worker : workers_) {
     if (!worker.exited) ::kill(worker.pid, signal_number);
   }
+}
+
+void WorkerGroup::stop(int signal_number) {
+  forward(signal_number);
   if (!kill_deadline_) {
     kill_deadline_ = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(stop_grace_s_ * 1000));
   }

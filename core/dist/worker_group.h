@@ -21,6 +21,10 @@ class WorkerGroup {
   // Sends signal_number to every worker still running. The first stop also
   // starts the grace period that kill_if_overdue() enforces.
   void stop(int signal_number);
+  // Sends signal_number to every worker still running, with no grace
+  // period: a stop request the workers answer in their own time (a
+  // checkpoint after the current step).
+  void forward(int signal_number);
   // SIGKILL to the workers still running once the grace period is over.
   void kill_if_overdue();
 

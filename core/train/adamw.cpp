@@ -80,8 +80,10 @@ void AdamW::step(double lr) {
 void AdamW::update(Batch& batch, double lr, double weight_decay) {
   for (State* state : batch.states) ++state->step;
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-  // at::_fused_adamw_ (CPU kernels from LibTorch 2.4, CUDA from 2.0) counts
-  // the steps in `steps` itself, on the tensors' device: no host read.
+  // at::_fused_adamw_ (CPU kernels from LibTorch 2.4, CUDA from 2.0) reads
+  // the step count from `steps`, on the tensors' device (no host read), but
+  // does not advance it: at 0 its bias corrections divide by zero.
+  at::_foreach_add_(batch.steps, 1.0);
   at::_fused_adamw_(batch.params, batch.grads, batch.exp_avgs, batch.exp_avg_sqs, /*max_exp_avg_sqs=*/{},
                     batch.steps, lr, options_.beta1, options_.beta2, weight_decay, options_.eps,
                     /*amsgrad=*/false, /*maximize=*/false);

@@ -37,7 +37,7 @@ void check_best_metric(const config::RunConfig& config, const sdk::TrainModule& 
 }
 
 BestModel::BestModel(const config::RunConfig& config, dist::Communicator& communicator,
-                     std::function<void(const std::filesystem::path&)> save_model, bool resuming)
+                     std::function<void(const std::filesystem::path&)> save_model, const nlohmann::json* resumed)
     : metric_(config.checkpoint.best_metric),
       mode_(config.checkpoint.best_mode),
       patience_(config.train.early_stopping_patience),
@@ -45,46 +45,55 @@ BestModel::BestModel(const config::RunConfig& config, dist::Communicator& commun
       state_path_(std::filesystem::path(config.output_dir) / "best.json"),
       communicator_(communicator),
       save_model_(std::move(save_model)) {
-  if (resuming && !metric_.empty()) read_state();
+  if (resumed == nullptr || metric_.empty()) return;
+  if (!resumed->is_null()) {
+    restore(*resumed, "the checkpoint");
+    return;
+  }
+  std::ifstream in(state_path_);
+  if (!in) return;
+  log::warn("checkpoint", "the checkpoint holds no best/ record (an older ptrain's): continuing from " +
+                              state_path_.string() + ", which may count evaluations made after the checkpoint");
+  restore(nlohmann::json::parse(in, nullptr, false), state_path_.string());
 }
 
-void BestModel::write_state() const {
-  const nlohmann::json state{{"metric", metric_},
-                             {"mode", mode_name(mode_)},
-                             {"step", best_step_},
-                             {"value", best_value_ ? nlohmann::json(*best_value_) : nlohmann::json(nullptr)},
-                             {"evaluations_without_improvement", evaluations_without_improvement_}};
-  checkpoint::write_file_atomically(state_path_, state.dump(2) + "\n");
+nlohmann::json BestModel::state() const {
+  return {{"metric", metric_},
+          {"mode", mode_name(mode_)},
+          {"step", best_step_},
+          {"value", best_value_ ? nlohmann::json(*best_value_) : nlohmann::json(nullptr)},
+          {"evaluations_without_improvement", evaluations_without_improvement_}};
 }
+
+void BestModel::write_state() const { checkpoint::write_file_atomically(state_path_, state().dump(2) + "\n"); }
 
 namespace {
 
-// A best.json for another metric or mode, or one whose keys have the wrong
-// types (a hand-edited file), says nothing about this run's best.
+// A record for another metric or mode, or one whose keys have the wrong
+// types (a hand-edited best.json), says nothing about this run's best.
+// "value" is null until an evaluation improved.
 bool is_best_state_of(const nlohmann::json& state, const std::string& metric, const std::string& mode) {
   if (state.is_discarded() || !state.is_object()) return false;
   const auto integer_or_absent = [&](const char* key) {
     return !state.contains(key) || state[key].is_number_integer();
   };
   return state.value("metric", nlohmann::json()) == metric && state.value("mode", nlohmann::json()) == mode &&
-         state.contains("value") && state["value"].is_number() && integer_or_absent("step") &&
-         integer_or_absent("evaluations_without_improvement");
+         state.contains("value") && (state["value"].is_number() || state["value"].is_null()) &&
+         integer_or_absent("step") && integer_or_absent("evaluations_without_improvement");
 }
 
 }  // namespace
 
-void BestModel::read_state() {
-  std::ifstream in(state_path_);
-  if (!in) return;
-  const nlohmann::json state = nlohmann::json::parse(in, nullptr, false);
+void BestModel::restore(const nlohmann::json& state, const std::string& source) {
   if (!is_best_state_of(state, metric_, mode_name(mode_))) {
-    log::warn("checkpoint", state_path_.string() + " does not describe a best " + metric_ + " (" + mode_name(mode_) +
+    log::warn("checkpoint", source + " does not describe a best " + metric_ + " (" + mode_name(mode_) +
                                 "); the resumed run starts a new best/");
     return;
   }
+  evaluations_without_improvement_ = state.value("evaluations_without_improvement", int64_t{0});
+  if (!state.contains("value") || !state.at("value").is_number()) return;  // no evaluation yet improved
   best_value_ = state.at("value").get<double>();
   best_step_ = state.value("step", int64_t{0});
-  evaluations_without_improvement_ = state.value("evaluations_without_improvement", int64_t{0});
   log::info("checkpoint", "resuming with best/ of step " + std::to_string(best_step_) + " (" + metric_ + " = " +
                               format_value(*best_value_) + ")");
 }

@@ -4,14 +4,18 @@
 // by the same function as final/, atomically), and early stopping counts the
 // evaluations since the last improvement. Every rank holds the same reduced
 // eval metrics, so every rank takes the same decisions. <output_dir>/best.json
-// records what best/ holds and the count, so that a resumed run goes on
-// comparing with the best of the run it continues.
+// records what best/ holds and the count for people and tools; each
+// checkpoint records them as of its step (state()), and a resumed run
+// continues from the checkpoint's record, not from best.json, which may
+// hold evaluations the stopped run made after that checkpoint.
 #pragma once
 
 #include "core/config/run_config.h"
 #include "core/dist/communicator.h"
 #include "core/train/evaluator.h"
 #include "ptrain/sdk/train_module.h"
+
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <filesystem>
@@ -29,9 +33,11 @@ class BestModel {
  public:
   // `save_model(dir)` writes the current policy to dir; it runs on every
   // rank (a collective under sharding "full") and writes on rank 0.
-  // `resuming`: continue from best.json when it is there for the same metric and mode.
+  // `resumed`: the record of the checkpoint a resumed run continues
+  // (checkpoint::TrainerState::best_model), null for a fresh run. A null
+  // record in a resumed run's checkpoint (an older ptrain's) falls back to best.json.
   BestModel(const config::RunConfig& config, dist::Communicator& communicator,
-            std::function<void(const std::filesystem::path&)> save_model, bool resuming);
+            std::function<void(const std::filesystem::path&)> save_model, const nlohmann::json* resumed);
 
   // Collective when it saves. After an evaluation at update `step`: keeps
   // best/ when best_metric improved; counts an evaluation without improvement.
@@ -42,10 +48,15 @@ class BestModel {
   // Why the run stops early, for the run's summary ("" when it does not).
   std::string stop_reason() const;
 
+  // What best/ holds and the early-stopping count, for a checkpoint.
+  nlohmann::json state() const;
+
  private:
   bool improves(double value) const;
   void write_state() const;
-  void read_state();
+  // Continues from `state` (the checkpoint's, or best.json's as `source`)
+  // when it is a record of the same metric and mode.
+  void restore(const nlohmann::json& state, const std::string& source);
 
   std::string metric_;  // "": neither best/ nor early stopping
   config::BestMode mode_;

@@ -11,6 +11,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <optional>
 
 namespace ptrain::train {
@@ -18,21 +19,41 @@ namespace fs = std::filesystem;
 
 Checkpointer::Checkpointer(const config::CheckpointSection& section, std::filesystem::path checkpoints_dir,
                            dist::Communicator& communicator, std::function<checkpoint::CheckpointData()> snapshot,
-                           int64_t first_step, ShardedLayers* sharded_layers)
+                           int64_t first_step, int64_t step_multiple, ShardedLayers* sharded_layers)
     : every_steps_(section.every_steps),
       keep_last_(section.keep_last),
+      step_multiple_(std::max<int64_t>(1, step_multiple)),
       checkpoints_dir_(std::move(checkpoints_dir)),
       communicator_(communicator),
       snapshot_(std::move(snapshot)),
       sharded_layers_(sharded_layers),
       last_saved_step_(first_step) {}
 
-void Checkpointer::after_step(int64_t completed_steps, bool stopping) {
-  const bool due = every_steps_ > 0 && completed_steps % every_steps_ == 0;
-  if (due || stopping) save(completed_steps);
+bool Checkpointer::after_step(int64_t completed_steps, bool stopping) {
+  due_ = due_ || (every_steps_ > 0 && completed_steps % every_steps_ == 0);
+  if (completed_steps % step_multiple_ != 0) {
+    if (stopping && !announced_stop_ && communicator_.rank() == 0) {
+      const int64_t next = completed_steps + step_multiple_ - completed_steps % step_multiple_;
+      log::info("checkpoint", "stopping after step " + std::to_string(next) + ", not " +
+                                  std::to_string(completed_steps) + ": the plugin's checkpoints resume exactly only "
+                                  "after multiples of " + std::to_string(step_multiple_) + " steps");
+    }
+    announced_stop_ = announced_stop_ || stopping;
+    return false;
+  }
+  if (due_ || stopping) save(completed_steps);
+  due_ = false;
+  return completed_steps == last_saved_step_;
 }
 
-void Checkpointer::at_end(int64_t completed_steps) { save(completed_steps); }
+void Checkpointer::at_end(int64_t completed_steps) {
+  if (completed_steps % step_multiple_ != 0 && completed_steps != last_saved_step_ && communicator_.rank() == 0) {
+    log::warn("checkpoint", "the checkpoint after the last step (" + std::to_string(completed_steps) +
+                                ") falls between multiples of " + std::to_string(step_multiple_) +
+                                " steps: a run resumed from it starts the plugin's cycle anew (not bit for bit)");
+  }
+  save(completed_steps);
+}
 
 void Checkpointer::save(int64_t completed_steps) {
   if (completed_steps == last_saved_step_) return;

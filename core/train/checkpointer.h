@@ -1,7 +1,9 @@
 // When a run saves a checkpoint (docs/checkpoints.md): every
 // checkpoint.every_steps updates, when a stop is requested, and once more
 // after the last step (so a longer max_steps can continue the run), never
-// twice for one step. Rank 0 writes under <output_dir>/checkpoints/ and keeps
+// twice for one step. A plugin whose checkpoints resume exactly only after
+// multiples of some step count (sdk::TrainModule::checkpoint_multiple)
+// gets its cadence and stop checkpoints at the next such multiple. Rank 0 writes under <output_dir>/checkpoints/ and keeps
 // checkpoint.keep_last of them; every rank waits until it is written. Under
 // distributed.sharding = "optimizer" every rank writes its own optimizer
 // shard there first, so output_dir must be on a filesystem all ranks share.
@@ -27,16 +29,20 @@ class Checkpointer {
   // `first_step`: the steps completed when this invocation started (a
   // resumed run's checkpoint holds them already). `sharded_layers`
   // (sharding "full"; may be null): the policy's, whose weights the ranks write.
+  // `step_multiple`: the plugin's checkpoint_multiple().
   Checkpointer(const config::CheckpointSection& section, std::filesystem::path checkpoints_dir,
                dist::Communicator& communicator, std::function<checkpoint::CheckpointData()> snapshot,
-               int64_t first_step, ShardedLayers* sharded_layers = nullptr);
+               int64_t first_step, int64_t step_multiple, ShardedLayers* sharded_layers = nullptr);
 
   // Collective. After update step `completed_steps` (1-based): saves when
-  // the cadence says so, or when the run is about to stop.
-  void after_step(int64_t completed_steps, bool stopping);
+  // the cadence says so (or said so since the last multiple), or when the
+  // run is stopping, once completed_steps is a multiple of step_multiple.
+  // Returns whether this step has a checkpoint: a stopping run may end.
+  bool after_step(int64_t completed_steps, bool stopping);
 
   // Collective. At the end of the run: saves unless the last step did (or
-  // no step ran).
+  // no step ran), between multiples too (with a warning that resuming it
+  // starts the plugin's cycle anew).
   void at_end(int64_t completed_steps);
 
  private:
@@ -51,6 +57,9 @@ class Checkpointer {
 
   int64_t every_steps_;
   int64_t keep_last_;
+  int64_t step_multiple_;
+  bool due_ = false;              // the cadence asked for a checkpoint not yet saved
+  bool announced_stop_ = false;   // the wait for a multiple is logged once
   std::filesystem::path checkpoints_dir_;
   dist::Communicator& communicator_;
   std::function<checkpoint::CheckpointData()> snapshot_;

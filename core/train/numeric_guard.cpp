@@ -1,5 +1,6 @@
 #include "core/train/numeric_guard.h"
 
+#include "core/checkpoint/json_fields.h"
 #include "core/log/logger.h"
 #include "ptrain/sdk/errors.h"
 
@@ -56,6 +57,35 @@ bool NumericGuard::apply_update(int64_t step, bool has_units, bool fault, double
                            " is at least train.loss_spike_factor times every earlier loss");
   }
   return !verdict.skip;
+}
+
+nlohmann::json NumericGuard::state() const {
+  return {{"consecutive_faults", consecutive_},
+          {"nonfinite_steps", faults_},
+          {"loss_spikes", spikes_},
+          {"running_max_loss", running_max_loss_},
+          {"seen_loss", seen_loss_}};
+}
+
+void NumericGuard::restore(const nlohmann::json& state, const std::string& source) {
+  if (state.is_null()) {
+    log::info("resume", source + " holds no numeric guard counters (a checkpoint of an older ptrain): "
+                        "nonfinite_steps, loss_spikes and the loss-spike bar start afresh");
+    return;
+  }
+  const checkpoint::JsonPlace place{source, "numeric_guard"};
+  consecutive_ = checkpoint::integer_field(state, "consecutive_faults", place);
+  faults_ = checkpoint::integer_field(state, "nonfinite_steps", place);
+  spikes_ = checkpoint::integer_field(state, "loss_spikes", place);
+  const nlohmann::json& running_max = checkpoint::json_field(state, "running_max_loss", place);
+  const nlohmann::json& seen = checkpoint::json_field(state, "seen_loss", place);
+  const auto wrong_type = [&](const std::string& key, const std::string& expected, const nlohmann::json& got) {
+    return sdk::Error(source + ": key '" + place.key_name(key) + "': expected " + expected + ", got " + got.dump());
+  };
+  if (!running_max.is_number()) throw wrong_type("running_max_loss", "a number", running_max);
+  if (!seen.is_boolean()) throw wrong_type("seen_loss", "true or false", seen);
+  running_max_loss_ = running_max.get<double>();
+  seen_loss_ = seen.get<bool>();
 }
 
 }  // namespace ptrain::train

@@ -4,7 +4,10 @@
 // same reduced values (StepTotals), so every rank takes the same branch.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
+#include <string>
 
 namespace ptrain::train {
 
@@ -31,6 +34,14 @@ class NumericGuard {
 
   int64_t faults() const { return faults_; }
   int64_t spikes() const { return spikes_; }
+
+  // The counters and the running maximum loss, for a checkpoint
+  // (checkpoint::TrainerState::numeric_guard), and back: a resumed run goes
+  // on counting and comparing losses as the run it continues would have.
+  // restore() throws sdk::Error naming `source` for a malformed record; a
+  // null one (a checkpoint from before it was saved) starts them afresh.
+  nlohmann::json state() const;
+  void restore(const nlohmann::json& state, const std::string& source);
 
  private:
   int64_t max_consecutive_skips_;

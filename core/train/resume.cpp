@@ -14,12 +14,8 @@
 #include <sstream>
 
 namespace ptrain::train {
-namespace {
 
-// "section.key" → value text, from TOML as to_toml writes it (one key per
-// line, comments after '#' outside strings are dropped by keeping the value
-// text up to the comment).
-std::map<std::string, std::string> flatten_toml(const std::string& toml) {
+std::map<std::string, std::string> config_values(const std::string& toml) {
   std::map<std::string, std::string> values;
   std::istringstream lines(toml);
   std::string section;
@@ -49,11 +45,9 @@ std::map<std::string, std::string> flatten_toml(const std::string& toml) {
   return values;
 }
 
-}  // namespace
-
 std::vector<ConfigChange> config_changes(const std::string& before_toml, const std::string& after_toml) {
-  const auto before = flatten_toml(before_toml);
-  const auto after = flatten_toml(after_toml);
+  const auto before = config_values(before_toml);
+  const auto after = config_values(after_toml);
   std::vector<ConfigChange> changes;
   for (const auto& [key, value] : after) {
     const auto found = before.find(key);

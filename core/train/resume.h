@@ -6,6 +6,7 @@
 #include "core/model/causal_lm.h"
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,10 @@ struct ConfigChange {
   std::string before;
   std::string after;
 };
+
+// "section.key" → value text of a resolved config as to_toml writes it (one
+// key per line; the comment after a value is dropped).
+std::map<std::string, std::string> config_values(const std::string& toml);
 
 // Keys whose values differ between two resolved configs (as written by to_toml).
 std::vector<ConfigChange> config_changes(const std::string& before_toml, const std::string& after_toml);

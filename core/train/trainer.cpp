@@ -10,7 +10,6 @@
 #include "core/train/numeric_guard.h"
 #include "core/train/step_recorder.h"
 #include "core/train/step_reduction.h"
-#include "core/train/stop_signals.h"
 #include "core/train/training_run.h"
 #include "core/train/update_step.h"
 
@@ -60,19 +59,30 @@ TrainSummary stopped(const TrainingRun& run) {
 }  // namespace
 
 TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,
-                          dist::Communicator& launch_communicator, const TrainOptions& options) {
+                          dist::Communicator& launch_communicator, const TrainOptions& options,
+                          const StopSignals& stop_signals) {
   const std::unique_ptr<TrainingRun> built = build_training_run(config, plugin, launch_communicator, options);
   TrainingRun* const run = built.get();
   dist::Communicator& communicator = run->communicator;  // the run's collectives go through it (training_run.h)
   StepReduction reduction(run->module());
+  const bool resumed = run->first_step > 0;
   NumericGuard guard(config.train.max_consecutive_skips, config.train.loss_spike_factor);
-  Checkpointer checkpointer(
-      config.checkpoint, fs::path(config.output_dir) / "checkpoints", communicator, [run] { return run->snapshot(); },
-      run->first_step, run->sharded_layers.get());
+  if (resumed) guard.restore(run->state.numeric_guard, run->state.source);
+  BestModel best(config, communicator, [run](const fs::path& dir) { save_policy(*run, dir); },
+                 resumed ? &run->state.best_model : nullptr);
+  // A checkpoint holds the state of the step just completed, the core's
+  // components' included.
+  const auto snapshot = [run, &guard, &best] {
+    checkpoint::CheckpointData data = run->snapshot();
+    data.trainer.numeric_guard = guard.state();
+    data.trainer.best_model = best.state();
+    return data;
+  };
+  Checkpointer checkpointer(config.checkpoint, fs::path(config.output_dir) / "checkpoints", communicator, snapshot,
+                            run->first_step, run->module().checkpoint_multiple(), run->sharded_layers.get());
   Evaluator evaluator(run->eval_parts(), config.eval.every_steps);
-  BestModel best(config, communicator, [run](const fs::path& dir) { save_policy(*run, dir); }, run->first_step > 0);
   StepRecorder recorder(*run);
-  const StopSignals stop_signals;
+  bool stopping = false;  // a stop was requested on some rank: the run ends at its next checkpoint
 
   for (int64_t step = run->first_step; step < config.train.max_steps; ++step) {
     recorder.start_step();
@@ -102,9 +112,10 @@ TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedP
 
     recorder.record({step + 1, epoch, lr, grad_norm, &gradient, &totals, run->state.skipped_steps, guard.faults(),
                      guard.spikes(), &eval});
-    checkpointer.after_step(run->state.completed_steps, totals.stop_requested);
+    stopping = stopping || totals.stop_requested;
+    const bool saved = checkpointer.after_step(run->state.completed_steps, stopping);
     run->directory->confirm_start();  // a step completed: the run it replaced can go
-    if (totals.stop_requested) return stopped(*run);
+    if (saved && stopping) return stopped(*run);
     if (best.stop_early()) break;
   }
   return finish(*run, checkpointer, recorder, best.stop_reason());

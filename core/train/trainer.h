@@ -5,6 +5,7 @@
 #include "core/config/run_config.h"
 #include "core/dist/communicator.h"
 #include "core/plugin/plugin_loader.h"
+#include "core/train/stop_signals.h"
 
 #include <c10/core/Device.h>
 
@@ -29,7 +30,9 @@ struct TrainSummary {
   std::string stop_reason;  // why the run ended before max_steps ("": it did not)
 };
 
+// `stop_signals`: the process's, made before any thread started (stop_signals.h).
 TrainSummary run_training(const config::RunConfig& config, const plugin::LoadedPlugin& plugin,
-                          dist::Communicator& communicator, const TrainOptions& options);
+                          dist::Communicator& communicator, const TrainOptions& options,
+                          const StopSignals& stop_signals);
 
 }  // namespace ptrain::train

@@ -6,8 +6,10 @@
 #include "core/model/gemm.h"
 #include "core/train/compute_device.h"
 #include "core/train/output_model_files.h"
+#include "core/train/rank_agreement.h"
 #include "core/train/resume.h"
 #include "core/train/run_directory.h"
+#include "core/train/shared_output_check.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -185,6 +187,8 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
   auto run_dir = std::make_unique<RunDirectory>(output_dir, run_directory_use(options), communicator);
   const std::optional<fs::path> resume_checkpoint =
       options.resume.empty() ? std::nullopt : checkpoint::find_resume_checkpoint(options.resume, output_dir);
+  check_ranks_agree(communicator, run_aspects(config, plugin, options.resolved_config_toml, resume_checkpoint,
+                                              communicator.world_size()));
   if (config.logging.tensorboard) metrics::require_tensorboard_available();
   const int threads = thread_count(config.runtime, communicator.local_world_size());
   at::set_num_threads(threads);
@@ -197,6 +201,9 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
   std::optional<checkpoint::LoadedCheckpoint> resumed =
       read_resume_checkpoint(resume_checkpoint, plugin.info().name, options.resolved_config_toml, *parts.policy);
   run_dir->create(options.resolved_config_toml);
+  if (config.distributed.sharding != config::ShardingMode::kNone && communicator.world_size() > 1) {
+    check_output_dir_shared(communicator, output_dir);
+  }
   parts.module->prepare_dataset(*parts.context, parts.examples);
 
   const data::GlobalBatchSampler sampler(static_cast<int64_t>(parts.examples.size()), config.batch.global_size,
@@ -207,7 +214,9 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
   run->directory = std::move(run_dir);
   run->model_files = std::move(model_files);
   run->context().set_example_source([&run = *run](int64_t step) { return run.rank_examples(step); });
-  run->state = {0, 0, communicator.world_size(), plugin.info().name, new_run_id()};
+  run->state.world_size = communicator.world_size();
+  run->state.plugin = plugin.info().name;
+  run->state.run_id = new_run_id();
   checkpoint::NamedTensors optimizer_state;
   if (resumed) {
     optimizer_state = resume_from(*resumed, *run);

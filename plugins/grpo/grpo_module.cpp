@@ -398,6 +398,13 @@ std::vector<std::unique_ptr<sdk::Microbatch>> GrpoModule::prepare(sdk::Context& 
   // The same decision on every rank: it depends on the step and on the
   // generation step all ranks share (a resumed run regenerates).
   const bool reuse = generated_step_ == cycle_start && step != cycle_start;
+  if (!reuse && step != cycle_start) {
+    ctx.logger().warn("grpo", "step " + std::to_string(step + 1) + " is in the middle of a rollout cycle " +
+                                  "(num_iterations = " + std::to_string(config_.num_iterations) +
+                                  ") whose rollouts this process did not generate (resumed from a checkpoint "
+                                  "between cycles): generating new ones, so this run is not bit for bit the one "
+                                  "it continues");
+  }
   if (!reuse) {
     generate_and_score(ctx, examples);
     generated_step_ = step;

@@ -105,6 +105,9 @@ class GrpoModule final : public sdk::TrainModule {
   std::vector<sdk::LossTerm> loss_terms() const override;
   std::vector<int64_t> count_units(const sdk::Microbatch& microbatch) const override;
   sdk::LossOut microbatch_loss(sdk::Context& ctx, const sdk::Microbatch& microbatch) override;
+  // num_iterations: the rollouts of a cycle are not saved, so a checkpoint
+  // resumes exactly only at a cycle's start (docs/grpo.md).
+  int64_t checkpoint_multiple() const override { return config_.num_iterations; }
 
   // One forward of the policy over `batch` and the objective's terms per token.
   MicrobatchTerms token_terms(sdk::Context& ctx, const GrpoMicrobatch& batch) const;

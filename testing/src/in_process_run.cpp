@@ -10,6 +10,7 @@
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 namespace ptrain::testing {
 

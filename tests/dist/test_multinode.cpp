@@ -1,6 +1,6 @@
 // Several nodes: one `ptrain launch` per node with torchrun's --nnodes,
 // --node-rank, --master-addr and --master-port, shown as two launchers on
-// one machine (2 nodes × 2 ranks on 127.0.0.1), one of them killed outright.
+// one machine (2 nodes × 2 ranks on 127.0.0.1), either of them killed outright.
 #include "catch.h"
 
 #include "dist/dist_test_support.h"
@@ -17,6 +17,7 @@
 #include <regex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace fs = std::filesystem;
 using namespace ptrain;
@@ -30,11 +31,13 @@ std::string node_launch(int node_rank, int port, const std::string& worker_argum
          " --master-port " + std::to_string(port) + " -- " + PTRAIN_DIST_WORKER + " " + worker_arguments;
 }
 
-// Starts node 1's launcher in the background, its output in `log`; returns its pid.
-pid_t start_node_one(int port, const std::string& worker_arguments, const fs::path& dir) {
-  const fs::path pid_file = dir / "node1.pid";
-  testing::run_command(std::string(PTRAIN_EXE) + " " + node_launch(1, port, worker_arguments) + " > " +
-                       (dir / "node1.log").string() + " 2>&1 < /dev/null & echo $! > " + pid_file.string());
+// Starts node `node_rank`'s launcher in the background, its output in
+// dir/node<R>.log; returns its pid.
+pid_t start_node(int node_rank, int port, const std::string& worker_arguments, const fs::path& dir) {
+  const std::string node = "node" + std::to_string(node_rank);
+  const fs::path pid_file = dir / (node + ".pid");
+  testing::run_command(std::string(PTRAIN_EXE) + " " + node_launch(node_rank, port, worker_arguments) + " > " +
+                       (dir / (node + ".log")).string() + " 2>&1 < /dev/null & echo $! > " + pid_file.string());
   pid_t pid = 0;
   std::ifstream(pid_file) >> pid;
   return pid;
@@ -81,7 +84,7 @@ TEST_CASE("launch on node 1 of 2 gives its workers the job's ranks and their loc
 TEST_CASE("two launchers make one job of 2 nodes x 2 ranks with the world-size-4 results", "[dist][multinode]") {
   const fs::path dir = testing::fresh_test_dir("two_nodes");
   const int port = dist::pick_free_port();
-  const pid_t node1 = start_node_one(port, "metrics", dir);
+  const pid_t node1 = start_node(1, port, "metrics", dir);
   REQUIRE(node1 > 0);
   const CommandResult node0 = run_ptrain(node_launch(0, port, "metrics"));
   REQUIRE(wait_gone(node1, std::chrono::seconds(60)));
@@ -94,32 +97,50 @@ TEST_CASE("two launchers make one job of 2 nodes x 2 ranks with the world-size-4
   dist_test::check_global_metrics(by_rank, 4);
 }
 
-TEST_CASE("a node killed outright ends the job on the other with an error naming its ranks", "[dist][multinode]") {
-  const fs::path dir = testing::fresh_test_dir("node_dies");
+namespace {
+
+constexpr int kLoopTimeoutS = 4;  // the `loop` workers' collective timeout
+
+struct LostNode {
+  CommandResult survivor;  // the other node's launcher
+  double seconds_after_kill = 0.0;
+  std::vector<pid_t> workers;  // the four ranks'
+};
+
+// Two launchers of two `loop` workers each; once every rank runs, node
+// `lost`'s launcher is killed outright. Returns how the other one ended.
+LostNode lose_node(int lost, const fs::path& dir) {
   const fs::path pid_dir = dir / "pids";
   fs::create_directories(pid_dir);
-  constexpr int kTimeoutS = 4;
-  const std::string loop = "loop " + std::to_string(kTimeoutS) + " " + pid_dir.string();
+  const std::string loop = "loop " + std::to_string(kLoopTimeoutS) + " " + pid_dir.string();
   const int port = dist::pick_free_port();
-  const pid_t node1 = start_node_one(port, loop, dir);
-  REQUIRE(node1 > 0);
-  auto node0 = std::async(std::launch::async, [&] { return run_ptrain(node_launch(0, port, loop)); });
+  const pid_t doomed = start_node(lost, port, loop, dir);
+  REQUIRE(doomed > 0);
+  auto survivor = std::async(std::launch::async, [&] { return run_ptrain(node_launch(1 - lost, port, loop)); });
 
-  // Every rank writes its pid once the group is up; then node 1 goes at once.
+  // Every rank writes its pid once the group is up; then the node goes at once.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
   while (dist_test::read_pids(pid_dir).size() < 4 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  const std::vector<pid_t> workers = dist_test::read_pids(pid_dir);
-  REQUIRE(workers.size() == 4);
+  LostNode outcome;
+  outcome.workers = dist_test::read_pids(pid_dir);
+  REQUIRE(outcome.workers.size() == 4);
   const auto killed_at = std::chrono::steady_clock::now();
-  ::kill(node1, SIGKILL);
+  ::kill(doomed, SIGKILL);
+  outcome.survivor = survivor.get();
+  outcome.seconds_after_kill = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  return outcome;
+}
 
-  const CommandResult result = node0.get();
-  const double seconds_after_kill = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+}  // namespace
+
+TEST_CASE("a node killed outright ends the job on the other with an error naming its ranks", "[dist][multinode]") {
+  const LostNode outcome = lose_node(1, testing::fresh_test_dir("node_dies"));
+  const CommandResult& result = outcome.survivor;
   INFO(result.output);
   CHECK(result.exit_code != 0);
-  CHECK(seconds_after_kill < kTimeoutS + 20);
+  CHECK(outcome.seconds_after_kill < kLoopTimeoutS + 20);
   CHECK_THAT(result.output, Catch::Contains("all_reduce(sum) failed"));
   // The node-0 rank that fails first names node 1's ranks as silent; its
   // node-0 peer may still wait in the same collective for it (until the
@@ -127,5 +148,17 @@ TEST_CASE("a node killed outright ends the job on the other with an error naming
   CHECK(std::regex_search(result.output, std::regex("no word from rank ([01], )?2, 3 within")));
   CHECK_THAT(result.output, Catch::Contains("stopping the other workers"));
   // Node 1's workers went with their launcher (no orphans holding the job).
-  for (const pid_t pid : workers) CHECK(wait_gone(pid, std::chrono::seconds(10)));
+  for (const pid_t pid : outcome.workers) CHECK(wait_gone(pid, std::chrono::seconds(10)));
+}
+
+TEST_CASE("node 0 killed outright: the other node's ranks name rank 0, whose rendezvous store went with it",
+          "[dist][multinode]") {
+  const LostNode outcome = lose_node(0, testing::fresh_test_dir("node_zero_dies"));
+  const CommandResult& result = outcome.survivor;
+  INFO(result.output);
+  CHECK(result.exit_code != 0);
+  CHECK(outcome.seconds_after_kill < kLoopTimeoutS + 20);
+  CHECK_THAT(result.output, Catch::Contains("failed"));
+  CHECK_THAT(result.output, Catch::Contains("rank 0 is gone: the rendezvous store it served at 127.0.0.1:"));
+  CHECK_THAT(result.output, Catch::Contains("no longer answers (rank 0 died or its node was lost)"));
 }

@@ -114,7 +114,9 @@ TEST_CASE("a checkpoint or final model holding NaN or Inf is refused before anyt
   const std::string bad = model->named_parameters()[3].first;
   checkpoint::CheckpointData data;
   data.model = model.get();
-  data.trainer = {7, 0, 1, "sft", "run"};
+  data.trainer.completed_steps = 7;
+  data.trainer.plugin = "sft";
+  data.trainer.run_id = "run";
   CHECK_THAT(testing::error_of([&] { checkpoint::write_checkpoint(dir / "checkpoints", data, 2); }),
              Catch::Contains("step_7: refusing to write: weight tensor '" + bad + "' holds NaN or Inf"));
   CHECK_FALSE(fs::exists(dir / "checkpoints" / "step_7"));

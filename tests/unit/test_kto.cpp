@@ -5,8 +5,10 @@
 // held-out chunk.
 #include "catch.h"
 
+#include "support/scratch_dir.h"
 #include "support/test_util.h"
 
+#include "core/checkpoint/remove_tree.h"
 #include "core/dist/communicator.h"
 #include "core/model/causal_lm.h"
 #include "core/plugin/host_context.h"
@@ -19,8 +21,6 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
-
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -109,8 +109,8 @@ double independent_kl_mean(model::CausalLm& policy, model::CausalLm& reference, 
 }
 
 fs::path saved_model(const std::string& name, uint64_t seed) {
-  const fs::path dir = fs::temp_directory_path() / ("ptrain_kto_test_" + std::to_string(::getpid())) / name;
-  fs::remove_all(dir);
+  const fs::path dir = ptrain::testing::scratch_root() / "kto" / name;
+  ptrain::checkpoint::remove_tree(dir);
   fs::create_directories(dir);
   model::CausalLm::init_random(testing::tiny_model_config(), seed)->save_hf_dir(dir);
   return dir;

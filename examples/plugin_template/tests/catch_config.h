@@ -6,7 +6,7 @@
 #include <c10/util/Logging.h>
 #undef CHECK
 
-#if __has_include(<catch2/catch_test_macros.hpp>)
+#if PLUGIN_CATCH2_MAJOR >= 3
 // Catch2 3 split the single header; its runner comes from Catch2WithMain.
 #include <catch2/catch_approx.hpp>
 #include <catch2/catch_test_macros.hpp>

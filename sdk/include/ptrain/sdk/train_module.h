@@ -125,6 +125,13 @@ class TrainModule {
   // setup() and prepare_dataset() when a run resumes.
   virtual PluginState save_state() const { return {}; }
   virtual void load_state(Context& ctx, const PluginState& state) {}
+
+  // A run of this module resumes exactly only from a checkpoint whose
+  // completed step count is a multiple of this: state that spans several
+  // steps and that save_state() does not hold (GRPO's rollouts, which serve
+  // num_iterations updates) exists only within such a cycle. The core saves
+  // cadence and stop checkpoints at the next multiple. Read once, after setup().
+  virtual int64_t checkpoint_multiple() const { return 1; }
 };
 
 }  // namespace ptrain::sdk
