@@ -187,5 +187,5 @@ TEST_CASE("a global batch tells each rank its share and where the share sits") {
   CHECK(chunk.held_out);
   CHECK(chunk.ids == std::vector<int64_t>{5, 6, 7, 8, 9, 10, 11});
   CHECK(chunk.rank_positions == std::vector<int64_t>{2, 5});  // examples 7 and 10
-  CHECK(chunk.rank_counts == std::vector<int64_t>{2, 3, 2});
+  CHECK(chunk.rank_counts == std::vector<int64_t>{2, 2, 3});  // {6, 9}, {7, 10}, {5, 8, 11}
 }
