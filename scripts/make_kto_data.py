@@ -2,19 +2,21 @@
 """Writes the bundled KTO dataset: two-digit arithmetic with unpaired answers,
 each marked desirable (right) or undesirable (a plausible wrong one).
 
-    python3 scripts/make_kto_data.py --count 512 --seed 2 > data/arith_kto/train.jsonl
+    python3 scripts/make_kto_data.py --count 512 --seed 2 -o data/arith_kto/train.jsonl
 
 Each line is {"prompt": "37+45=", "completion": "82", "label": true} or, with
 a wrong answer, "label": false (TRL's unpaired preference format). Lines
 alternate between the two labels, each with a prompt of its own, so the two
 counts are equal and KTO's default weights balance them. Prompts come from
 the same task as data/arith (scripts/make_arith_data.py), wrong answers from
-the DPO data's generator (scripts/make_dpo_data.py).
+the DPO data's generator (scripts/make_dpo_data.py). -o writes the file whole
+or not at all (scripts/jsonl_output.py); without it the lines go to standard
+output.
 """
 import argparse
-import json
 import random
 
+from jsonl_output import write_jsonl
 from make_arith_data import make_example
 from make_dpo_data import plausible_wrong_answer
 
@@ -30,10 +32,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=512)
     parser.add_argument("--seed", type=int, default=2)
+    parser.add_argument("-o", "--output", default="-", help="the file to write (default: standard output)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
-    for i in range(args.count):
-        print(json.dumps(make_line(rng, desirable=i % 2 == 0)))
+    write_jsonl(args.output, [make_line(rng, desirable=i % 2 == 0) for i in range(args.count)])
 
 
 if __name__ == "__main__":

@@ -97,7 +97,7 @@ TEST_CASE("a folder holding a user's file is refused, --overwrite included, nami
   check_refused_every_way(root, config, folder.string(), not_a_run(folder.string(), "thesis.txt"), folder);
 }
 
-TEST_CASE("--overwrite replaces only what ptrain wrote in a run directory; a user's file there stays",
+TEST_CASE("train --overwrite replaces only what ptrain wrote in a run directory, and a user's file there stays",
           "[bad_inputs][output_dir]") {
   const fs::path root = testing::fresh_test_dir("output_dir_extra_file");
   const fs::path config = write_run_config(root / "inputs");
@@ -130,7 +130,7 @@ TEST_CASE("--overwrite replaces only what ptrain wrote in a run directory; a use
   for (const auto& entry : fs::directory_iterator(run)) CHECK(entry.path().filename().string().rfind(".old-", 0) != 0);
 }
 
-TEST_CASE("a symlinked output_dir to a user's folder is refused; links inside a run are never followed",
+TEST_CASE("a symlinked output_dir to a user's folder is refused, and links inside a run are never followed",
           "[bad_inputs][output_dir]") {
   const fs::path root = testing::fresh_test_dir("output_dir_symlinks");
   const fs::path config = write_run_config(root / "inputs");

@@ -165,7 +165,7 @@ TEST_CASE("inputs once caught after --overwrite had deleted the old run are refu
                                  "{\"prompt\": \"1+1=\", \"answer\": \"2\"}\n"
                                  "{\"messages\": [{\"role\": \"robot\", \"content\": \"2+2=\"}], \"answer\": \"4\"}\n");
     const fs::path config = write_config(root, "grpo", "grpo", prompts, "[module]\nnum_generations = 2\n");
-    check_refused_intact(previous, ptrain + train_into(config, previous.dir, " --overwrite"), 1,
+    check_refused_intact(previous, ptrain + train_into(config, previous.dir, " --overwrite"), 2,
                          prompts.string() + ":2: field 'messages[0].role': unknown role \"robot\"", Kept::kUntouched);
   }
 
@@ -219,11 +219,12 @@ TEST_CASE("a start that fails or dies before its first step leaves the previous 
     const std::string data = " --set data.train=\"" + long_prompts.string() + "\"";
     const std::string refusal = long_prompts.string() + ": none of its 2 examples has a trainable token left within "
                                                         "data.max_length = 16";
-    check_refused_intact(previous, ptrain + train_into(previous.config, previous.dir, " --overwrite" + data), 1,
+    // A data error: exit 2, as every bad input (README).
+    check_refused_intact(previous, ptrain + train_into(previous.config, previous.dir, " --overwrite" + data), 2,
                          refusal, Kept::kPutBack);
     const CommandResult fresh = testing::run_command(ptrain + train_into(previous.config, root / "new_run", data));
     INFO(fresh.output);
-    CHECK(fresh.exit_code == 1);
+    CHECK(fresh.exit_code == 2);
     CHECK_THAT(fresh.output, Catch::Contains(refusal));
     CHECK_FALSE(fs::exists(root / "new_run"));
   }
@@ -249,7 +250,7 @@ TEST_CASE("a start that fails or dies before its first step leaves the previous 
       const CommandResult next = testing::run_command(
           ptrain + train_into(previous.config, previous.dir, " --overwrite --set data.train=\"" + bad.string() + "\""));
       INFO(next.output);
-      CHECK(next.exit_code == 1);
+      CHECK(next.exit_code == 2);
       CHECK_THAT(next.output, Catch::Contains("an earlier start (a new run) ended before its first step; put back "
                                               "what it had replaced"));
       CHECK(previous.snapshot() == before);

@@ -386,7 +386,7 @@ CommandResult train_two_ranks_with(const char* hook, const char* value, const fs
 
 }  // namespace
 
-TEST_CASE("a NaN on rank 1 only skips the update on both ranks; both skip the same bad lines", "[dist][reliability]") {
+TEST_CASE("a NaN on rank 1 only skips the update on both ranks, and both skip the same bad lines", "[dist][reliability]") {
   const fs::path dir = testing::fresh_test_dir("dist_nan");
   const CommandResult result = train_two_ranks_with("PTRAIN_TEST_NAN_AT", "2:1", write_fault_config(dir, 3));
   INFO(result.output);

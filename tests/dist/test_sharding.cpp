@@ -190,10 +190,14 @@ TEST_CASE("optimizer and full sharding give the weights of replicated training a
         // Under "full" each microbatch's layer gradients are summed over ranks
         // at once, not after accumulation: another float32 summation order,
         // which differences such as DPO's reward margins magnify a little.
+        // Under "optimizer" each rank steps its shard of the flat parameters
+        // with the foreach/fused AdamW over other tensor lists than the
+        // replicated run's: the weights agree to float32 rounding, which
+        // the margins' cancellation shows as absolute noise of ~1e-8.
         if (mode == "full") {
           check_same_metrics(sharded, none, 1e-5, 2e-7);
         } else {
-          check_same_metrics(sharded, none, 1e-6);
+          check_same_metrics(sharded, none, 1e-6, 1e-7);
         }
       }
       // The steps clipped and moved the weights far more than the tolerance.

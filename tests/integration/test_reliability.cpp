@@ -126,7 +126,7 @@ TEST_CASE("a checkpoint or final model holding NaN or Inf is refused before anyt
   CHECK_FALSE(fs::exists(dir / "final"));
 }
 
-TEST_CASE("loss spikes are flagged against the largest earlier loss; faults count and reset", "[reliability]") {
+TEST_CASE("loss spikes are flagged against the largest earlier loss, and faults count and reset", "[reliability]") {
   train::NumericGuard guard(3, 2.0);
   CHECK_FALSE(guard.on_step(1, false, 4.0).spike);  // the first loss sets the bar
   CHECK_FALSE(guard.on_step(2, false, 3.0).spike);

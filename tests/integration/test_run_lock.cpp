@@ -79,7 +79,7 @@ std::string attempt(const fs::path& dir, const std::string& name, const std::str
 
 }  // namespace
 
-TEST_CASE("a second run in a held run directory is refused at once, naming the holder; the first completes",
+TEST_CASE("a second run in a held run directory is refused at once, naming the holder, and the first completes",
           "[reliability][run_lock]") {
   const fs::path dir = ptrain::testing::fresh_test_dir("run_lock_second");
   const fs::path config = ptrain::testing::write_small_sft_config(dir, "run", 3e-3);

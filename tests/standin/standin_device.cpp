@@ -22,6 +22,8 @@
 #include <torch/version.h>
 
 #include <cstring>
+#include <utility>
+#include <vector>
 
 // LibTorch 2.3 made Allocator::allocate non-const and added copy_data.
 #define PTRAIN_STANDIN_TORCH_2_3 (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3))
@@ -128,8 +130,71 @@ void metadata_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
 }
 
+bool writes(const c10::Argument& argument) {
+  return argument.alias_info() != nullptr && argument.alias_info()->isWrite();
+}
+
+bool is_tensor_list(const c10::Argument& argument) {
+  return argument.type()->isSubtypeOf(*c10::ListType::ofTensors());
+}
+
+// Whether the operator writes into or returns a list of tensors (the foreach
+// ops: _foreach_zero_, _foreach_mul_, _foreach_sqrt, ...): LibTorch 1.13's
+// CPU fallback copies a written tensor back to the device and moves a
+// returned one there, but leaves written and returned lists on the host.
+bool handles_tensor_lists(const c10::FunctionSchema& schema) {
+  for (const c10::Argument& argument : schema.arguments()) {
+    if (writes(argument) && is_tensor_list(argument)) return true;
+  }
+  for (const c10::Argument& result : schema.returns()) {
+    if (is_tensor_list(result)) return true;
+  }
+  return false;
+}
+
+// Runs such an operator's CPU kernel on host copies of its tensors, copies
+// what it wrote back into the device tensors and moves its results there.
+void tensor_list_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const std::vector<c10::Argument>& arguments = op.schema().arguments();
+  const size_t first = stack->size() - arguments.size();
+  std::vector<std::pair<at::Tensor, at::Tensor>> written;  // {device tensor, its host copy}
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    c10::IValue& value = (*stack)[first + i];
+    if (value.isTensor()) {
+      const at::Tensor device = value.toTensor();
+      const at::Tensor host = device.defined() ? device.cpu() : device;
+      if (writes(arguments[i]) && device.defined()) written.emplace_back(device, host);
+      value = host;
+    } else if (value.isTensorList()) {
+      std::vector<at::Tensor> hosts;
+      for (const at::Tensor& device : value.toTensorVector()) {
+        hosts.push_back(device.cpu());
+        if (writes(arguments[i])) written.emplace_back(device, hosts.back());
+      }
+      value = c10::IValue(hosts);
+    }
+  }
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  for (const auto& [device, host] : written) copy_from(host, device, false);
+  const size_t returns = op.schema().returns().size();
+  for (size_t i = stack->size() - returns; i < stack->size(); ++i) {
+    c10::IValue& value = (*stack)[i];
+    if (value.isTensor()) {
+      value = value.toTensor().to(kDevice);
+    } else if (value.isTensorList()) {
+      std::vector<at::Tensor> on_device;
+      for (const at::Tensor& host : value.toTensorVector()) on_device.push_back(host.to(kDevice));
+      value = c10::IValue(on_device);
+    }
+  }
+}
+
 void fallback_to_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   apply_device_rule(op, *stack);
+  if (handles_tensor_lists(op.schema())) {
+    tensor_list_fallback(op, stack);
+    return;
+  }
   at::native::cpu_fallback(op, stack);
 }
 

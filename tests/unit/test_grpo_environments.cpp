@@ -300,7 +300,7 @@ TEST_CASE("the calculator example's tool: expressions, calls and errors", "[grpo
   CHECK_FALSE(examples::calculator_call("36"));
 }
 
-TEST_CASE("a later turn draws from its own seed; turn 0 keeps the single-turn seed", "[grpo][environment]") {
+TEST_CASE("a later turn draws from its own seed, and turn 0 keeps the single-turn seed", "[grpo][environment]") {
   CHECK(sdk::rollout_seed(5, 2, 7, 1, 0) == sdk::rollout_seed(5, 2, 7, 1));
   CHECK(sdk::rollout_seed(5, 2, 7, 1, 1) != sdk::rollout_seed(5, 2, 7, 1));
   CHECK(sdk::rollout_seed(5, 2, 7, 1, 1) != sdk::rollout_seed(5, 2, 7, 1, 2));

@@ -93,7 +93,7 @@ TEST_CASE("run directories are read with their metrics aligned to steps", "[moni
   CHECK(families[4].second == std::vector<std::string>{"rewards/answer", "rewards/format"});
 }
 
-TEST_CASE("eval metrics join their training family; constant metrics leave the charts", "[monitoring][eval]") {
+TEST_CASE("eval metrics join their training family, and constant metrics leave the charts", "[monitoring][eval]") {
   report::RunData first;
   first.steps = {1, 2, 3};
   first.metrics["loss"] = {3.0, 2.0, 1.0};

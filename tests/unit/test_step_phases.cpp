@@ -86,7 +86,7 @@ TEST_CASE("step phases: the loss head refines a forward or a backward only", "[m
   CHECK(timer.enter(StepPhase::kOther) == StepPhase::kData);
 }
 
-TEST_CASE("step phases: no active timer, no timing; one active timer at a time", "[monitoring][phases]") {
+TEST_CASE("step phases: no active timer, no timing, and one active timer at a time", "[monitoring][phases]") {
   StepPhaseTimer timer(at::kCPU);
   {
     const PhaseScope ignored(StepPhase::kForward);  // no timer active: nothing happens
