@@ -81,7 +81,12 @@ fi
 start=$SECONDS
 in_root "scripts/build-gpu.sh"
 log "built in $((SECONDS - start)) s"
+# PTRAIN_BARE_CTEST_ARGS splits into words, each quoted for the root's shell
+# (a label regex such as unit|bad_inputs holds a `|`).
+# shellcheck disable=SC2086
+ctest_args=""
+[ -z "${PTRAIN_BARE_CTEST_ARGS:-}" ] || ctest_args="$(printf '%q ' ${PTRAIN_BARE_CTEST_ARGS})"
 # shellcheck disable=SC2016  # expanded inside the root
 in_root 'export LD_LIBRARY_PATH="$(scripts/build-gpu.sh --print-library-path)" &&
-  ctest --test-dir build-gpu-bare --output-on-failure -j "$PTRAIN_JOBS" --timeout 900 '"${PTRAIN_BARE_CTEST_ARGS:-}"
+  ctest --test-dir build-gpu-bare --output-on-failure -j "$PTRAIN_JOBS" --timeout 900 '"$ctest_args"
 log "build and tests passed in $((SECONDS - start)) s"
