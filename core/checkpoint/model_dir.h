@@ -27,7 +27,7 @@ struct ModelDirFiles {
 // atomicity is the caller's). A file name that is not a plain name, or one the
 // model itself writes, throws sdk::Error. `weights_from`, when given, holds
 // the weight files already written (a sharded run's ranks wrote them:
-// train/rank_weight_writer.h); they are moved into `dir` instead.
+// shard/rank_weight_writer.h); they are moved into `dir` instead.
 void write_model_dir(const model::CausalLm& model, const std::filesystem::path& dir, at::ScalarType dtype,
                      const ModelDirFiles& files, const std::filesystem::path& weights_from = {});
 

@@ -124,7 +124,7 @@ struct EvalSection {
 // What data-parallel ranks split among themselves (docs/distributed.md#sharding-distributedsharding): kNone
 // replicates everything; kOptimizer (ZeRO-1/2) shards the reduced gradients
 // and the optimizer state; kFull (ZeRO-3/FSDP) also shards the decoder
-// layers' parameters (core/train/sharded_layers.h).
+// layers' parameters (core/shard/sharded_layers.h).
 enum class ShardingMode { kNone, kOptimizer, kFull };
 
 // The projections LoRA can wrap, in transformers' module order (model::LoraTarget).

@@ -1,5 +1,5 @@
 // A Communicator that runs a hook before each of its collectives. Sharding
-// "full" (train::ShardedLayers) uses it so that every rank has finished the
+// "full" (shard::ShardedLayers) uses it so that every rank has finished the
 // per-layer gathers and reduce-scatters its peers still issue (a rank with
 // fewer microbatches or shorter generations joins them) before any other
 // collective starts: the core's and the plugins' collectives then meet in the

@@ -1,5 +1,5 @@
 // The parameter sharding of one group of tensors (one decoder layer) under
-// sharding "full" (ZeRO-3 / FSDP, docs/distributed.md#parameter-sharding-full; train::ShardedLayers holds
+// sharding "full" (ZeRO-3 / FSDP, docs/distributed.md#parameter-sharding-full; shard::ShardedLayers holds
 // one per decoder layer).
 //
 // The group's float32 tensors are concatenated in order into n elements,

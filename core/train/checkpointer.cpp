@@ -5,8 +5,8 @@
 #include "core/log/logger.h"
 #include "core/log/step_phases.h"
 #include "core/model/safetensors.h"
-#include "core/train/rank_weight_writer.h"
-#include "core/train/shared_staging_dir.h"
+#include "core/shard/rank_weight_writer.h"
+#include "core/shard/shared_staging_dir.h"
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 
 Checkpointer::Checkpointer(const config::CheckpointSection& section, std::filesystem::path checkpoints_dir,
                            dist::Communicator& communicator, std::function<checkpoint::CheckpointData()> snapshot,
-                           int64_t first_step, int64_t step_multiple, ShardedLayers* sharded_layers)
+                           int64_t first_step, int64_t step_multiple, shard::ShardedLayers* sharded_layers)
     : every_steps_(section.every_steps),
       keep_last_(section.keep_last),
       step_multiple_(std::max<int64_t>(1, step_multiple)),
@@ -60,7 +60,7 @@ void Checkpointer::save(int64_t completed_steps) {
   const log::PhaseScope phase(log::StepPhase::kCheckpoint);
   checkpoint::CheckpointData data = snapshot_();
   const fs::path target = checkpoints_dir_ / ("step_" + std::to_string(completed_steps));
-  std::optional<SharedStagingDir> rank_files;
+  std::optional<shard::SharedStagingDir> rank_files;
   if (data.optimizer_state_sharded || sharded_layers_ != nullptr) {
     rank_files.emplace(checkpoints_dir_ / (".shards-step_" + std::to_string(completed_steps)), communicator_);
     write_rank_files(rank_files->path(), target, data);
@@ -78,7 +78,8 @@ void Checkpointer::write_rank_files(const fs::path& dir, const fs::path& target,
   if (sharded_layers_ != nullptr) {
     const int64_t max_shard_bytes = data.model_files ? data.model_files->model.max_shard_bytes : 0;
     // Checkpoints keep the float32 master weights, as write_checkpoint does.
-    write_weights_by_rank(*data.model, *sharded_layers_, communicator_, dir, at::kFloat, max_shard_bytes, target);
+    shard::write_weights_by_rank(*data.model, *sharded_layers_, communicator_, dir, at::kFloat, max_shard_bytes,
+                                 target);
     data.weights_in_rank_files = true;
   }
   communicator_.barrier();  // every rank's files are written; rank 0 moves them into the checkpoint

@@ -14,7 +14,7 @@
 #include "core/checkpoint/checkpoint.h"
 #include "core/config/run_config.h"
 #include "core/dist/communicator.h"
-#include "core/train/sharded_layers.h"
+#include "core/shard/sharded_layers.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -32,7 +32,7 @@ class Checkpointer {
   // `step_multiple`: the plugin's checkpoint_multiple().
   Checkpointer(const config::CheckpointSection& section, std::filesystem::path checkpoints_dir,
                dist::Communicator& communicator, std::function<checkpoint::CheckpointData()> snapshot,
-               int64_t first_step, int64_t step_multiple, ShardedLayers* sharded_layers = nullptr);
+               int64_t first_step, int64_t step_multiple, shard::ShardedLayers* sharded_layers = nullptr);
 
   // Collective. After update step `completed_steps` (1-based): saves when
   // the cadence says so (or said so since the last multiple), or when the
@@ -63,7 +63,7 @@ class Checkpointer {
   std::filesystem::path checkpoints_dir_;
   dist::Communicator& communicator_;
   std::function<checkpoint::CheckpointData()> snapshot_;
-  ShardedLayers* sharded_layers_;
+  shard::ShardedLayers* sharded_layers_;
   int64_t last_saved_step_;
 };
 

@@ -13,7 +13,7 @@ namespace ptrain::train {
 
 FullShardedOptimizer::FullShardedOptimizer(const config::OptimSection& optim,
                                            const std::vector<std::pair<std::string, at::Tensor>>& named_parameters,
-                                           ShardedLayers& layers, dist::Communicator& communicator,
+                                           shard::ShardedLayers& layers, dist::Communicator& communicator,
                                            dist::GradientSynchronizer* replicated_sync)
     : layers_(layers),
       communicator_(communicator),

@@ -1,6 +1,6 @@
 // The update half of sharding "full" (ZeRO-3): clipping and the optimizer
 // over what a rank holds after the backward pass — every decoder layer's
-// chunk (train::ShardedLayers: master weights and summed gradients) and the
+// chunk (shard::ShardedLayers: master weights and summed gradients) and the
 // replicated tensors (embeddings, final norm, lm_head). Those are updated
 // either whole on every rank, their .grad summed over ranks by a
 // GradientSynchronizer, or, given a sharded one, as sharding "optimizer"
@@ -12,8 +12,8 @@
 #include "core/checkpoint/checkpoint.h"
 #include "core/config/run_config.h"
 #include "core/dist/communicator.h"
+#include "core/shard/sharded_layers.h"
 #include "core/train/optimizer.h"
-#include "core/train/sharded_layers.h"
 #include "core/train/sharded_update.h"
 #include "core/train/weight_update.h"
 
@@ -35,8 +35,9 @@ class FullShardedOptimizer final : public WeightUpdate {
   // named_parameters() order. `layers`, `communicator` and `replicated_sync`
   // outlive this object.
   FullShardedOptimizer(const config::OptimSection& optim,
-                       const std::vector<std::pair<std::string, at::Tensor>>& named_parameters, ShardedLayers& layers,
-                       dist::Communicator& communicator, dist::GradientSynchronizer* replicated_sync = nullptr);
+                       const std::vector<std::pair<std::string, at::Tensor>>& named_parameters,
+                       shard::ShardedLayers& layers, dist::Communicator& communicator,
+                       dist::GradientSynchronizer* replicated_sync = nullptr);
   ~FullShardedOptimizer() override;
 
   // Collective. The whole step's gradient norm (replicated tensors counted
@@ -72,7 +73,7 @@ class FullShardedOptimizer final : public WeightUpdate {
                         const std::map<const void*, std::string>& names, std::vector<OptimizedTensor>& tensors);
   std::vector<std::string> state_kinds() const;
 
-  ShardedLayers& layers_;
+  shard::ShardedLayers& layers_;
   dist::Communicator& communicator_;
   std::vector<at::Tensor> replicated_;
   std::vector<std::string> replicated_names_;

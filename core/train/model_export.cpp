@@ -1,8 +1,8 @@
 #include "core/train/model_export.h"
 
 #include "core/checkpoint/checkpoint.h"
-#include "core/train/rank_weight_writer.h"
-#include "core/train/shared_staging_dir.h"
+#include "core/shard/rank_weight_writer.h"
+#include "core/shard/shared_staging_dir.h"
 
 namespace ptrain::train {
 namespace fs = std::filesystem;
@@ -33,13 +33,14 @@ void export_model(const config::RunConfig& config, const model::CausalLm& policy
                                     merged.get());
 }
 
-void export_sharded_model(const config::RunConfig& config, const model::CausalLm& policy, ShardedLayers& layers,
+void export_sharded_model(const config::RunConfig& config, const model::CausalLm& policy, shard::ShardedLayers& layers,
                           dist::Communicator& communicator, const checkpoint::ModelDirFiles& files,
                           const fs::path& target) {
-  const SharedStagingDir weights(target.parent_path() / ("." + target.filename().string() + ".rank-weights"),
-                                 communicator);
+  const shard::SharedStagingDir weights(target.parent_path() / ("." + target.filename().string() + ".rank-weights"),
+                                        communicator);
   const at::ScalarType dtype = export_dtype(config.checkpoint.save_dtype, policy);
-  write_weights_by_rank(policy, layers, communicator, weights.path(), dtype, files.model.max_shard_bytes, target);
+  shard::write_weights_by_rank(policy, layers, communicator, weights.path(), dtype, files.model.max_shard_bytes,
+                               target);
   communicator.barrier();  // every rank's files are there
   if (communicator.rank() == 0) {
     checkpoint::save_model_atomically(policy, target, dtype, files, nullptr, weights.path());

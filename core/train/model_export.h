@@ -8,7 +8,7 @@
 #include "core/config/run_config.h"
 #include "core/dist/communicator.h"
 #include "core/model/causal_lm.h"
-#include "core/train/sharded_layers.h"
+#include "core/shard/sharded_layers.h"
 
 #include <filesystem>
 
@@ -25,7 +25,7 @@ void export_model(const config::RunConfig& config, const model::CausalLm& policy
 // every rank at once, one gathered layer at a time (rank_weight_writer.h);
 // rank 0 writes the rest and moves them into place. Every rank returns once
 // `target` is complete.
-void export_sharded_model(const config::RunConfig& config, const model::CausalLm& policy, ShardedLayers& layers,
+void export_sharded_model(const config::RunConfig& config, const model::CausalLm& policy, shard::ShardedLayers& layers,
                           dist::Communicator& communicator, const checkpoint::ModelDirFiles& files,
                           const std::filesystem::path& target);
 

@@ -4,12 +4,12 @@
 #include "core/log/step_phases.h"
 #include "core/metrics/tensorboard_writer.h"
 #include "core/model/gemm.h"
+#include "core/shard/shared_output_check.h"
 #include "core/train/compute_device.h"
 #include "core/train/output_model_files.h"
 #include "core/train/rank_agreement.h"
 #include "core/train/resume.h"
 #include "core/train/run_directory.h"
-#include "core/train/shared_output_check.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -85,22 +85,22 @@ checkpoint::NamedTensors resume_from(checkpoint::LoadedCheckpoint& loaded, Train
 
 // Sharding "full" on several ranks: the layer operations' protocol, which
 // every later collective drains first (layer_collectives.h); null otherwise.
-std::unique_ptr<LayerCollectives> layer_collectives_if_full(const config::RunConfig& config,
-                                                            dist::Communicator& communicator,
-                                                            dist::DrainingCommunicator& draining) {
+std::unique_ptr<shard::LayerCollectives> layer_collectives_if_full(const config::RunConfig& config,
+                                                                   dist::Communicator& communicator,
+                                                                   dist::DrainingCommunicator& draining) {
   if (config.distributed.sharding != config::ShardingMode::kFull || communicator.world_size() == 1) return nullptr;
-  auto collectives = std::make_unique<LayerCollectives>(communicator);
+  auto collectives = std::make_unique<shard::LayerCollectives>(communicator);
   draining.set_before_collective([&protocol = *collectives] { protocol.drain(); });
   return collectives;
 }
 
 // A reference model the plugin gets under sharding "full" is sharded too;
 // the model owns its shards.
-plugin::HostContext::FrozenModelHook frozen_model_sharding(LayerCollectives* collectives) {
+plugin::HostContext::FrozenModelHook frozen_model_sharding(shard::LayerCollectives* collectives) {
   if (collectives == nullptr) return {};
   return [collectives](model::CausalLm& model, const std::string& role) {
     model.adopt_layer_parameter_source(
-        std::make_unique<ShardedLayers>(model, *collectives, ShardedLayers::Use::kFrozen));
+        std::make_unique<shard::ShardedLayers>(model, *collectives, shard::ShardedLayers::Use::kFrozen));
     log::info("train", "sharding full: a " + role + " model's " + std::to_string(model.num_layers()) +
                            " decoder layers are sharded too");
   };
@@ -114,7 +114,7 @@ std::vector<at::Tensor> shard_policy_layers(TrainingRun& run,
   std::vector<at::Tensor> parameters;
   for (const auto& [name, parameter] : named) parameters.push_back(parameter);
   if (!run.layer_collectives) return parameters;
-  run.sharded_layers = std::make_unique<ShardedLayers>(*run.parts.policy, *run.layer_collectives);
+  run.sharded_layers = std::make_unique<shard::ShardedLayers>(*run.parts.policy, *run.layer_collectives);
   const bool bf16 = run.parts.policy->compute_dtype() == at::kBFloat16;
   log::info("train", "sharding full: the policy's " + std::to_string(run.parts.policy->num_layers()) +
                          " decoder layers are sharded over " + std::to_string(run.communicator.world_size()) +
@@ -194,7 +194,7 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
   at::set_num_threads(threads);
 
   auto draining = std::make_unique<dist::DrainingCommunicator>(communicator);
-  std::unique_ptr<LayerCollectives> collectives = layer_collectives_if_full(config, communicator, *draining);
+  std::unique_ptr<shard::LayerCollectives> collectives = layer_collectives_if_full(config, communicator, *draining);
   RunParts parts = load_run_parts(config, plugin, options.device, *draining, frozen_model_sharding(collectives.get()));
   // Read now, so that an unreadable input file fails before the run directory exists.
   checkpoint::ModelDirFiles model_files = output_model_files(config, *parts.tokenizer);
@@ -202,7 +202,7 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
       read_resume_checkpoint(resume_checkpoint, plugin.info().name, options.resolved_config_toml, *parts.policy);
   run_dir->create(options.resolved_config_toml);
   if (config.distributed.sharding != config::ShardingMode::kNone && communicator.world_size() > 1) {
-    check_output_dir_shared(communicator, output_dir);
+    shard::check_output_dir_shared(communicator, output_dir);
   }
   parts.module->prepare_dataset(*parts.context, parts.examples);
 

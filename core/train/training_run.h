@@ -15,12 +15,12 @@
 #include "core/dist/gradient_sync.h"
 #include "core/plugin/host_context.h"
 #include "core/plugin/plugin_loader.h"
+#include "core/shard/layer_collectives.h"
+#include "core/shard/sharded_layers.h"
 #include "core/train/evaluator.h"
 #include "core/train/global_batches.h"
-#include "core/train/layer_collectives.h"
 #include "core/train/run_directory.h"
 #include "core/train/run_setup.h"
-#include "core/train/sharded_layers.h"
 #include "core/train/trainer.h"
 #include "core/train/update_step.h"
 #include "core/train/weight_update.h"
@@ -37,8 +37,9 @@ namespace ptrain::train {
 
 struct TrainingRun {
   TrainingRun(const config::RunConfig& run_config, std::unique_ptr<dist::DrainingCommunicator> run_communicator,
-              std::unique_ptr<LayerCollectives> run_layer_collectives, std::string plugin, std::string config_toml,
-              RunParts run_parts, data::GlobalBatchSampler batch_sampler, sdk::MicrobatchPlan microbatch_plan)
+              std::unique_ptr<shard::LayerCollectives> run_layer_collectives, std::string plugin,
+              std::string config_toml, RunParts run_parts, data::GlobalBatchSampler batch_sampler,
+              sdk::MicrobatchPlan microbatch_plan)
       : config(run_config),
         draining_communicator(std::move(run_communicator)),
         communicator(*draining_communicator),
@@ -59,14 +60,14 @@ struct TrainingRun {
   // Sharding "full" on several ranks, else null: the layer operations of the
   // policy and of the references (which the models in `parts` own), so it
   // outlives them.
-  std::unique_ptr<LayerCollectives> layer_collectives;
+  std::unique_ptr<shard::LayerCollectives> layer_collectives;
   std::string plugin_name;
   std::string resolved_config_toml;
   RunParts parts;  // tokenizer, policy, module, context, examples
   data::GlobalBatchSampler sampler;
   sdk::MicrobatchPlan plan;
   int64_t num_parameters = 0;                             // the policy's, sharded or not
-  std::unique_ptr<ShardedLayers> sharded_layers;          // the policy's under sharding "full" on several ranks
+  std::unique_ptr<shard::ShardedLayers> sharded_layers;   // the policy's under sharding "full" on several ranks
   // The policy's parameters in named_parameters() order, under sharding
   // "full" only those outside the decoder layers (the rest are sharded_layers').
   std::vector<at::Tensor> parameters;

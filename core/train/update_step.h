@@ -14,7 +14,7 @@
 #include "core/dist/communicator.h"
 #include "core/dist/gradient_sync.h"
 #include "core/metrics/metric_reducer.h"
-#include "core/train/sharded_layers.h"
+#include "core/shard/sharded_layers.h"
 #include "ptrain/sdk/train_module.h"
 
 #include <ATen/core/Tensor.h>
@@ -33,7 +33,7 @@ struct StepParts {
   const std::vector<at::Tensor>& parameters;
   dist::Communicator& communicator;
   dist::GradientSynchronizer& grad_sync;
-  ShardedLayers* sharded_layers = nullptr;  // sharding "full": the decoder layers' gradient shards
+  shard::ShardedLayers* sharded_layers = nullptr;  // sharding "full": the decoder layers' gradient shards
 };
 
 struct GradientResult {

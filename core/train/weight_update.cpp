@@ -71,7 +71,7 @@ void check_shardable(const config::RunConfig& config, const dist::GradientSynchr
 }
 
 // The same rule for sharding "full"'s per-layer chunks.
-void check_layers_shardable(const config::RunConfig& config, ShardedLayers& layers, int world_size) {
+void check_layers_shardable(const config::RunConfig& config, shard::ShardedLayers& layers, int world_size) {
   for (size_t i = 0; i < layers.num_layers(); ++i) {
     const dist::LayerShards& layer = layers.layer(i);
     if ((world_size - 1) * layer.chunk() < layer.numel()) continue;
@@ -85,7 +85,7 @@ void check_layers_shardable(const config::RunConfig& config, ShardedLayers& laye
 
 std::unique_ptr<WeightUpdate> make_update_for_sharding(
     const config::RunConfig& config, const std::vector<std::pair<std::string, at::Tensor>>& named_parameters,
-    dist::GradientSynchronizer& grad_sync, dist::Communicator& communicator, ShardedLayers* sharded_layers) {
+    dist::GradientSynchronizer& grad_sync, dist::Communicator& communicator, shard::ShardedLayers* sharded_layers) {
   const bool wants_sharding = config.distributed.sharding != config::ShardingMode::kNone;
   if (wants_sharding && communicator.world_size() == 1) {
     log::info("train", "distributed.sharding: one rank has nothing to share; running unsharded");
@@ -105,7 +105,7 @@ std::unique_ptr<WeightUpdate> make_update_for_sharding(
 
 std::unique_ptr<WeightUpdate> make_weight_update(
     const config::RunConfig& config, const std::vector<std::pair<std::string, at::Tensor>>& named_parameters,
-    dist::GradientSynchronizer& grad_sync, dist::Communicator& communicator, ShardedLayers* sharded_layers) {
+    dist::GradientSynchronizer& grad_sync, dist::Communicator& communicator, shard::ShardedLayers* sharded_layers) {
   return std::make_unique<OptimizerPhase>(
       make_update_for_sharding(config, named_parameters, grad_sync, communicator, sharded_layers));
 }

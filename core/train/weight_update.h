@@ -19,6 +19,10 @@
 #include <utility>
 #include <vector>
 
+namespace ptrain::shard {
+class ShardedLayers;
+}  // namespace ptrain::shard
+
 namespace ptrain::train {
 
 class WeightUpdate {
@@ -41,8 +45,6 @@ class WeightUpdate {
   virtual void load_state_tensors(const checkpoint::NamedTensors& tensors) = 0;
 };
 
-class ShardedLayers;
-
 // As config.distributed.sharding says (with one rank there is nothing to
 // shard: "optimizer" and "full" run as "none"). `grad_sync` must have been
 // built sharded for "optimizer"; for "full", `sharded_layers` holds the
@@ -52,6 +54,7 @@ class ShardedLayers;
 // padding of it).
 std::unique_ptr<WeightUpdate> make_weight_update(
     const config::RunConfig& config, const std::vector<std::pair<std::string, at::Tensor>>& named_parameters,
-    dist::GradientSynchronizer& grad_sync, dist::Communicator& communicator, ShardedLayers* sharded_layers = nullptr);
+    dist::GradientSynchronizer& grad_sync, dist::Communicator& communicator,
+    shard::ShardedLayers* sharded_layers = nullptr);
 
 }  // namespace ptrain::train

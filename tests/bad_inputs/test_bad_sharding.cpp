@@ -10,8 +10,8 @@
 #include "core/dist/communicator.h"
 #include "core/dist/gradient_sync.h"
 #include "core/model/causal_lm.h"
-#include "core/train/layer_collectives.h"
-#include "core/train/sharded_layers.h"
+#include "core/shard/layer_collectives.h"
+#include "core/shard/sharded_layers.h"
 #include "core/train/weight_update.h"
 
 #include <ATen/ATen.h>
@@ -88,8 +88,8 @@ TEST_CASE("full sharding over more ranks than a decoder layer's elements allow i
     auto model = model::CausalLm::init_random(sizes, 1);
     const auto named = model->named_parameters();
     UnreachedCommunicator communicator(world_size);
-    train::LayerCollectives collectives(communicator);
-    train::ShardedLayers layers(*model, collectives);
+    shard::LayerCollectives collectives(communicator);
+    shard::ShardedLayers layers(*model, collectives);
     std::vector<at::Tensor> replicated;  // outside the layer: the embeddings, the final norm, lm_head
     for (const auto& [name, parameter] : named) {
       if (name.find(".layers.") == std::string::npos) replicated.push_back(parameter);

@@ -1,10 +1,10 @@
 // Worker modes for sharding "full" on real ranks: `dist_worker layer_shards`
 // (dist::LayerShards against closed forms) and `dist_worker sharded_layers`
-// (a model's forward and backward under train::ShardedLayers against
+// (a model's forward and backward under shard::ShardedLayers against
 // unsharded copies), `dist_worker full_adamw DIR` (AdamW steps of such a
 // model with train::FullShardedOptimizer against an unsharded copy, its
 // state written per rank to DIR and resumed), `dist_worker rank_weights DIR`
-// (train::write_weights_by_rank, read back from DIR).
+// (shard::write_weights_by_rank, read back from DIR).
 #pragma once
 
 #include "core/dist/launch_env.h"

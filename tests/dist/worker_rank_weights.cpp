@@ -1,4 +1,4 @@
-// `dist_worker rank_weights DIR`: train::write_weights_by_rank on real ranks.
+// `dist_worker rank_weights DIR`: shard::write_weights_by_rank on real ranks.
 // A sharded model's weights are written by every rank into DIR/float32
 // (one file per rank here) and DIR/bfloat16 (small shards: several files per
 // rank), then read back by each rank from the files alone and compared with
@@ -8,8 +8,8 @@
 
 #include "core/dist/c10d_communicator.h"
 #include "core/model/safetensors.h"
-#include "core/train/rank_weight_writer.h"
-#include "core/train/sharded_layers.h"
+#include "core/shard/rank_weight_writer.h"
+#include "core/shard/sharded_layers.h"
 #include "ptrain/sdk/errors.h"
 #include "support/test_util.h"
 
@@ -75,8 +75,8 @@ int run_rank_weights(const dist::LaunchEnv& launch, const fs::path& dir) {
   auto communicator = dist::make_communicator(launch, std::chrono::seconds(30));
   const auto reference = model::CausalLm::init_random(testing::tiny_model_config(), kSeed);
   auto sharded = model::CausalLm::init_random(testing::tiny_model_config(), kSeed);
-  train::LayerCollectives collectives(*communicator);
-  train::ShardedLayers layers(*sharded, collectives);
+  shard::LayerCollectives collectives(*communicator);
+  shard::ShardedLayers layers(*sharded, collectives);
   if (launch.rank == 0) {
     for (const char* sub : {"float32", "bfloat16", "nan"}) fs::create_directories(dir / sub);
   }
@@ -87,7 +87,7 @@ int run_rank_weights(const dist::LaunchEnv& launch, const fs::path& dir) {
                                                                    {"bfloat16", at::kBFloat16}};
   for (const auto& [sub, dtype] : writes) {
     const int64_t max_shard_bytes = dtype == at::kFloat ? 0 : 8'000;
-    train::write_weights_by_rank(*sharded, layers, *communicator, dir / sub, dtype, max_shard_bytes, dir / "target");
+    shard::write_weights_by_rank(*sharded, layers, *communicator, dir / sub, dtype, max_shard_bytes, dir / "target");
     communicator->barrier();
     size_t files = 0, index_entries = 0;
     const auto tensors = read_dir(dir / sub, files, index_entries);
@@ -102,7 +102,7 @@ int run_rank_weights(const dist::LaunchEnv& launch, const fs::path& dir) {
   const int last = launch.world_size - 1;
   if (launch.rank == last) layers.layer(1).weight_shard()[0] = std::numeric_limits<float>::quiet_NaN();
   try {
-    train::write_weights_by_rank(*sharded, layers, *communicator, dir / "nan", at::kFloat, 0, dir / "target");
+    shard::write_weights_by_rank(*sharded, layers, *communicator, dir / "nan", at::kFloat, 0, dir / "target");
   } catch (const sdk::Error& error) {
     result["nan_error"] = error.what();
   }

@@ -4,8 +4,8 @@
 #include "core/dist/c10d_communicator.h"
 #include "core/dist/draining_communicator.h"
 #include "core/model/safetensors.h"
+#include "core/shard/sharded_layers.h"
 #include "core/train/full_sharded_optimizer.h"
-#include "core/train/sharded_layers.h"
 #include "core/train/update_step.h"
 #include "ptrain/sdk/errors.h"
 #include "support/sft_reference.h"
@@ -172,8 +172,8 @@ int run_full_adamw(const dist::LaunchEnv& launch, const fs::path& dir) {
   auto communicator = dist::make_communicator(launch, std::chrono::seconds(30));
   SideBySide run{*communicator, launch.rank, launch.world_size};
   double norm_error = 0.0, smallest_norm = 1e30, reference_norm = 0.0;
-  train::LayerCollectives collectives(*communicator);
-  auto layers = std::make_unique<train::ShardedLayers>(*run.sharded, collectives);
+  shard::LayerCollectives collectives(*communicator);
+  auto layers = std::make_unique<shard::ShardedLayers>(*run.sharded, collectives);
   auto optimizer = std::make_unique<train::FullShardedOptimizer>(adamw(), run.sharded_named, *layers, *communicator);
   for (int step = 0; step < kSteps; ++step) {
     norm_error = std::max(norm_error, run.step(*optimizer, reference_norm));
@@ -187,7 +187,7 @@ int run_full_adamw(const dist::LaunchEnv& launch, const fs::path& dir) {
   const double moved = testing::relative_error(testing::parameters_of(*initial), run.reference_parameters);
 
   layers.reset();  // one sharded model at a time
-  layers = std::make_unique<train::ShardedLayers>(*run.sharded, collectives);
+  layers = std::make_unique<shard::ShardedLayers>(*run.sharded, collectives);
   optimizer = std::make_unique<train::FullShardedOptimizer>(adamw(), run.sharded_named, *layers, *communicator);
   optimizer->load_state_tensors(joined);
   run.step(*optimizer, reference_norm);
@@ -214,8 +214,8 @@ int run_sharded_layers(const dist::LaunchEnv& launch) {
   auto sharded = model::CausalLm::init_random(testing::tiny_model_config(), kModelSeed);
   auto everyone = model::CausalLm::init_random(testing::tiny_model_config(), kModelSeed);
   auto local = model::CausalLm::init_random(testing::tiny_model_config(), kModelSeed);
-  train::LayerCollectives collectives(*communicator);
-  train::ShardedLayers layers(*sharded, collectives);
+  shard::LayerCollectives collectives(*communicator);
+  shard::ShardedLayers layers(*sharded, collectives);
 
   double loss_error = 0.0;
   for (int m = 0; m < kMicrobatches; ++m) {
@@ -278,8 +278,8 @@ namespace ptrain::dist_test {
 int run_layer_divergence(const dist::LaunchEnv& launch) {
   auto communicator = dist::make_communicator(launch, std::chrono::seconds(30));
   auto model = model::CausalLm::init_random(testing::tiny_model_config(), kModelSeed);
-  train::LayerCollectives collectives(*communicator);
-  train::ShardedLayers layers(*model, collectives);
+  shard::LayerCollectives collectives(*communicator);
+  shard::ShardedLayers layers(*model, collectives);
   std::string error;
   try {
     layers.gather(static_cast<size_t>(launch.rank) % layers.num_layers());
@@ -303,11 +303,11 @@ int run_layer_meeting(const dist::LaunchEnv& launch) {
   auto model_a = model::CausalLm::init_random(testing::tiny_model_config(), kModelSeed);
   auto model_b = model::CausalLm::init_random(testing::tiny_model_config(), kModelSeed + 1);
   const auto expected_b = model::CausalLm::init_random(testing::tiny_model_config(), kModelSeed + 1);
-  train::LayerCollectives collectives(*communicator);
+  shard::LayerCollectives collectives(*communicator);
   dist::DrainingCommunicator draining(*communicator);
   draining.set_before_collective([&collectives] { collectives.drain(); });
-  train::ShardedLayers layers_a(*model_a, collectives, train::ShardedLayers::Use::kFrozen);
-  train::ShardedLayers layers_b(*model_b, collectives, train::ShardedLayers::Use::kFrozen);
+  shard::ShardedLayers layers_a(*model_a, collectives, shard::ShardedLayers::Use::kFrozen);
+  shard::ShardedLayers layers_b(*model_b, collectives, shard::ShardedLayers::Use::kFrozen);
   nlohmann::json result{{"rank", launch.rank}};
   try {
     layers_a.gather(0);

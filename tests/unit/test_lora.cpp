@@ -14,9 +14,9 @@
 #include "core/model/lora_adapter_dir.h"
 #include "core/model/safetensors.h"
 #include "core/plugin/host_context.h"
+#include "core/shard/sharded_layers.h"
 #include "core/tokenizer/byte_tokenizer.h"
 #include "core/train/optimizer.h"
-#include "core/train/sharded_layers.h"
 #include "core/train/update_step.h"
 #include "sft_module.h"
 
@@ -455,8 +455,8 @@ TEST_CASE("sharding full's layer shards refuse a model with LoRA adapters", "[lo
   // Only the adapters take gradients: sharding them would leave the frozen base whole on every rank.
   auto model = lora_model(4, spec_of(2, 4.0));
   const auto communicator = dist::make_single_process_communicator();
-  train::LayerCollectives collectives(*communicator);
-  CHECK_THROWS_WITH(train::ShardedLayers(*model, collectives), Catch::Contains("LoRA"));
+  shard::LayerCollectives collectives(*communicator);
+  CHECK_THROWS_WITH(shard::ShardedLayers(*model, collectives), Catch::Contains("LoRA"));
   // Nothing was released: the model still runs whole.
   for (size_t i = 0; i < model->num_layers(); ++i) {
     for (const at::Tensor& parameter : model->layer_parameters(i)) CHECK(parameter.numel() > 0);

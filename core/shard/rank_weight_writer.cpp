@@ -1,4 +1,4 @@
-#include "core/train/rank_weight_writer.h"
+#include "core/shard/rank_weight_writer.h"
 
 #include "core/model/safetensors.h"
 #include "core/model/sharded_weights.h"
@@ -11,7 +11,7 @@
 #include <memory>
 #include <unordered_map>
 
-namespace ptrain::train {
+namespace ptrain::shard {
 namespace fs = std::filesystem;
 
 namespace {
@@ -235,4 +235,4 @@ void write_weights_by_rank(const model::CausalLm& model, ShardedLayers& layers, 
   }
 }
 
-}  // namespace ptrain::train
+}  // namespace ptrain::shard

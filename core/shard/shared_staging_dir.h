@@ -8,7 +8,7 @@
 
 #include <filesystem>
 
-namespace ptrain::train {
+namespace ptrain::shard {
 
 class SharedStagingDir {
  public:
@@ -27,4 +27,4 @@ class SharedStagingDir {
   bool owner_;
 };
 
-}  // namespace ptrain::train
+}  // namespace ptrain::shard

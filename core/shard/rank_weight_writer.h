@@ -13,12 +13,12 @@
 
 #include "core/dist/communicator.h"
 #include "core/model/causal_lm.h"
-#include "core/train/sharded_layers.h"
+#include "core/shard/sharded_layers.h"
 
 #include <cstdint>
 #include <filesystem>
 
-namespace ptrain::train {
+namespace ptrain::shard {
 
 // Collective. Writes `model`'s weights (sharded by `layers`) in `dtype` into
 // `dir`. Throws sdk::Error on every rank alike: before writing anything when
@@ -28,4 +28,4 @@ void write_weights_by_rank(const model::CausalLm& model, ShardedLayers& layers, 
                            const std::filesystem::path& dir, at::ScalarType dtype, int64_t max_shard_bytes,
                            const std::filesystem::path& target);
 
-}  // namespace ptrain::train
+}  // namespace ptrain::shard

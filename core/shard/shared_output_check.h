@@ -10,7 +10,7 @@
 
 #include <filesystem>
 
-namespace ptrain::train {
+namespace ptrain::shard {
 
 // Collective. Each rank writes a probe file holding a token rank 0 chose
 // into `output_dir` (created by rank 0 already); rank 0 reads them and
@@ -18,4 +18,4 @@ namespace ptrain::train {
 // the ranks that cannot write there and those whose file rank 0 does not see.
 void check_output_dir_shared(dist::Communicator& communicator, const std::filesystem::path& output_dir);
 
-}  // namespace ptrain::train
+}  // namespace ptrain::shard

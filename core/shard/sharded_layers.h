@@ -9,13 +9,13 @@
 
 #include "core/dist/layer_shards.h"
 #include "core/model/causal_lm.h"
-#include "core/train/layer_collectives.h"
+#include "core/shard/layer_collectives.h"
 
 #include <cstdint>
 #include <set>
 #include <vector>
 
-namespace ptrain::train {
+namespace ptrain::shard {
 
 class ShardedLayers final : public model::CausalLm::LayerParameterSource, public LayerCollectives::Participant {
  public:
@@ -74,4 +74,4 @@ class ShardedLayers final : public model::CausalLm::LayerParameterSource, public
   int id_;
 };
 
-}  // namespace ptrain::train
+}  // namespace ptrain::shard

@@ -1,4 +1,4 @@
-#include "core/train/shared_output_check.h"
+#include "core/shard/shared_output_check.h"
 
 #include "ptrain/sdk/errors.h"
 
@@ -8,7 +8,7 @@
 #include <random>
 #include <string>
 
-namespace ptrain::train {
+namespace ptrain::shard {
 namespace fs = std::filesystem;
 
 namespace {
@@ -80,4 +80,4 @@ void check_output_dir_shared(dist::Communicator& communicator, const fs::path& o
                    "ranks share (on several nodes, a shared filesystem)");
 }
 
-}  // namespace ptrain::train
+}  // namespace ptrain::shard

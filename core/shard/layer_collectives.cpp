@@ -1,4 +1,4 @@
-#include "core/train/layer_collectives.h"
+#include "core/shard/layer_collectives.h"
 
 #include "ptrain/sdk/errors.h"
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace ptrain::train {
+namespace ptrain::shard {
 namespace {
 
 struct Announcements {
@@ -93,4 +93,4 @@ void LayerCollectives::wait_for_peers(Drain kind) {
   }
 }
 
-}  // namespace ptrain::train
+}  // namespace ptrain::shard

@@ -1,6 +1,6 @@
 // The announce-and-drain protocol of sharding "full" (ZeRO-3) for every
 // sharded model of a run: the policy and its frozen references
-// (train::ShardedLayers, one per model).
+// (shard::ShardedLayers, one per model).
 //
 // A layer's gather and its gradients' reduce-scatter are collectives, but
 // ranks issue different numbers of them: one has more microbatches, a longer
@@ -26,7 +26,7 @@
 #include <cstdint>
 #include <map>
 
-namespace ptrain::train {
+namespace ptrain::shard {
 
 // kGather moves the weights of a layer's matrices in the model's compute
 // dtype (dist::LayerShards::gather); kGatherExact moves float32 (a save).
@@ -72,4 +72,4 @@ class LayerCollectives {
   int last_model_ = -1;  // of this rank's last announcement since all ranks drained; -1: none
 };
 
-}  // namespace ptrain::train
+}  // namespace ptrain::shard

@@ -1,11 +1,11 @@
-#include "core/train/shared_staging_dir.h"
+#include "core/shard/shared_staging_dir.h"
 
 #include "core/checkpoint/owned_removal.h"
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
 
-namespace ptrain::train {
+namespace ptrain::shard {
 namespace fs = std::filesystem;
 
 SharedStagingDir::SharedStagingDir(fs::path path, dist::Communicator& communicator)
@@ -30,4 +30,4 @@ SharedStagingDir::~SharedStagingDir() {
   checkpoint::try_remove_owned(path_);  // a leftover directory is harmless: the next save clears it
 }
 
-}  // namespace ptrain::train
+}  // namespace ptrain::shard

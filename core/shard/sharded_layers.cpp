@@ -1,8 +1,8 @@
-#include "core/train/sharded_layers.h"
+#include "core/shard/sharded_layers.h"
 
 #include "ptrain/sdk/errors.h"
 
-namespace ptrain::train {
+namespace ptrain::shard {
 
 ShardedLayers::ShardedLayers(model::CausalLm& model, LayerCollectives& collectives, Use use)
     : model_(&model), collectives_(collectives), compute_dtype_(model.compute_dtype()) {
@@ -115,4 +115,4 @@ void ShardedLayers::detach() {
   model_ = nullptr;
 }
 
-}  // namespace ptrain::train
+}  // namespace ptrain::shard
