@@ -1,8 +1,8 @@
 #include "core/dist/launcher.h"
 
-#include "core/dist/caught_signals.h"
 #include "core/dist/launch_env.h"
 #include "core/dist/output_relay.h"
+#include "core/dist/process_signals.h"
 #include "core/dist/worker_group.h"
 #include "core/dist/worker_process.h"
 #include "ptrain/sdk/errors.h"
@@ -77,7 +77,7 @@ void pass_on(int signal_number, WorkerGroup& workers, std::set<int>& announced) 
     std::fprintf(stderr,
                  "[launch] received %s; passed on to the workers, which save a checkpoint after their current step "
                  "and exit\n",
-                 signal_number == SIGTERM ? "SIGTERM" : "SIGUSR1");
+                 signal_name(signal_number));
   }
   workers.forward(signal_number);
 }

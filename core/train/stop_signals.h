@@ -3,25 +3,16 @@
 // the end of the current step. The request is this rank's; the step's metric
 // reduction makes it every rank's (step_reduction.h).
 //
-// No thread that computes ever receives these signals. oneDNN's JIT float32
-// GEMM kernels (Debian's 2.6.3, and every release up to 3.11) point the
-// stack pointer at a heap buffer while they run; a signal delivered to a
-// thread inside one writes its signal frame there, into the heap, whatever
-// the handler does, and the process later aborts in free() ("corrupted size
-// vs. prev_size") or crashes (oneDNN issue 4845). So the constructor blocks
-// both signals in the calling thread, which must be the process's only
-// thread: every thread started later (OpenMP's, Gloo's, a plugin's)
-// inherits the mask, and one watcher thread, which never computes, takes
-// them with sigtimedwait and sets the flag the loop reads at the end of a
-// step. A signal sent before the constructor has its default action (the
-// process ends; no step has run yet).
+// No thread that computes ever receives these signals: they are blocked in
+// every thread and taken by a watcher thread (dist::WatchedSignals, whose
+// header says why oneDNN's GEMM kernels demand it); the loop reads what the
+// watcher took at the end of a step.
 #pragma once
 
-#include <signal.h>
+#include "core/dist/process_signals.h"
 
 #include <atomic>
 #include <cstdint>
-#include <thread>
 
 namespace ptrain::train {
 
@@ -29,11 +20,7 @@ class StopSignals {
  public:
   // Blocks SIGTERM and SIGUSR1 and starts the watcher. Construct it first
   // thing in the command, before anything starts a thread.
-  StopSignals();
-  // Ends the watcher. The signals stay blocked, so one that arrives while
-  // the process exits finds it already stopping instead of ending it with
-  // 128 + the signal number after its checkpoint.
-  ~StopSignals();
+  StopSignals() = default;
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
 
@@ -44,13 +31,8 @@ class StopSignals {
   bool requested(int64_t step, int rank) const;
 
  private:
-  void watch();
-
-  sigset_t signals_{};
-  std::atomic<int> received_{0};  // the first signal taken, 0 before
+  dist::WatchedSignals signals_;
   mutable std::atomic<bool> announced_{false};
-  std::atomic<bool> closing_{false};
-  std::thread watcher_;
 };
 
 }  // namespace ptrain::train

@@ -8,8 +8,9 @@
 // stops after (forwards and backwards in oneDNN's GEMM, the optimizer, the
 // collectives), in the checkpoint's save and in the exit. Before the fix a
 // storm crashed about every second run of this model, in free() after
-// oneDNN's JIT sgemm (stop_signals.h). PTRAIN_STOP_STRESS_RUNS sets how many
-// single-process runs (default 4; each launch case runs once more per 4).
+// oneDNN's JIT sgemm (core/dist/process_signals.h). PTRAIN_STOP_STRESS_RUNS
+// sets how many single-process runs (default 4; each launch case runs once
+// more per 4).
 #include "catch.h"
 
 #include "core/dist/launcher.h"
