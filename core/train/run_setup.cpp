@@ -217,11 +217,20 @@ sdk::MicrobatchPlan microbatch_plan(const config::RunConfig& config) {
   return plan;
 }
 
-RunParts load_run_parts(const config::RunConfig& config, const plugin::LoadedPlugin& plugin, at::Device device,
+ModuleFactory module_factory(const plugin::LoadedPlugin& plugin) {
+  return [&plugin] { return plugin.create_module(); };
+}
+
+void RunParts::prepare_dataset(plugin::HostContext::ExampleSource later_batches) {
+  context->set_example_source(std::move(later_batches));
+  module->prepare_dataset(*context, examples);
+}
+
+RunParts load_run_parts(const config::RunConfig& config, const ModuleFactory& make_module, at::Device device,
                         dist::Communicator& communicator, plugin::HostContext::FrozenModelHook on_frozen_model) {
   auto tokenizer = make_tokenizer(config.tokenizer);
   auto policy = make_policy(config, *tokenizer, device);
-  plugin::ModuleHandle module = plugin.create_module();
+  plugin::ModuleHandle module = make_module();
   auto context =
       std::make_unique<plugin::HostContext>(*policy, *tokenizer, config.module, communicator,
                                             sdk::RunInfo{config.seed, config.data.max_length, 0, 0, config.output_dir});
