@@ -30,8 +30,6 @@ std::unique_ptr<sdk::Tokenizer> make_tokenizer(const config::TokenizerSection& s
 std::optional<sdk::ChatTemplate> make_chat_template(const config::TokenizerSection& section,
                                                     std::optional<sdk::ChatTemplate> own);
 
-model::ModelConfig model_config_from(const config::ModelSection& section);
-
 // [lora] as the model's adapter spec; nullopt for rank 0 (full fine-tuning).
 std::optional<model::LoraSpec> lora_spec(const config::LoraSection& section);
 
