@@ -46,6 +46,7 @@ class CausalLm : public sdk::LanguageModel {
   // draws from a private CPU generator in named_parameters() order.
   static std::unique_ptr<CausalLm> init_random(const ModelConfig& config, uint64_t seed);
 
+  // Hugging Face model directories (implemented in hf_model_dir.cpp).
   // Reads config.json and model.safetensors (or the shards listed in
   // model.safetensors.index.json). Every expected tensor must be present with
   // its exact shape and a floating dtype (converted to float32); unexpected
@@ -275,9 +276,6 @@ class CausalLm : public sdk::LanguageModel {
   // One of a layer's seven projections: dense, plus its LoRA update when wrapped.
   at::Tensor projection(const Layer& layer, LoraTarget target, const at::Tensor& x,
                         const LoraDropout& dropout = {}) const;
-
-  // Names and shapes of all parameters for a config, in named_parameters() order.
-  static std::vector<std::pair<std::string, std::vector<int64_t>>> expected_parameters(const ModelConfig& config);
 
   // What every layer of one forward shares: rotary tables ([T, d], or
   // [B, T, d] with position_ids) and which keys each query may read

@@ -3,6 +3,7 @@
 // (the shared base, the merged copy).
 #include "core/model/causal_lm.h"
 #include "core/model/finite_weights.h"
+#include "core/model/shape_text.h"
 
 #include "ptrain/sdk/errors.h"
 
@@ -11,18 +12,11 @@
 #include <ATen/core/grad_mode.h>
 
 #include <map>
-#include <sstream>
 
 namespace ptrain::model {
 namespace {
 
 using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
-
-std::string shape_text(at::IntArrayRef shape) {
-  std::ostringstream out;
-  out << shape;
-  return out.str();
-}
 
 }  // namespace
 
