@@ -227,7 +227,7 @@ void CausalLm::save_hf_config(const std::filesystem::path& dir, at::ScalarType d
 
   const fs::path config_path = dir / "config.json";
   std::ofstream out(config_path);
-  nlohmann::json config_json = config_.to_hf_json(torch_dtype_name(dtype));
+  nlohmann::json config_json = config().to_hf_json(torch_dtype_name(dtype));
   config_json.update(options.config_fields);
   out << config_json.dump(2) << "\n";
   out.flush();
