@@ -18,11 +18,9 @@
 // updates; the first round warms up. Prints one JSON object with tokens/s
 // (and every update's seconds on stderr).
 #include "core/config/config_loader.h"
-#include "core/data/jsonl_reader.h"
 #include "core/dist/communicator.h"
 #include "core/metrics/metric_reducer.h"
 #include "core/plugin/host_context.h"
-#include "core/tokenizer/byte_tokenizer.h"
 #include "core/train/optimizer.h"
 #include "core/train/run_setup.h"
 #include "core/train/update_step.h"
@@ -55,17 +53,18 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  const std::vector<sdk::Example> examples = data::read_jsonl(run.data.train);
-  const tokenizer::ByteTokenizer tokenizer;
-  auto model = train::make_policy(run, tokenizer);
-  std::vector<at::Tensor> parameters;
-  for (const auto& [name, parameter] : model->named_parameters()) parameters.push_back(parameter);
+  // Built as `ptrain train` builds it (train::load_run_parts), with the SFT module compiled in.
   auto communicator = dist::make_single_process_communicator();
-  plugin::HostContext context(*model, tokenizer, run.module, *communicator, {run.seed, run.data.max_length, 0, 0, ""});
-  sft::SftModule module;
-  module.setup(context);
+  train::RunParts parts = train::load_run_parts(run, train::compiled_module<sft::SftModule>(), at::kCPU, *communicator);
+  parts.prepare_dataset({});
+  const std::vector<sdk::Example>& examples = parts.examples;
+  const model::CausalLm& model = *parts.policy;
+  plugin::HostContext& context = *parts.context;
+  sdk::TrainModule& module = *parts.module;
+  std::vector<at::Tensor> parameters;
+  for (const auto& [name, parameter] : model.named_parameters()) parameters.push_back(parameter);
   metrics::MetricReducer reducer(train::step_metric_specs(module));
-  train::ParameterOptimizer optimizer(run.optim, model->named_parameters());
+  train::ParameterOptimizer optimizer(run.optim, model.named_parameters());
   dist::GradientSynchronizer grad_sync(parameters, *communicator, 1 << 20);
 
   size_t next_example = 0;

@@ -120,19 +120,18 @@ int main(int argc, char** argv) {
   if (run.runtime.threads > 0) at::set_num_threads(static_cast<int>(run.runtime.threads));
   const sdk::MicrobatchPlan plan = train::microbatch_plan(run);
 
-  const std::unique_ptr<sdk::Tokenizer> tokenizer = train::make_tokenizer(run.tokenizer);
-  const std::unique_ptr<model::CausalLm> policy = train::make_policy(run, *tokenizer);  // runtime.precision's dtype
-  const auto named = policy->named_parameters();
+  // Built as `ptrain train` builds it (train::load_run_parts; the policy at
+  // runtime.precision's dtype), with the SFT module compiled in.
+  auto communicator = dist::make_single_process_communicator();
+  train::RunParts parts = train::load_run_parts(run, train::compiled_module<sft::SftModule>(), at::kCPU, *communicator);
+  parts.prepare_dataset({});
+  const std::vector<sdk::Example>& examples = parts.examples;
+  plugin::HostContext& context = *parts.context;
+  sdk::TrainModule& module = *parts.module;
+  const auto named = parts.policy->named_parameters();
   std::vector<at::Tensor> parameters;
   for (const auto& [name, parameter] : named) parameters.push_back(parameter);
 
-  auto communicator = dist::make_single_process_communicator();
-  plugin::HostContext context(*policy, *tokenizer, run.module, *communicator,
-                              {run.seed, run.data.max_length, 0, 0, ""});
-  sft::SftModule module;
-  module.setup(context);
-  const std::vector<sdk::Example> examples = train::load_examples(run, module);
-  module.prepare_dataset(context, examples);
   dist::GradientSynchronizer grad_sync(parameters, *communicator, run.distributed.bucket_mb << 20);
   const std::unique_ptr<train::WeightUpdate> update = train::make_weight_update(run, named, grad_sync, *communicator);
   train::StepReduction reduction(module);

@@ -10,12 +10,10 @@
 //
 //   build/bin/bench_grpo_step [repeats] [threads] [device]     device: cpu (default) or cuda
 #include "core/config/config_loader.h"
-#include "core/data/jsonl_reader.h"
 #include "core/dist/communicator.h"
 #include "core/generation/rollout_engine.h"
 #include "core/metrics/metric_reducer.h"
 #include "core/plugin/host_context.h"
-#include "core/tokenizer/byte_tokenizer.h"
 #include "core/train/run_setup.h"
 #include "core/train/update_step.h"
 #include "grpo_module.h"
@@ -58,15 +56,27 @@ int main(int argc, char** argv) {
   // The bundled SFT job's model sizes (configs/sft.toml), randomly initialised.
   sdk::ConfigSchema sft_schema;
   sft::declare_sft_config(sft_schema);
-  const config::RunConfig run = config::ConfigDocument::load(PTRAIN_BENCH_CONFIG, {}).resolve(sft_schema);
-  const tokenizer::ByteTokenizer tokenizer;
+  const config::RunConfig sft_run = config::ConfigDocument::load(PTRAIN_BENCH_CONFIG, {}).resolve(sft_schema);
   const at::Device device(argc > 3 ? argv[3] : "cpu");
-  auto model = train::make_policy(run, tokenizer, device);
-  const std::vector<sdk::Example> examples =
-      data::read_jsonl(std::filesystem::path(PTRAIN_SOURCE_DIR) / "data/arith_grpo/train.jsonl");
+  auto communicator = dist::make_single_process_communicator();
+  // Built as `ptrain train` builds it (train::load_run_parts), with the GRPO
+  // module compiled in and these [module] settings: the same seeded policy
+  // for every setting, on the arithmetic prompts.
+  const auto build = [&](int64_t generation_batch_size) {
+    config::RunConfig run = sft_run;
+    run.module = grpo_values(generation_batch_size);
+    run.data.train = (std::filesystem::path(PTRAIN_SOURCE_DIR) / "data/arith_grpo/train.jsonl").string();
+    train::RunParts parts = train::load_run_parts(run, train::compiled_module<grpo::GrpoModule>(), device, *communicator);
+    parts.prepare_dataset({});
+    return parts;
+  };
+  train::RunParts rollout_parts = build(0);
+  model::CausalLm& model = *rollout_parts.policy;
+  const sdk::Tokenizer& tokenizer = *rollout_parts.tokenizer;
+  const std::vector<sdk::Example>& examples = rollout_parts.examples;
 
   // 1. Rollout tokens/s.
-  generation::CausalLmRolloutEngine engine(*model, tokenizer);
+  generation::CausalLmRolloutEngine engine(model, tokenizer);
   std::vector<sdk::RolloutRequest> requests;
   for (int64_t p = 0; p < 8; ++p) {
     std::vector<int64_t> ids{tokenizer.bos_id()};
@@ -91,18 +101,16 @@ int main(int argc, char** argv) {
   }
 
   // 2. One update at accumulation 8.
-  std::vector<const sdk::Example*> batch;
-  for (int64_t i = 0; i < 8; ++i) batch.push_back(&examples[i]);
-  std::vector<at::Tensor> parameters;
-  for (const auto& [name, parameter] : model->named_parameters()) parameters.push_back(parameter);
-  auto communicator = dist::make_single_process_communicator();
   const sdk::MicrobatchPlan plan{8, 0};
   double update_s[2] = {0, 0};
   for (const int64_t generation_batch : {int64_t{0}, int64_t{8}}) {
-    const sdk::ConfigValues values = grpo_values(generation_batch);
-    plugin::HostContext context(*model, tokenizer, values, *communicator, {run.seed, run.data.max_length, 0, 0, ""});
-    grpo::GrpoModule module;
-    module.setup(context);
+    train::RunParts parts = build(generation_batch);
+    std::vector<const sdk::Example*> batch;
+    for (int64_t i = 0; i < 8; ++i) batch.push_back(&parts.examples.at(i));
+    std::vector<at::Tensor> parameters;
+    for (const auto& [name, parameter] : parts.policy->named_parameters()) parameters.push_back(parameter);
+    sdk::TrainModule& module = *parts.module;
+    plugin::HostContext& context = *parts.context;
     metrics::MetricReducer reducer(train::step_metric_specs(module));
     dist::GradientSynchronizer grad_sync(parameters, *communicator, 1 << 20);
     train::accumulate_gradients({module, "bench", context, parameters, *communicator, grad_sync}, batch, plan, reducer);
@@ -123,7 +131,7 @@ int main(int argc, char** argv) {
   std::printf("%-58s %12.3f %12.3f %8.2f\n", "update s at accum 8: generate once per step vs per microbatch",
               update_s[0], update_s[1], update_s[1] / update_s[0]);
   std::printf("threads: %d, repeats: %d, model: %lld parameters on %s\n", at::get_num_threads(), repeats,
-              static_cast<long long>(model->num_parameters()), device.str().c_str());
+              static_cast<long long>(model.num_parameters()), device.str().c_str());
   // The same figures as one JSON line, for bench/run_all.sh.
   std::printf(
       "{\"rollout_tokens_per_s_kv_cache\": %.6g, \"rollout_tokens_per_s_recompute\": %.6g, "

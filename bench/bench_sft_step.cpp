@@ -5,12 +5,10 @@
 //
 //   build/bin/bench_sft_step [steps]
 #include "core/config/config_loader.h"
-#include "core/data/jsonl_reader.h"
 #include "core/dist/communicator.h"
 #include "core/metrics/metric_reducer.h"
 #include "core/model/causal_lm.h"
 #include "core/plugin/host_context.h"
-#include "core/tokenizer/byte_tokenizer.h"
 #include "core/train/optimizer.h"
 #include "core/train/run_setup.h"
 #include "core/train/update_step.h"
@@ -42,27 +40,25 @@ int main(int argc, char** argv) {
   // The bundled job's model, batch, optimizer and [module] settings, read from its config.
   sdk::ConfigSchema schema;
   sft::declare_sft_config(schema);
-  const config::RunConfig run = config::ConfigDocument::load(PTRAIN_BENCH_CONFIG, {}).resolve(schema);
+  config::RunConfig run = config::ConfigDocument::load(PTRAIN_BENCH_CONFIG, {}).resolve(schema);
+  run.data.train = (std::filesystem::path(PTRAIN_SOURCE_DIR) / run.data.train).string();
   const sdk::MicrobatchPlan plan = train::microbatch_plan(run);
   const double lr = run.optim.lr;
 
-  const std::vector<sdk::Example> examples =
-      data::read_jsonl(std::filesystem::path(PTRAIN_SOURCE_DIR) / run.data.train);
-  std::vector<const sdk::Example*> batch;
-  for (int64_t i = 0; i < run.batch.global_size; ++i) batch.push_back(&examples[i]);
-
-  const tokenizer::ByteTokenizer tokenizer;
-  auto model = train::make_policy(run, tokenizer);
-  std::vector<at::Tensor> parameters;
-  for (const auto& [name, parameter] : model->named_parameters()) parameters.push_back(parameter);
-
+  // Built as `ptrain train` builds it (train::load_run_parts), with the SFT module compiled in.
   auto communicator = dist::make_single_process_communicator();
-  plugin::HostContext context(*model, tokenizer, run.module, *communicator,
-                              {run.seed, run.data.max_length, 0, 0, ""});
-  sft::SftModule module;
-  module.setup(context);
+  train::RunParts parts = train::load_run_parts(run, train::compiled_module<sft::SftModule>(), at::kCPU, *communicator);
+  parts.prepare_dataset({});
+  std::vector<const sdk::Example*> batch;
+  for (int64_t i = 0; i < run.batch.global_size; ++i) batch.push_back(&parts.examples.at(i));
+  model::CausalLm& model = *parts.policy;
+  plugin::HostContext& context = *parts.context;
+  sdk::TrainModule& module = *parts.module;
+  std::vector<at::Tensor> parameters;
+  for (const auto& [name, parameter] : model.named_parameters()) parameters.push_back(parameter);
+
   metrics::MetricReducer reducer(train::step_metric_specs(module));
-  train::ParameterOptimizer optimizer(run.optim, model->named_parameters());
+  train::ParameterOptimizer optimizer(run.optim, model.named_parameters());
   dist::GradientSynchronizer grad_sync(parameters, *communicator, 1 << 20);
 
   // ptrain's update step.
@@ -80,15 +76,15 @@ int main(int argc, char** argv) {
 
   // Baseline: full-vocabulary log_softmax, loss averaged per microbatch.
   auto microbatches = module.prepare(context, batch, plan);
-  train::ParameterOptimizer baseline_optimizer(run.optim, model->named_parameters());
+  train::ParameterOptimizer baseline_optimizer(run.optim, model.named_parameters());
   tokens = 0;
   for (int step = 0; step < steps + 1; ++step) {
     if (step == 1) start = std::chrono::steady_clock::now();
     for (const at::Tensor& parameter : parameters) parameter.mutable_grad() = at::Tensor();
     for (const auto& microbatch : microbatches) {
       const auto& tokens_batch = static_cast<const sft::SftMicrobatch&>(*microbatch).tokens;
-      const at::Tensor log_probs = at::log_softmax(model->logits(tokens_batch.input_ids), -1);
-      const at::Tensor picked = log_probs.gather(-1, tokens_batch.target_ids.clamp_max(model->vocab_size() - 1).unsqueeze(-1)).squeeze(-1);
+      const at::Tensor log_probs = at::log_softmax(model.logits(tokens_batch.input_ids), -1);
+      const at::Tensor picked = log_probs.gather(-1, tokens_batch.target_ids.clamp_max(model.vocab_size() - 1).unsqueeze(-1)).squeeze(-1);
       const at::Tensor loss = -picked.masked_select(tokens_batch.loss_mask).mean() / static_cast<double>(microbatches.size());
       loss.backward();
       if (step >= 1) tokens += microbatch->num_tokens;

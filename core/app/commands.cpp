@@ -125,7 +125,7 @@ int command_validate(const ConfigOptions& options) {
   if (config.logging.tensorboard) metrics::require_tensorboard_available();
   auto communicator = dist::make_single_process_communicator();
   const at::Device device = train::resolve_device(config, communicator->local_rank(), communicator->local_world_size());
-  const train::RunParts parts = train::load_run_parts(config, run.plugin, device, *communicator);
+  const train::RunParts parts = train::load_run_parts(config, train::module_factory(run.plugin), device, *communicator);
   const data::GlobalBatchSampler sampler(static_cast<int64_t>(parts.examples.size()), config.batch.global_size,
                                          config.seed);
   warn_about_output_dir(config.output_dir);

@@ -65,11 +65,16 @@ CoreSection model_section() {
           .key("rms_norm_eps", &ModelSection::rms_norm_eps, 1e-6, "epsilon inside RMSNorm", above(0.0))
           .key("tie_word_embeddings", &ModelSection::tie_word_embeddings, true,
                "lm_head shares the input embedding matrix")
-          .key("attention_bias", &ModelSection::attention_bias, false, "q/k/v projections carry a bias (Qwen2 style)")
+          .key("attention_bias", &ModelSection::qkv_bias, false, "q/k/v projections carry a bias (Qwen2 style)")
           .key("activation_checkpointing", &ModelSection::activation_checkpointing, false,
                "keep only each decoder layer's input in the forward and recompute the layer in backward: less "
                "memory for one more forward of compute, same gradients");
   CoreSection section = bind_section("model", &RunConfig::model, std::move(binder));
+  // Bias on q/k/v only is the Qwen2 layout; without it the model is a Llama.
+  section.read = [read = section.read](const sdk::ConfigValues& values, RunConfig& config) {
+    read(values, config);
+    config.model.model_type = config.model.qkv_bias ? "qwen2" : "llama";
+  };
   // With init, the sizes describe no model: they are neither read nor written.
   section.write = [write = section.write](const RunConfig& config) {
     KeyValues values = write(config);
@@ -308,10 +313,14 @@ CoreSection distributed_section() {
   return bind_section("distributed", &RunConfig::distributed, std::move(binder));
 }
 
+const sdk::Choices<Precision>& precisions() {
+  static const sdk::Choices<Precision> spellings{{"fp32", Precision::kFp32}, {"bf16-mixed", Precision::kBf16Mixed}};
+  return spellings;
+}
+
 CoreSection runtime_section() {
   const sdk::Choices<DeviceChoice> devices{
       {"auto", DeviceChoice::kAuto}, {"cpu", DeviceChoice::kCpu}, {"cuda", DeviceChoice::kCuda}};
-  const sdk::Choices<Precision> precisions{{"fp32", Precision::kFp32}, {"bf16-mixed", Precision::kBf16Mixed}};
   using R = RuntimeSection;
   auto binder =
       ConfigBinder<R>()
@@ -320,13 +329,15 @@ CoreSection runtime_section() {
           .choice("device", &R::device, devices, DeviceChoice::kAuto,
                   "where each rank computes: cuda:LOCAL_RANK, or the CPU; auto: CUDA when LibTorch has it and every "
                   "process on the node has a GPU of its own, else the CPU")
-          .choice("precision", &R::precision, precisions, Precision::kFp32,
+          .choice("precision", &R::precision, precisions(), Precision::kFp32,
                   "fp32, or bf16-mixed: float32 master weights, gradients and optimizer state, matrix products on "
                   "bfloat16 operands");
   return bind_section("runtime", &RunConfig::runtime, std::move(binder));
 }
 
 }  // namespace
+
+const std::string& precision_name(Precision precision) { return sdk::choice_name(precisions(), precision); }
 
 const std::vector<CoreSection>& core_sections() {
   static const std::vector<CoreSection> sections{

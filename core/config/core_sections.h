@@ -31,6 +31,9 @@ const std::vector<CoreSection>& core_sections();
 // The schema of one core section, or nullptr if `name` is not one.
 const sdk::ConfigSchema* find_core_section(const std::string& name);
 
+// runtime.precision as a config spells it ("fp32", "bf16-mixed").
+const std::string& precision_name(Precision precision);
+
 // [model] keys that describe a model built from scratch: with model.init
 // they come from its config.json instead.
 const std::vector<std::string>& model_size_keys();

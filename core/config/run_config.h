@@ -6,6 +6,7 @@
 // keys are enums by the time anything reads them.
 #pragma once
 
+#include "core/model/model_config.h"
 #include "ptrain/sdk/config_schema.h"
 
 #include <cstdint>
@@ -14,20 +15,11 @@
 
 namespace ptrain::config {
 
-struct ModelSection {
-  std::string init;  // Hugging Face model directory; empty: build from the sizes below
-  int64_t vocab_size = 0;
-  int64_t hidden_size = 0;
-  int64_t intermediate_size = 0;
-  int64_t num_layers = 0;
-  int64_t num_heads = 0;
-  int64_t num_kv_heads = 0;
-  int64_t head_dim = 0;  // 0: hidden_size / num_heads
-  int64_t max_position_embeddings = 0;
-  double rope_theta = 0.0;
-  double rms_norm_eps = 0.0;
-  bool tie_word_embeddings = false;
-  bool attention_bias = false;            // q/k/v projections carry a bias (Qwen2 style)
+// [model]: a Hugging Face directory to start from, or the architecture of a
+// model built from scratch, whose keys bind to model::ModelConfig's fields
+// directly (attention_bias: qkv_bias, making it a Qwen2 model).
+struct ModelSection : model::ModelConfig {
+  std::string init;                       // Hugging Face model directory; empty: build from the sizes
   bool activation_checkpointing = false;  // recompute each layer in backward instead of keeping its activations
 };
 

@@ -1,5 +1,6 @@
 #include "core/train/compute_device.h"
 
+#include "core/config/core_sections.h"
 #include "core/train/stand_in_device.h"
 #include "ptrain/sdk/errors.h"
 
@@ -65,7 +66,7 @@ at::ScalarType compute_dtype(config::Precision precision) {
 }
 
 std::string describe_compute(at::Device device, config::Precision precision) {
-  return device.str() + ", " + (precision == config::Precision::kBf16Mixed ? "bf16-mixed" : "fp32");
+  return device.str() + ", " + config::precision_name(precision);
 }
 
 }  // namespace ptrain::train

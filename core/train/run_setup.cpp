@@ -75,26 +75,6 @@ std::unique_ptr<sdk::Tokenizer> make_tokenizer(const config::TokenizerSection& s
   return hf;
 }
 
-model::ModelConfig model_config_from(const config::ModelSection& section) {
-  model::ModelConfig config;
-  config.vocab_size = section.vocab_size;
-  config.hidden_size = section.hidden_size;
-  config.intermediate_size = section.intermediate_size;
-  config.num_layers = section.num_layers;
-  config.num_heads = section.num_heads;
-  config.num_kv_heads = section.num_kv_heads;
-  config.head_dim = section.head_dim;
-  config.max_position_embeddings = section.max_position_embeddings;
-  config.rope_theta = section.rope_theta;
-  config.rms_norm_eps = section.rms_norm_eps;
-  config.tie_word_embeddings = section.tie_word_embeddings;
-  // Bias on q/k/v only is the Qwen2 layout; without it the model is a Llama.
-  config.qkv_bias = section.attention_bias;
-  config.o_bias = false;
-  config.model_type = section.attention_bias ? "qwen2" : "llama";
-  return config;
-}
-
 std::optional<model::LoraSpec> lora_spec(const config::LoraSection& section) {
   if (section.rank <= 0) return std::nullopt;
   model::LoraSpec spec;
@@ -128,9 +108,9 @@ std::unique_ptr<model::CausalLm> make_policy(const config::RunConfig& config, co
   if (!config.model.init.empty()) {
     policy = model::CausalLm::load_hf_dir(config.model.init, device);
   } else {
-    model::ModelConfig model_config = model_config_from(config.model);
-    model_config.validate();
-    policy = model::CausalLm::init_random(model_config, config.seed);
+    const model::ModelConfig& architecture = config.model;
+    architecture.validate();
+    policy = model::CausalLm::init_random(architecture, config.seed);
   }
   model::apply_activation_checkpointing(*policy, config.model.activation_checkpointing);
   model::apply_precision(*policy, compute_dtype(config.runtime.precision));
@@ -218,11 +198,20 @@ sdk::MicrobatchPlan microbatch_plan(const config::RunConfig& config) {
   return plan;
 }
 
-RunParts load_run_parts(const config::RunConfig& config, const plugin::LoadedPlugin& plugin, at::Device device,
+ModuleFactory module_factory(const plugin::LoadedPlugin& plugin) {
+  return [&plugin] { return plugin.create_module(); };
+}
+
+void RunParts::prepare_dataset(plugin::HostContext::ExampleSource later_batches) {
+  context->set_example_source(std::move(later_batches));
+  module->prepare_dataset(*context, examples);
+}
+
+RunParts load_run_parts(const config::RunConfig& config, const ModuleFactory& make_module, at::Device device,
                         dist::Communicator& communicator, plugin::HostContext::FrozenModelHook on_frozen_model) {
   auto tokenizer = make_tokenizer(config.tokenizer);
   auto policy = make_policy(config, *tokenizer, device);
-  plugin::ModuleHandle module = plugin.create_module();
+  plugin::ModuleHandle module = make_module();
   auto context =
       std::make_unique<plugin::HostContext>(*policy, *tokenizer, config.module, communicator,
                                             sdk::RunInfo{config.seed, config.data.max_length, 0, 0, config.output_dir});

@@ -30,8 +30,6 @@ std::unique_ptr<sdk::Tokenizer> make_tokenizer(const config::TokenizerSection& s
 std::optional<sdk::ChatTemplate> make_chat_template(const config::TokenizerSection& section,
                                                     std::optional<sdk::ChatTemplate> own);
 
-model::ModelConfig model_config_from(const config::ModelSection& section);
-
 // [lora] as the model's adapter spec; nullopt for rank 0 (full fine-tuning).
 std::optional<model::LoraSpec> lora_spec(const config::LoraSection& section);
 
@@ -59,9 +57,20 @@ std::vector<sdk::Example> load_eval_examples(const config::RunConfig& config, co
 
 sdk::MicrobatchPlan microbatch_plan(const config::RunConfig& config);
 
-// What `ptrain train` and `ptrain validate` both load, in this order, so that
-// a failure names what is wrong before anything later loads. Members are
-// destroyed in reverse: the module and the context before the models they use.
+// Makes the run's plugin module: a loaded plugin library's (`ptrain`,
+// testing/), or one compiled into the program (bench/).
+using ModuleFactory = std::function<plugin::ModuleHandle()>;
+ModuleFactory module_factory(const plugin::LoadedPlugin& plugin);
+template <class Module>
+ModuleFactory compiled_module() {
+  return [] { return plugin::ModuleHandle(nullptr, std::make_unique<Module>()); };
+}
+
+// The one recipe a run is built by: `ptrain train`, `ptrain validate`, the
+// conformance harness (testing/) and the benchmarks (bench/) all load these,
+// in this order, so that a failure names what is wrong before anything later
+// loads. Members are destroyed in reverse: the module and the context before
+// the models they use.
 struct RunParts {
   at::Device device = at::kCPU;  // runtime.device resolved (compute_device.h)
   std::unique_ptr<sdk::Tokenizer> tokenizer;
@@ -70,13 +79,18 @@ struct RunParts {
   std::unique_ptr<plugin::HostContext> context;
   std::vector<sdk::Example> examples;       // checked by the plugin
   std::vector<sdk::Example> eval_examples;  // eval.data, checked the same way; empty without it
+
+  // The module's prepare_dataset() over `examples`, with `later_batches`
+  // dealing the examples of later steps the context is asked for
+  // (sdk::Context::upcoming_examples). Once, before the first step.
+  void prepare_dataset(plugin::HostContext::ExampleSource later_batches);
 };
 
 // The tokenizer, the policy on `device` (runtime.device as the caller
 // resolved it, once, for its communicator too), the plugin's module set up with
 // its context, and the training and held-out sets checked example by example.
 // `on_frozen_model` (may be empty) runs on each frozen model (reference, reward) the context hands out.
-RunParts load_run_parts(const config::RunConfig& config, const plugin::LoadedPlugin& plugin, at::Device device,
+RunParts load_run_parts(const config::RunConfig& config, const ModuleFactory& make_module, at::Device device,
                         dist::Communicator& communicator, plugin::HostContext::FrozenModelHook on_frozen_model = {});
 
 }  // namespace ptrain::train

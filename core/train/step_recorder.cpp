@@ -2,7 +2,6 @@
 
 #include "core/metrics/throughput.h"
 #include "core/model/gemm_rate.h"
-#include "core/train/compute_device.h"
 #include "core/train/resume.h"
 #include "core/train/step_metric_names.h"
 #include "core/train/training_run.h"
@@ -79,8 +78,7 @@ void check_console_metrics(const config::RunConfig& config, const sdk::TrainModu
 StepRecorder::StepRecorder(const TrainingRun& run)
     : communicator_(run.communicator),
       num_parameters_(run.num_parameters),
-      peak_flops_per_s_(
-          model::measure_gemm_flops_per_s(run.parts.device, compute_dtype(run.config.runtime.precision))),
+      peak_flops_per_s_(model::measure_gemm_flops_per_s(run.parts.device, run.parts.policy->compute_dtype())),
       run_start_(Clock::now()) {
   if (communicator_.rank() != 0) return;
   const config::RunConfig& config = run.config;

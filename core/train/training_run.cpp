@@ -195,7 +195,8 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
 
   auto draining = std::make_unique<dist::DrainingCommunicator>(communicator);
   std::unique_ptr<LayerCollectives> collectives = layer_collectives_if_full(config, communicator, *draining);
-  RunParts parts = load_run_parts(config, plugin, options.device, *draining, frozen_model_sharding(collectives.get()));
+  RunParts parts =
+      load_run_parts(config, module_factory(plugin), options.device, *draining, frozen_model_sharding(collectives.get()));
   // Read now, so that an unreadable input file fails before the run directory exists.
   checkpoint::ModelDirFiles model_files = output_model_files(config, *parts.tokenizer);
   std::optional<checkpoint::LoadedCheckpoint> resumed =
@@ -204,7 +205,6 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
   if (config.distributed.sharding != config::ShardingMode::kNone && communicator.world_size() > 1) {
     check_output_dir_shared(communicator, output_dir);
   }
-  parts.module->prepare_dataset(*parts.context, parts.examples);
 
   const data::GlobalBatchSampler sampler(static_cast<int64_t>(parts.examples.size()), config.batch.global_size,
                                          config.seed);
@@ -213,7 +213,7 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
                                            microbatch_plan(config));
   run->directory = std::move(run_dir);
   run->model_files = std::move(model_files);
-  run->context().set_example_source([&run = *run](int64_t step) { return run.rank_examples(step); });
+  run->parts.prepare_dataset([&run = *run](int64_t step) { return run.rank_examples(step); });
   run->state.world_size = communicator.world_size();
   run->state.plugin = plugin.info().name;
   run->state.run_id = new_run_id();

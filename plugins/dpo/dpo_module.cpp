@@ -5,7 +5,7 @@
 #include "ptrain/sdk/errors.h"
 #include "ptrain/sdk/util/example_fields.h"
 #include "ptrain/sdk/util/row_metrics.h"
-#include "ptrain/sdk/util/token_cache.h"
+#include "ptrain/sdk/util/tokenized_dataset.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -45,23 +45,33 @@ std::string setup_summary(const DpoConfig& config, const std::optional<sdk::Chat
   return summary.str();
 }
 
-// A tokenized pair as the token cache stores it (sdk/util/token_cache.h), and back.
+// A TokenizedPair in the token cache (sdk/util/tokenized_dataset.h): its
+// sequences, their trained masks, then its flag in an array of its own.
+enum CachedArray : size_t { kPrompt, kChosen, kRejected, kChosenTrained, kRejectedTrained, kTruncated };
+
 sdk::TokenArrays to_arrays(TokenizedPair pair) {
-  const auto as_ids = [](const std::vector<uint8_t>& mask) { return std::vector<int64_t>(mask.begin(), mask.end()); };
-  return {std::move(pair.prompt),      std::move(pair.chosen),        std::move(pair.rejected),
-          as_ids(pair.chosen_trained), as_ids(pair.rejected_trained), {pair.truncated ? 1 : 0}};
+  sdk::TokenArrays arrays(6);
+  arrays[kPrompt] = std::move(pair.prompt);
+  arrays[kChosen] = std::move(pair.chosen);
+  arrays[kRejected] = std::move(pair.rejected);
+  arrays[kChosenTrained].assign(pair.chosen_trained.begin(), pair.chosen_trained.end());
+  arrays[kRejectedTrained].assign(pair.rejected_trained.begin(), pair.rejected_trained.end());
+  arrays[kTruncated] = {pair.truncated ? 1 : 0};
+  return arrays;
 }
 
 TokenizedPair from_arrays(const sdk::TokenArrays& arrays) {
   TokenizedPair pair;
-  pair.prompt = arrays[0];
-  pair.chosen = arrays[1];
-  pair.rejected = arrays[2];
-  pair.chosen_trained.assign(arrays[3].begin(), arrays[3].end());
-  pair.rejected_trained.assign(arrays[4].begin(), arrays[4].end());
-  pair.truncated = arrays[5][0] != 0;
+  pair.prompt = arrays.at(kPrompt);
+  pair.chosen = arrays.at(kChosen);
+  pair.rejected = arrays.at(kRejected);
+  pair.chosen_trained.assign(arrays.at(kChosenTrained).begin(), arrays.at(kChosenTrained).end());
+  pair.rejected_trained.assign(arrays.at(kRejectedTrained).begin(), arrays.at(kRejectedTrained).end());
+  pair.truncated = arrays.at(kTruncated).at(0) != 0;
   return pair;
 }
+
+constexpr sdk::TokenCodec<TokenizedPair> kCacheCodec{to_arrays, from_arrays};
 
 // What the pair losses read: the policy's log-probs and the reference's
 // (0 without a reference). reference_parts: [B, 4] float64 or undefined.
@@ -222,21 +232,11 @@ void DpoModule::prepare_dataset(sdk::Context& ctx, const std::vector<sdk::Exampl
   // Everything tokenize() reads besides the tokenizer, its template and the examples.
   const std::string recipe = "dpo/1 max_length=" + std::to_string(max_length) +
                              " max_prompt_length=" + std::to_string(config_.max_prompt_length);
-  sdk::TokenizeStats stats;
-  const std::vector<sdk::TokenArrays> arrays = sdk::tokenize_dataset(
-      ctx, examples, recipe,
-      [&](const sdk::Example& example) { return to_arrays(tokenize(tokenizer, max_length, example)); }, &stats);
-
-  std::vector<TokenizedPair> pairs;
-  int64_t truncated = 0;
-  for (const sdk::TokenArrays& pair_arrays : arrays) {
-    pairs.push_back(from_arrays(pair_arrays));
-    truncated += pairs.back().truncated ? 1 : 0;
-  }
-  ctx.logger().info(
-      kComponent,
-      std::string(stats.from_cache ? "loaded " : "tokenized ") + std::to_string(stats.examples) + " pairs" +
-          (stats.cache_file.empty() ? "" : (stats.from_cache ? " from " : ", cached in ") + stats.cache_file));
+  std::vector<TokenizedPair> pairs = sdk::tokenize_examples<TokenizedPair>(
+      ctx, examples, recipe, [&](const sdk::Example& example) { return tokenize(tokenizer, max_length, example); },
+      kCacheCodec, kComponent, "pairs");
+  const auto truncated =
+      std::count_if(pairs.begin(), pairs.end(), [](const TokenizedPair& pair) { return pair.truncated; });
   if (truncated > 0) {
     ctx.logger().warn(kComponent, std::to_string(truncated) + " of " + std::to_string(pairs.size()) +
                                       " pairs exceed data.max_length = " + std::to_string(max_length) +
@@ -250,10 +250,7 @@ void DpoModule::prepare_dataset(sdk::Context& ctx, const std::vector<sdk::Exampl
       ctx.logger().info(kComponent, "precompute_reference: no loss of this run uses a reference; nothing to compute");
     }
   }
-  dataset_.assign(examples.size(), TokenizedPair{});
-  for (size_t i = 0; i < examples.size(); ++i) {
-    dataset_.at(static_cast<size_t>(examples[i].index)) = std::move(pairs[i]);
-  }
+  dataset_.assign(examples, std::move(pairs));
 }
 
 std::vector<std::unique_ptr<sdk::Microbatch>> DpoModule::prepare(sdk::Context& ctx,
@@ -269,9 +266,8 @@ std::vector<std::unique_ptr<sdk::Microbatch>> DpoModule::prepare(sdk::Context& c
   std::vector<TokenizedPair> pairs;
   pairs.reserve(examples.size());
   for (const sdk::Example* example : examples) {
-    const bool prepared = example->index >= 0 && static_cast<size_t>(example->index) < dataset_.size();
-    pairs.push_back(prepared ? dataset_[example->index]
-                             : tokenize(ctx.tokenizer(), ctx.run_info().max_length, *example));
+    const TokenizedPair* prepared = dataset_.find(*example);
+    pairs.push_back(prepared ? *prepared : tokenize(ctx.tokenizer(), ctx.run_info().max_length, *example));
   }
 
   std::vector<std::unique_ptr<sdk::Microbatch>> microbatches;

@@ -26,6 +26,7 @@
 
 #include "ptrain/sdk/chat.h"
 #include "ptrain/sdk/train_module.h"
+#include "ptrain/sdk/util/tokenized_dataset.h"
 
 #include <memory>
 #include <optional>
@@ -72,7 +73,7 @@ class DpoModule final : public sdk::TrainModule {
 
   DpoConfig config_;
   std::optional<sdk::ChatTemplate> chat_template_;  // the tokenizer's, copied at setup
-  std::vector<TokenizedPair> dataset_;              // by Example::index, filled by prepare_dataset()
+  sdk::TokenizedDataset<TokenizedPair> dataset_;    // filled by prepare_dataset()
   LossType reward_form_ = LossType::kSigmoid;       // the log-prob form (sum or mean) rewards are reported in
   ReferenceLogProbs reference_;
   BcoRunningMean bco_;

@@ -14,81 +14,79 @@
 namespace ptrain::grpo {
 namespace {
 
-class AccuracyReward final : public sdk::RewardFunction {
+// A built-in reward: each completion scored on its own.
+class PerCompletionReward : public sdk::RewardFunction {
+ public:
+  std::vector<double> score(const std::vector<sdk::RewardInput>& inputs) final {
+    std::vector<double> scores;
+    scores.reserve(inputs.size());
+    for (const sdk::RewardInput& input : inputs) scores.push_back(score_one(input));
+    return scores;
+  }
+
+ private:
+  virtual double score_one(const sdk::RewardInput& input) const = 0;
+};
+
+class AccuracyReward final : public PerCompletionReward {
  public:
   explicit AccuracyReward(std::string field) : field_(std::move(field)) {}
   std::string name() const override { return "accuracy"; }
-  std::vector<double> score(const std::vector<sdk::RewardInput>& inputs) override {
-    std::vector<double> scores;
-    for (const sdk::RewardInput& input : inputs) {
-      const std::string& answer = sdk::require_string(*input.example, field_.c_str());
-      scores.push_back(trim_blanks(input.completion) == trim_blanks(answer) ? 1.0 : 0.0);
-    }
-    return scores;
-  }
 
  private:
+  double score_one(const sdk::RewardInput& input) const override {
+    const std::string& answer = sdk::require_string(*input.example, field_.c_str());
+    return trim_blanks(input.completion) == trim_blanks(answer) ? 1.0 : 0.0;
+  }
+
   std::string field_;
 };
 
-class FormatReward final : public sdk::RewardFunction {
+class FormatReward final : public PerCompletionReward {
  public:
   explicit FormatReward(const std::string& pattern) : pattern_(pattern) {}
   std::string name() const override { return "format"; }
-  std::vector<double> score(const std::vector<sdk::RewardInput>& inputs) override {
-    std::vector<double> scores;
-    for (const sdk::RewardInput& input : inputs) {
-      scores.push_back(!input.truncated && std::regex_match(trim_blanks(input.completion), pattern_) ? 1.0 : 0.0);
-    }
-    return scores;
-  }
 
  private:
+  double score_one(const sdk::RewardInput& input) const override {
+    return !input.truncated && std::regex_match(trim_blanks(input.completion), pattern_) ? 1.0 : 0.0;
+  }
+
   std::regex pattern_;
 };
 
-class LengthReward final : public sdk::RewardFunction {
+class LengthReward final : public PerCompletionReward {
  public:
   LengthReward(int64_t max_length, int64_t cache) : max_length_(max_length), cache_(cache) {}
   std::string name() const override { return "length"; }
-  std::vector<double> score(const std::vector<sdk::RewardInput>& inputs) override {
-    std::vector<double> scores;
-    const int64_t free_length = max_length_ - cache_;
-    for (const sdk::RewardInput& input : inputs) {
-      const int64_t length = input.completion_tokens;
-      if (length <= free_length) {
-        scores.push_back(0.0);
-      } else if (length <= max_length_) {
-        scores.push_back(static_cast<double>(free_length - length) / static_cast<double>(cache_));
-      } else {
-        scores.push_back(-1.0);
-      }
-    }
-    return scores;
-  }
 
  private:
+  double score_one(const sdk::RewardInput& input) const override {
+    const int64_t free_length = max_length_ - cache_;
+    const int64_t length = input.completion_tokens;
+    if (length <= free_length) return 0.0;
+    if (length <= max_length_) return static_cast<double>(free_length - length) / static_cast<double>(cache_);
+    return -1.0;
+  }
+
   int64_t max_length_;
   int64_t cache_;
 };
 
 // Partial credit for numeric answers: max(0, 1 − |y − a| / 10), 0 when
 // either text is not a number, so a model that is close learns from it.
-class ClosenessReward final : public sdk::RewardFunction {
+class ClosenessReward final : public PerCompletionReward {
  public:
   explicit ClosenessReward(std::string field) : field_(std::move(field)) {}
   std::string name() const override { return "closeness"; }
-  std::vector<double> score(const std::vector<sdk::RewardInput>& inputs) override {
-    std::vector<double> scores;
-    for (const sdk::RewardInput& input : inputs) {
-      const std::optional<double> answer = number_in(sdk::require_string(*input.example, field_.c_str()));
-      const std::optional<double> guess = number_in(input.completion);
-      scores.push_back(answer && guess ? std::max(0.0, 1.0 - std::abs(*guess - *answer) / 10.0) : 0.0);
-    }
-    return scores;
-  }
 
  private:
+  double score_one(const sdk::RewardInput& input) const override {
+    const std::optional<double> answer = number_in(sdk::require_string(*input.example, field_.c_str()));
+    const std::optional<double> guess = number_in(input.completion);
+    return answer && guess ? std::max(0.0, 1.0 - std::abs(*guess - *answer) / 10.0) : 0.0;
+  }
+
   static std::optional<double> number_in(const std::string& text) {
     static const std::regex number(R"(-?[0-9]{1,15}(\.[0-9]+)?)");
     const std::string trimmed = trim_blanks(text);

@@ -6,7 +6,7 @@
 #include "ptrain/sdk/errors.h"
 #include "ptrain/sdk/util/microbatching.h"
 #include "ptrain/sdk/util/reference_model.h"
-#include "ptrain/sdk/util/token_cache.h"
+#include "ptrain/sdk/util/tokenized_dataset.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -35,6 +35,24 @@ void add_mean_over(sdk::MetricList& metrics, const std::string& name, const at::
   const auto weight = static_cast<double>(count);
   metrics.add(name, values.detach().masked_fill(rows.logical_not(), 0.0).sum() / weight, weight);
 }
+
+// A KtoExample in the token cache (sdk/util/tokenized_dataset.h): its two
+// sequences, then its label in an array of its own.
+enum CachedArray : size_t { kPrompt, kCompletion, kDesirable };
+
+sdk::TokenArrays to_arrays(KtoExample example) {
+  sdk::TokenArrays arrays(3);
+  arrays[kPrompt] = std::move(example.prompt);
+  arrays[kCompletion] = std::move(example.completion);
+  arrays[kDesirable] = {example.desirable ? 1 : 0};
+  return arrays;
+}
+
+KtoExample from_arrays(const sdk::TokenArrays& arrays) {
+  return {arrays.at(kPrompt), arrays.at(kCompletion), arrays.at(kDesirable).at(0) != 0};
+}
+
+constexpr sdk::TokenCodec<KtoExample> kCacheCodec{to_arrays, from_arrays};
 
 }  // namespace
 
@@ -92,25 +110,20 @@ std::vector<sdk::MetricSpec> KtoModule::metric_specs() const {
 void KtoModule::check_example(const sdk::Example& example) const { check_kto_example(example); }
 
 KtoExample KtoModule::tokenized(const sdk::Tokenizer& tokenizer, const sdk::Example& example) const {
-  if (example.index >= 0 && static_cast<size_t>(example.index) < dataset_.size()) return dataset_[example.index];
-  return tokenize_kto_example(tokenizer, example);
+  const KtoExample* prepared = dataset_.find(example);
+  return prepared ? *prepared : tokenize_kto_example(tokenizer, example);
 }
 
 void KtoModule::prepare_dataset(sdk::Context& ctx, const std::vector<sdk::Example>& examples) {
   const sdk::Tokenizer& tokenizer = ctx.tokenizer();
-  const std::vector<sdk::TokenArrays> arrays =
-      sdk::tokenize_dataset(ctx, examples, "kto/1", [&](const sdk::Example& example) {
-        KtoExample tokenized = tokenize_kto_example(tokenizer, example);
-        return sdk::TokenArrays{
-            std::move(tokenized.prompt), std::move(tokenized.completion), {tokenized.desirable ? 1 : 0}};
-      });
-  dataset_.assign(examples.size(), KtoExample{});
+  dataset_.assign(examples, sdk::tokenize_examples<KtoExample>(
+                                ctx, examples, "kto/1",
+                                [&](const sdk::Example& example) { return tokenize_kto_example(tokenizer, example); },
+                                kCacheCodec, kComponent));
   int64_t desirable = 0;
   int64_t unscorable = 0;
   const int64_t max_length = ctx.run_info().max_length;
-  for (size_t i = 0; i < examples.size(); ++i) {
-    KtoExample& example = dataset_.at(static_cast<size_t>(examples[i].index));
-    example = {arrays[i][0], arrays[i][1], arrays[i][2][0] != 0};
+  for (const KtoExample& example : dataset_.by_index()) {
     desirable += example.desirable ? 1 : 0;
     unscorable += example.scorable(max_length) ? 0 : 1;
   }

@@ -7,6 +7,7 @@
 #include "kto_data.h"
 
 #include "ptrain/sdk/train_module.h"
+#include "ptrain/sdk/util/tokenized_dataset.h"
 
 #include <memory>
 #include <string>
@@ -54,7 +55,7 @@ class KtoModule final : public sdk::TrainModule {
 
   KtoConfig config_;
   std::unique_ptr<sdk::LanguageModel> reference_;
-  std::vector<KtoExample> dataset_;  // by Example::index, filled by prepare_dataset()
+  sdk::TokenizedDataset<KtoExample> dataset_;  // filled by prepare_dataset()
 };
 
 // TRL's advice when desirable and undesirable examples are unequal in number

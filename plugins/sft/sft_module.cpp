@@ -3,11 +3,11 @@
 #include "ptrain/sdk/errors.h"
 #include "ptrain/sdk/util/example_fields.h"
 #include "ptrain/sdk/util/microbatching.h"
-#include "ptrain/sdk/util/token_cache.h"
+#include "ptrain/sdk/util/tokenized_dataset.h"
 
 #include <ATen/ATen.h>
 
-#include <cstdio>
+#include <algorithm>
 
 namespace ptrain::sft {
 namespace {
@@ -41,6 +41,30 @@ void check_conversation(const std::vector<sdk::ChatMessage>& messages, const sdk
                          std::to_string(messages.size() - 1) + ")");
   }
 }
+
+// A TokenizedExample in the token cache: its two per-token arrays, then its
+// scalars in one array.
+enum CachedArray : size_t { kTokens, kTrainable, kScalars };
+enum CachedScalar : size_t { kCompletionStart, kTruncated };
+
+sdk::TokenArrays to_arrays(TokenizedExample example) {
+  sdk::TokenArrays arrays(3);
+  arrays[kTokens] = std::move(example.tokens);
+  arrays[kTrainable].assign(example.trainable.begin(), example.trainable.end());
+  arrays[kScalars] = {example.completion_start, example.truncated ? 1 : 0};
+  return arrays;
+}
+
+TokenizedExample from_arrays(const sdk::TokenArrays& arrays) {
+  TokenizedExample example;
+  example.tokens = arrays.at(kTokens);
+  example.trainable.assign(arrays.at(kTrainable).begin(), arrays.at(kTrainable).end());
+  example.completion_start = arrays.at(kScalars).at(kCompletionStart);
+  example.truncated = arrays.at(kScalars).at(kTruncated) != 0;
+  return example;
+}
+
+constexpr sdk::TokenCodec<TokenizedExample> kCacheCodec{to_arrays, from_arrays};
 
 }  // namespace
 
@@ -99,34 +123,13 @@ void SftModule::prepare_dataset(sdk::Context& ctx, const std::vector<sdk::Exampl
   // Everything tokenize() reads besides the tokenizer, its template and the examples.
   const std::string recipe = "sft/1 max_length=" + std::to_string(max_length) +
                              " assistant_only_loss=" + std::to_string(config_.assistant_only_loss);
-  sdk::TokenizeStats stats;
-  const std::vector<sdk::TokenArrays> arrays = sdk::tokenize_dataset(
-      ctx, examples, recipe,
-      [&](const sdk::Example& example) {
-        TokenizedExample tokenized = tokenize(tokenizer, example, max_length);
-        return sdk::TokenArrays{std::move(tokenized.tokens),
-                                std::vector<int64_t>(tokenized.trainable.begin(), tokenized.trainable.end()),
-                                {tokenized.completion_start, tokenized.truncated ? 1 : 0}};
-      },
-      &stats);
-
-  dataset_.assign(examples.size(), TokenizedExample{});
-  int64_t untrainable = 0;
-  for (size_t i = 0; i < examples.size(); ++i) {
-    TokenizedExample& tokenized = dataset_.at(static_cast<size_t>(examples[i].index));
-    tokenized.tokens = arrays[i][0];
-    tokenized.trainable.assign(arrays[i][1].begin(), arrays[i][1].end());
-    tokenized.completion_start = arrays[i][2][0];
-    tokenized.truncated = arrays[i][2][1] != 0;
-    untrainable += tokenized.has_trainable_target() ? 0 : 1;
-  }
-  char rate[64];
-  std::snprintf(rate, sizeof rate, "%.2f s, %.1f MB/s", stats.seconds,
-                stats.seconds > 0 ? static_cast<double>(stats.json_bytes) / 1e6 / stats.seconds : 0.0);
-  ctx.logger().info(
-      "sft", std::string(stats.from_cache ? "loaded " : "tokenized ") + std::to_string(stats.examples) + " examples (" +
-                 rate + ")" +
-                 (stats.cache_file.empty() ? "" : (stats.from_cache ? " from " : ", cached in ") + stats.cache_file));
+  dataset_.assign(examples, sdk::tokenize_examples<TokenizedExample>(
+                                ctx, examples, recipe,
+                                [&](const sdk::Example& example) { return tokenize(tokenizer, example, max_length); },
+                                kCacheCodec, "sft"));
+  const auto untrainable =
+      std::count_if(dataset_.by_index().begin(), dataset_.by_index().end(),
+                    [](const TokenizedExample& example) { return !example.has_trainable_target(); });
   if (untrainable == static_cast<int64_t>(examples.size())) {
     const std::string& first = examples.front().location;
     throw sdk::DataError(first.substr(0, first.rfind(':')) + ": none of its " + std::to_string(examples.size()) +
@@ -152,8 +155,8 @@ std::vector<std::unique_ptr<sdk::Microbatch>> SftModule::prepare(sdk::Context& c
   tokenized.reserve(examples.size());
   int64_t skipped = 0;
   for (const sdk::Example* example : examples) {
-    const bool prepared = example->index >= 0 && static_cast<size_t>(example->index) < dataset_.size();
-    TokenizedExample item = prepared ? dataset_[example->index] : tokenize(tokenizer, *example, max_length);
+    const TokenizedExample* prepared = dataset_.find(*example);
+    TokenizedExample item = prepared ? *prepared : tokenize(tokenizer, *example, max_length);
     // Nothing to learn from (truncated away): left out and counted, never
     // trained on as an empty mask.
     if (!item.has_trainable_target()) {

@@ -5,6 +5,7 @@
 #include "sft_loss.h"
 
 #include "ptrain/sdk/train_module.h"
+#include "ptrain/sdk/util/tokenized_dataset.h"
 
 #include <optional>
 #include <vector>
@@ -42,8 +43,8 @@ class SftModule final : public sdk::TrainModule {
 
  private:
   SftConfig config_;
-  std::optional<sdk::ChatTemplate> chat_template_;  // the tokenizer's, copied at setup
-  std::vector<TokenizedExample> dataset_;           // by Example::index, filled by prepare_dataset()
+  std::optional<sdk::ChatTemplate> chat_template_;   // the tokenizer's, copied at setup
+  sdk::TokenizedDataset<TokenizedExample> dataset_;  // filled by prepare_dataset()
 };
 
 }  // namespace ptrain::sft

@@ -17,45 +17,38 @@ namespace ptrain::testing {
 InProcessRun::InProcessRun(const plugin::LoadedPlugin& plugin, config::RunConfig config)
     : config_(std::move(config)),
       plugin_name_(plugin.info().name),
-      tokenizer_(train::make_tokenizer(config_.tokenizer)),
-      policy_(train::make_policy(config_, *tokenizer_, train::resolve_device(config_, 0))),
       communicator_(dist::make_single_process_communicator()),
-      module_(plugin.create_module()) {
-  for (const auto& [name, parameter] : policy_->named_parameters()) parameters_.push_back(parameter);
+      parts_(train::load_run_parts(config_, train::module_factory(plugin), train::resolve_device(config_, 0),
+                                   *communicator_)) {
+  for (const auto& [name, parameter] : parts_.policy->named_parameters()) parameters_.push_back(parameter);
   grad_sync_ =
       std::make_unique<dist::GradientSynchronizer>(parameters_, *communicator_, config_.distributed.bucket_mb << 20);
-  context_ = std::make_unique<plugin::HostContext>(
-      *policy_, *tokenizer_, config_.module, *communicator_,
-      sdk::RunInfo{config_.seed, config_.data.max_length, 0, 0, config_.output_dir});
-  module_->setup(*context_);
-  examples_ = train::load_examples(config_, *module_);
   // Later global batches, whole (one process), as the trainer's sampler deals them.
-  context_->set_example_source([this](int64_t step) {
-    const data::GlobalBatchSampler sampler(static_cast<int64_t>(examples_.size()), config_.batch.global_size,
+  parts_.prepare_dataset([this](int64_t step) {
+    const data::GlobalBatchSampler sampler(static_cast<int64_t>(examples().size()), config_.batch.global_size,
                                            config_.seed);
     return pointers(sampler.global_batch(step));
   });
-  module_->prepare_dataset(*context_, examples_);
 }
 
 // The module goes before the context and models it may point into.
 InProcessRun::~InProcessRun() = default;
 
 StepBatch InProcessRun::step_batch(int64_t step) const {
-  const data::GlobalBatchSampler sampler(static_cast<int64_t>(examples_.size()), config_.batch.global_size,
+  const data::GlobalBatchSampler sampler(static_cast<int64_t>(examples().size()), config_.batch.global_size,
                                          config_.seed);
   return {step, sampler.position(step).epoch, sampler.global_batch(step)};
 }
 
 void InProcessRun::take_steps(const std::vector<StepBatch>& steps) {
   for (const StepBatch& batch : steps) {
-    context_->set_step(batch.step, batch.epoch);
+    parts_.context->set_step(batch.step, batch.epoch);
     const StepOutcome outcome = step(batch.indices, {static_cast<int64_t>(batch.indices.size()), 0});
     {
       const at::NoGradGuard no_grad;
       for (size_t i = 0; i < parameters_.size(); ++i) parameters_[i].sub_(outcome.gradients[i]);
     }
-    module_->end_step(*context_);
+    parts_.module->end_step(*parts_.context);
   }
 }
 
@@ -67,23 +60,23 @@ std::vector<at::Tensor> InProcessRun::parameter_values() const {
 
 std::vector<const sdk::Example*> InProcessRun::pointers(const std::vector<int64_t>& example_indices) const {
   std::vector<const sdk::Example*> selected;
-  for (const int64_t index : example_indices) selected.push_back(&examples_.at(static_cast<size_t>(index)));
+  for (const int64_t index : example_indices) selected.push_back(&examples().at(static_cast<size_t>(index)));
   return selected;
 }
 
 std::vector<const sdk::Example*> InProcessRun::start_batch(const std::vector<int64_t>& example_indices) {
-  context_->set_global_batch(train::training_global_batch(examples_, example_indices, 0, 1));
+  parts_.context->set_global_batch(train::training_global_batch(examples(), example_indices, 0, 1));
   return pointers(example_indices);
 }
 
 train::StepParts InProcessRun::step_parts(sdk::TrainModule& module) {
-  return {module, plugin_name_, *context_, parameters_, *communicator_, *grad_sync_};
+  return {module, plugin_name_, *parts_.context, parameters_, *communicator_, *grad_sync_};
 }
 
 StepOutcome InProcessRun::step(const std::vector<int64_t>& example_indices, const sdk::MicrobatchPlan& plan) {
   StepOutcome outcome;
-  metrics::MetricReducer reducer(train::step_metric_specs(*module_));
-  outcome.result = train::accumulate_gradients(step_parts(*module_), start_batch(example_indices), plan, reducer);
+  metrics::MetricReducer reducer(train::step_metric_specs(*parts_.module));
+  outcome.result = train::accumulate_gradients(step_parts(*parts_.module), start_batch(example_indices), plan, reducer);
   outcome.metrics = reducer.reduce(*communicator_);
   for (const at::Tensor& parameter : parameters_) outcome.gradients.push_back(parameter.grad().detach().clone());
   return outcome;
@@ -91,7 +84,7 @@ StepOutcome InProcessRun::step(const std::vector<int64_t>& example_indices, cons
 
 LoopReads InProcessRun::loop_scalar_reads(const std::vector<int64_t>& example_indices,
                                           const sdk::MicrobatchPlan& plan) {
-  LoopReadObserver observed(*module_);
+  LoopReadObserver observed(*parts_.module);
   metrics::MetricReducer reducer(train::step_metric_specs(observed));
   train::accumulate_gradients(step_parts(observed), start_batch(example_indices), plan, reducer);
   reducer.reduce(*communicator_);
@@ -118,17 +111,17 @@ std::string placement_problem(const at::Tensor& sum, size_t term, at::Device dev
 
 std::vector<MicrobatchUnits> InProcessRun::audit_units(const std::vector<int64_t>& example_indices,
                                                        const sdk::MicrobatchPlan& plan) {
-  const auto counts = [this](const sdk::Microbatch& microbatch) { return module_->count_units(microbatch); };
+  const auto counts = [this](const sdk::Microbatch& microbatch) { return parts_.module->count_units(microbatch); };
   std::vector<MicrobatchUnits> audits;
-  for (const auto& microbatch : module_->prepare(*context_, start_batch(example_indices), plan)) {
+  for (const auto& microbatch : parts_.module->prepare(*parts_.context, start_batch(example_indices), plan)) {
     MicrobatchUnits audit;
     audit.before_forward = counts(*microbatch);
-    microbatch->to_device(context_->device());  // as the core's update step does
-    const sdk::LossOut out = module_->microbatch_loss(*context_, *microbatch);
+    microbatch->to_device(parts_.context->device());  // as the core's update step does
+    const sdk::LossOut out = parts_.module->microbatch_loss(*parts_.context, *microbatch);
     for (size_t term = 0; term < out.loss_sums.size(); ++term) {
       const at::Tensor& sum = out.loss_sums[term];
       audit.loss_sums.push_back(sum.defined() ? sum.item<double>() : 0.0);
-      if (sum.defined()) audit.placement_problems += placement_problem(sum, term, context_->device());
+      if (sum.defined()) audit.placement_problems += placement_problem(sum, term, parts_.context->device());
     }
     audit.after_forward = counts(*microbatch);
     audits.push_back(std::move(audit));

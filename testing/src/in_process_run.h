@@ -1,7 +1,7 @@
-// One process computing steps of a run the way `ptrain train` builds it (same
-// config resolution, tokenizer, policy init, dataset checks, plugin setup),
-// but with the split of the step chosen by the caller: the harness's
-// reference and its split variants.
+// One process computing steps of a run built as `ptrain train` builds it
+// (train::load_run_parts: the same tokenizer, policy, plugin set-up and
+// dataset checks), but with the split of the step chosen by the caller: the
+// harness's reference and its split variants.
 #pragma once
 
 #include "core/config/run_config.h"
@@ -10,6 +10,7 @@
 #include "core/model/causal_lm.h"
 #include "core/plugin/host_context.h"
 #include "core/plugin/plugin_loader.h"
+#include "core/train/run_setup.h"
 #include "core/train/update_step.h"
 
 #include <ATen/core/Tensor.h>
@@ -64,10 +65,10 @@ class InProcessRun {
   // own step number; set_step() then moves the run on.
   void take_steps(const std::vector<StepBatch>& steps);
   // Moves the plugin's context to a step (the one the checks compute).
-  void set_step(int64_t step, int64_t epoch) { context_->set_step(step, epoch); }
-  const std::vector<sdk::Example>& examples() const { return examples_; }
+  void set_step(int64_t step, int64_t epoch) { parts_.context->set_step(step, epoch); }
+  const std::vector<sdk::Example>& examples() const { return parts_.examples; }
   const config::RunConfig& config() const { return config_; }
-  std::vector<sdk::MetricSpec> metric_specs() const { return module_->metric_specs(); }
+  std::vector<sdk::MetricSpec> metric_specs() const { return parts_.module->metric_specs(); }
   // Copies of the policy's weights (step() accumulates gradients and never updates).
   std::vector<at::Tensor> parameter_values() const;
 
@@ -90,14 +91,10 @@ class InProcessRun {
 
   config::RunConfig config_;
   std::string plugin_name_;
-  std::unique_ptr<sdk::Tokenizer> tokenizer_;
-  std::unique_ptr<model::CausalLm> policy_;
+  std::unique_ptr<dist::Communicator> communicator_;  // before the parts, whose context uses it
+  train::RunParts parts_;
   std::vector<at::Tensor> parameters_;
-  std::unique_ptr<dist::Communicator> communicator_;
   std::unique_ptr<dist::GradientSynchronizer> grad_sync_;
-  std::unique_ptr<plugin::HostContext> context_;
-  plugin::ModuleHandle module_;
-  std::vector<sdk::Example> examples_;
 };
 
 }  // namespace ptrain::testing

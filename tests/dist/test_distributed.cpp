@@ -203,10 +203,19 @@ TEST_CASE("one step gives the full-batch gradient for world sizes 1, 2, 4 × acc
   for (const int64_t index : data::GlobalBatchSampler(kGlobalSize, kGlobalSize, kSeed).global_batch(0)) {
     global_batch.push_back(dataset[index]);
   }
-  config::ModelSection model_section{"", 264, 32, 48, 2, 4, 2, /*head_dim=*/0, 32, 10000.0, 1e-6, false, true};
+  model::ModelConfig architecture;
+  architecture.vocab_size = 264;
+  architecture.hidden_size = 32;
+  architecture.intermediate_size = 48;
+  architecture.num_layers = 2;
+  architecture.num_heads = 4;
+  architecture.num_kv_heads = 2;
+  architecture.max_position_embeddings = 32;
+  architecture.qkv_bias = true;
+  architecture.model_type = "qwen2";
 
   for (const std::string& mode : sdk::loss_aggregation_names()) {
-    const auto initial = model::CausalLm::init_random(train::model_config_from(model_section), kSeed);
+    const auto initial = model::CausalLm::init_random(architecture, kSeed);
     std::vector<at::Tensor> initial_parameters;
     for (const auto& [name, parameter] : initial->named_parameters())
       initial_parameters.push_back(parameter.detach().clone());

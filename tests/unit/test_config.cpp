@@ -78,7 +78,7 @@ void require_same(const RunConfig& a, const RunConfig& b) {
   CHECK(a.model.rope_theta == b.model.rope_theta);
   CHECK(a.model.rms_norm_eps == b.model.rms_norm_eps);
   CHECK(a.model.tie_word_embeddings == b.model.tie_word_embeddings);
-  CHECK(a.model.attention_bias == b.model.attention_bias);
+  CHECK(a.model.qkv_bias == b.model.qkv_bias);
   CHECK(a.tokenizer.kind == b.tokenizer.kind);
   CHECK(a.tokenizer.path == b.tokenizer.path);
   CHECK(a.data.train == b.data.train);
@@ -171,7 +171,8 @@ TEST_CASE("config: defaults fill every key the user did not write", "[config]") 
   CHECK(config.model.rope_theta == 10000.0);
   CHECK(config.model.rms_norm_eps == 1e-6);
   CHECK(config.model.tie_word_embeddings);
-  CHECK_FALSE(config.model.attention_bias);
+  CHECK_FALSE(config.model.qkv_bias);
+  CHECK(config.model.model_type == "llama");
   CHECK(config.tokenizer.kind == ptrain::config::TokenizerKind::kBytes);
   CHECK(config.data.train == "train.jsonl");
   CHECK(config.data.max_length == 512);
@@ -359,7 +360,8 @@ TEST_CASE("config: --set overrides existing and new keys with TOML type inferenc
   CHECK(config.optim.lr == 1e-5);
   CHECK(config.batch.global_size == 32);
   CHECK(config.batch.micro_size == 32);
-  CHECK(config.model.attention_bias);
+  CHECK(config.model.qkv_bias);
+  CHECK(config.model.model_type == "qwen2");
   CHECK(config.data.train == "other/file.jsonl");  // not a TOML value: taken as a string
   CHECK(config.seed == 7);
   CHECK(config.optim.name == ptrain::config::OptimizerKind::kSgd);

@@ -115,6 +115,16 @@ std::vector<TokenArrays> tokenize_dataset(const Tokenizer& tokenizer, const std:
                       [](int64_t) { return std::make_unique<NoProgress>(); });
 }
 
+std::string describe_tokenizing(const TokenizeStats& stats, const std::string& noun) {
+  char rate[64];
+  std::snprintf(rate, sizeof rate, "%.2f s, %.1f MB/s", stats.seconds,
+                stats.seconds > 0 ? static_cast<double>(stats.json_bytes) / 1e6 / stats.seconds : 0.0);
+  const std::string cached_where =
+      stats.cache_file.empty() ? "" : (stats.from_cache ? " from " : ", cached in ") + stats.cache_file;
+  return std::string(stats.from_cache ? "loaded " : "tokenized ") + std::to_string(stats.examples) + " " + noun + " (" +
+         rate + ")" + cached_where;
+}
+
 namespace {
 
 std::vector<TokenArrays> tokenize_all(const Tokenizer& tokenizer, const std::string& cache_dir,

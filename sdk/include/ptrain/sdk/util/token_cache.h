@@ -5,11 +5,12 @@
 // sequences), so the cache stores what the plugin's function returns: a few
 // integer arrays per example. A plugin calls tokenize_dataset() from
 // TrainModule::prepare_dataset() and looks results up by Example::index in
-// prepare(). The cache file is keyed by the tokenizer's fingerprint, the
-// chat template, the plugin's `recipe` (its name, format version and every
-// setting its function reads) and the content of every example, so any change
-// to one of them tokenizes afresh; files are written to a temporary name and
-// renamed, so a crash never leaves a torn cache.
+// prepare() (tokenized_dataset.h does both, into the plugin's own type). The
+// cache file is keyed by the tokenizer's fingerprint, the chat template, the
+// plugin's `recipe` (its name, format version and every setting its function
+// reads) and the content of every example, so any change to one of them
+// tokenizes afresh; files are written to a temporary name and renamed, so a
+// crash never leaves a torn cache.
 #pragma once
 
 #include "ptrain/sdk/batch.h"
@@ -45,5 +46,10 @@ std::vector<TokenArrays> tokenize_dataset(const Tokenizer& tokenizer, const std:
                                           const std::vector<Example>& examples, const std::string& recipe,
                                           const std::function<TokenArrays(const Example&)>& tokenize,
                                           TokenizeStats* stats = nullptr);
+
+// What a tokenize_dataset() call did, for the log: "tokenized 4000 examples
+// (0.02 s, 7.5 MB/s), cached in <file>" or "loaded 4000 examples (...) from
+// <file>"; `noun` names what was counted ("pairs").
+std::string describe_tokenizing(const TokenizeStats& stats, const std::string& noun);
 
 }  // namespace ptrain::sdk
