@@ -99,7 +99,8 @@ RopeScaling RopeScaling::from_hf_json(const json& j, const std::string& source, 
   const std::vector<std::string> keys = keys_of(s.type);
   // A key this type does not read (yarn's attention_factor, longrope's
   // short_factor, ...) would change the model in transformers.
-  for (const auto& [name, value] : j.items()) {
+  for (const auto& item : j.items()) {
+    const std::string& name = item.key();
     const auto known = [&](const std::vector<std::string>& list) {
       return std::find(list.begin(), list.end(), name) != list.end();
     };
