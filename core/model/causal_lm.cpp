@@ -1,12 +1,7 @@
 #include "core/model/causal_lm.h"
 
-#include "core/model/attention_compat.h"
-#include "core/model/attention_varlen.h"
-#include "core/model/finite_weights.h"
-#include "core/model/fused_kernels.h"
-#include "core/model/gemm.h"
-#include "core/model/safetensors.h"
-#include "core/model/sharded_weights.h"
+#include "core/model/hf_model_dir.h"
+#include "core/model/shape_text.h"
 #include "core/model/target_scores.h"
 #include "ptrain/sdk/errors.h"
 
@@ -16,108 +11,15 @@
 
 #include <algorithm>
 #include <set>
-#include <cmath>
-#include <fstream>
-#include <limits>
-#include <map>
-#include <sstream>
 #include <utility>
 
 namespace ptrain::model {
 namespace {
 
-namespace fs = std::filesystem;
 using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
-
-std::string format_shape(at::IntArrayRef shape) {
-  std::ostringstream out;
-  out << shape;
-  return out.str();
-}
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-nlohmann::json read_json_file(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) throw sdk::ModelError(path.string() + ": cannot open");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number past a double
-    throw sdk::ModelError(path.string() + ": not valid JSON: " + e.what());
-  }
-}
-
-// model.safetensors, or the shards named by model.safetensors.index.json.
-NamedTensors read_model_tensors(const fs::path& dir) {
-  const fs::path single = dir / "model.safetensors";
-  if (fs::exists(single)) return read_safetensors(single);
-
-  const fs::path index_path = dir / "model.safetensors.index.json";
-  if (!fs::exists(index_path)) {
-    // Pickle (pytorch_model.bin) and TorchScript files can run code when
-    // loaded; only safetensors, which is plain data, is ever read.
-    const bool pickle = fs::exists(dir / "pytorch_model.bin") || fs::exists(dir / "pytorch_model.bin.index.json");
-    throw sdk::ModelError(dir.string() + ": neither model.safetensors nor model.safetensors.index.json exists" +
-                          (pickle ? " (pytorch_model.bin is a pickle, which ptrain never loads because unpickling "
-                                    "can run code: convert it to safetensors)"
-                                  : ""));
-  }
-  const nlohmann::json index = read_json_file(index_path);
-  if (!index.contains("weight_map") || !index["weight_map"].is_object()) {
-    throw sdk::ModelError(index_path.string() + ": key 'weight_map': missing or not an object");
-  }
-  std::vector<std::string> shards;
-  std::map<std::string, std::set<std::string>> listed;  // shard → the tensors the index puts there
-  for (const auto& [name, file] : index["weight_map"].items()) {
-    if (!file.is_string()) throw sdk::ModelError(index_path.string() + ": weight_map['" + name + "'] is not a string");
-    const std::string shard = file.get<std::string>();
-    if (shard.empty() || shard.find('/') != std::string::npos || shard == "." || shard == "..") {
-      throw sdk::ModelError(index_path.string() + ": weight_map['" + name + "'] = \"" + shard +
-                            "\" is not a file name in the model directory");
-    }
-    if (std::find(shards.begin(), shards.end(), shard) == shards.end()) shards.push_back(shard);
-    listed[shard].insert(name);
-  }
-  NamedTensors all;
-  for (const std::string& shard : shards) {
-    NamedTensors part = read_safetensors(dir / shard);
-    std::set<std::string> missing = listed[shard];
-    for (const auto& [name, tensor] : part) missing.erase(name);
-    if (!missing.empty()) {
-      throw sdk::ModelError((dir / shard).string() + ": holds no tensor '" + *missing.begin() + "', which " +
-                            index_path.filename().string() + " lists in this shard");
-    }
-    std::move(part.begin(), part.end(), std::back_inserter(all));
-  }
-  return all;
-}
-
-// config.json's torch_dtype for the dtypes save_hf_dir writes.
-std::string torch_dtype_name(at::ScalarType dtype) {
-  switch (dtype) {
-    case at::kFloat:
-      return "float32";
-    case at::kBFloat16:
-      return "bfloat16";
-    case at::kHalf:
-      return "float16";
-    default:
-      throw sdk::ModelError(std::string("cannot save model weights as ") + c10::toString(dtype));
-  }
-}
-
-// A stored weight as float32 on `device`. Moved in the stored dtype, widened
-// on the device: a bf16 checkpoint crosses to the GPU at half the bytes, and
-// no float32 copy of the whole model is ever held on the host.
-at::Tensor float_on_device(const fs::path& dir, const std::string& name, const at::Tensor& t, at::Device device) {
-  if (!at::isFloatingType(t.scalar_type())) {
-    throw sdk::ModelError(dir.string() + ": tensor '" + name + "' has dtype " + c10::toString(t.scalar_type()) +
-                          ", expected a floating type");
-  }
-  require_finite_weights(t, name, dir.string());
-  return t.to(device).to(at::kFloat).contiguous();
 }
 
 // [min, max] of a non-empty int64 tensor on the host, read from its memory:
@@ -146,13 +48,14 @@ std::optional<std::pair<int64_t, int64_t>> host_masked_value_range(const at::Ten
 
 }  // namespace
 
-CausalLm::CausalLm(ModelConfig config, NamedTensors params) : config_(std::move(config)), params_(std::move(params)) {
+CausalLm::CausalLm(ModelConfig config, NamedTensors params) : decoder_(std::move(config)), params_(std::move(params)) {
   bind_handles();
 }
 
 void CausalLm::bind_handles() {
-  const bool qkv_bias = config_.qkv_bias;
-  const bool o_bias = config_.o_bias;
+  const ModelConfig& config = this->config();
+  const bool qkv_bias = config.qkv_bias;
+  const bool o_bias = config.o_bias;
   size_t next = 0;
   auto take = [&](const char* suffix) -> at::Tensor {
     TORCH_INTERNAL_ASSERT(next < params_.size() && ends_with(params_[next].first, suffix), "parameter order: expected ",
@@ -160,9 +63,10 @@ void CausalLm::bind_handles() {
     return params_[next++].second;
   };
   embed_tokens_ = take("model.embed_tokens.weight");
-  layers_.assign(config_.num_layers, Layer{});
-  for (Layer& layer : layers_) {
-    layer.index = static_cast<size_t>(&layer - layers_.data());
+  std::vector<DecoderLayer>& layers = decoder_.layers();
+  layers.assign(config.num_layers, DecoderLayer{});
+  for (DecoderLayer& layer : layers) {
+    layer.index = static_cast<size_t>(&layer - layers.data());
     layer.q_weight = take("q_proj.weight");
     if (qkv_bias) layer.q_bias = take("q_proj.bias");
     layer.k_weight = take("k_proj.weight");
@@ -171,7 +75,7 @@ void CausalLm::bind_handles() {
     if (qkv_bias) layer.v_bias = take("v_proj.bias");
     layer.o_weight = take("o_proj.weight");
     if (o_bias) layer.o_bias = take("o_proj.bias");
-    if (config_.has_qk_norm()) {
+    if (config.has_qk_norm()) {
       layer.q_norm = take("self_attn.q_norm.weight");
       layer.k_norm = take("self_attn.k_norm.weight");
     }
@@ -182,41 +86,9 @@ void CausalLm::bind_handles() {
     layer.post_norm = take("post_attention_layernorm.weight");
   }
   final_norm_ = take("model.norm.weight");
-  if (!config_.tie_word_embeddings) lm_head_ = take("lm_head.weight");
+  if (!config.tie_word_embeddings) lm_head_ = take("lm_head.weight");
   TORCH_INTERNAL_ASSERT(next == params_.size(), "parameter order: ", params_.size() - next, " unused tensors");
   bind_lora_handles();
-}
-
-std::vector<std::pair<std::string, std::vector<int64_t>>> CausalLm::expected_parameters(const ModelConfig& c) {
-  const int64_t h = c.hidden_size;
-  const int64_t q_dim = c.num_heads * c.resolved_head_dim();
-  const int64_t kv_dim = c.num_kv_heads * c.resolved_head_dim();
-  std::vector<std::pair<std::string, std::vector<int64_t>>> out;
-  out.push_back({"model.embed_tokens.weight", {c.vocab_size, h}});
-  // transformers' module order within a decoder layer.
-  for (int64_t i = 0; i < c.num_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    out.push_back({p + "self_attn.q_proj.weight", {q_dim, h}});
-    if (c.qkv_bias) out.push_back({p + "self_attn.q_proj.bias", {q_dim}});
-    out.push_back({p + "self_attn.k_proj.weight", {kv_dim, h}});
-    if (c.qkv_bias) out.push_back({p + "self_attn.k_proj.bias", {kv_dim}});
-    out.push_back({p + "self_attn.v_proj.weight", {kv_dim, h}});
-    if (c.qkv_bias) out.push_back({p + "self_attn.v_proj.bias", {kv_dim}});
-    out.push_back({p + "self_attn.o_proj.weight", {h, q_dim}});
-    if (c.o_bias) out.push_back({p + "self_attn.o_proj.bias", {h}});
-    if (c.has_qk_norm()) {  // registered after o_proj in Qwen3Attention
-      out.push_back({p + "self_attn.q_norm.weight", {c.resolved_head_dim()}});
-      out.push_back({p + "self_attn.k_norm.weight", {c.resolved_head_dim()}});
-    }
-    out.push_back({p + "mlp.gate_proj.weight", {c.intermediate_size, h}});
-    out.push_back({p + "mlp.up_proj.weight", {c.intermediate_size, h}});
-    out.push_back({p + "mlp.down_proj.weight", {h, c.intermediate_size}});
-    out.push_back({p + "input_layernorm.weight", {h}});
-    out.push_back({p + "post_attention_layernorm.weight", {h}});
-  }
-  out.push_back({"model.norm.weight", {h}});
-  if (!c.tie_word_embeddings) out.push_back({"lm_head.weight", {c.vocab_size, h}});
-  return out;
 }
 
 std::unique_ptr<CausalLm> CausalLm::init_random(const ModelConfig& config, uint64_t seed) {
@@ -237,102 +109,9 @@ std::unique_ptr<CausalLm> CausalLm::init_random(const ModelConfig& config, uint6
   return std::unique_ptr<CausalLm>(new CausalLm(config, std::move(params)));
 }
 
-std::unique_ptr<CausalLm> CausalLm::load_hf_dir(const std::filesystem::path& dir, at::Device device) {
-  if (!fs::is_directory(dir)) throw sdk::ModelError(dir.string() + ": model directory does not exist");
-  const fs::path config_path = dir / "config.json";
-  if (!fs::exists(config_path) && fs::exists(dir / "adapter_config.json")) {
-    throw sdk::ModelError(dir.string() +
-                          ": a LoRA adapter directory, not a model: start from its base model (model.init) with "
-                          "lora.init = this directory, or from its merged/ model (lora.save_merged)");
-  }
-  const ModelConfig config = ModelConfig::from_hf_json(read_json_file(config_path), config_path.string());
-
-  std::map<std::string, at::Tensor> rest;
-  std::unique_ptr<CausalLm> model = load_hf_decoder(dir, config, device, rest);
-  std::vector<std::string> unexpected;
-  for (const auto& [name, tensor] : rest) {
-    // Older checkpoints store the rotary buffer; it is recomputed from rope_theta.
-    if (ends_with(name, ".rotary_emb.inv_freq")) continue;
-    // Some exporters write the tied head anyway; accept only an exact copy.
-    if (config.tie_word_embeddings && name == "lm_head.weight") {
-      const at::Tensor& embed = model->embed_tokens_;
-      if (tensor.sizes() != embed.sizes() || !at::equal(float_on_device(dir, name, tensor, device), embed.detach())) {
-        throw sdk::ModelError(dir.string() + ": tensor '" + name +
-                              "' differs from model.embed_tokens.weight although tie_word_embeddings is true");
-      }
-      continue;
-    }
-    unexpected.push_back(name);
-  }
-  if (!unexpected.empty()) {
-    std::string list;
-    for (size_t i = 0; i < unexpected.size() && i < 5; ++i) list += (i ? ", '" : "'") + unexpected[i] + "'";
-    if (unexpected.size() > 5) list += ", ... (" + std::to_string(unexpected.size()) + " in all)";
-    throw sdk::ModelError(dir.string() + ": unexpected tensors for a " + config.model_type +
-                          " model with this config: " + list);
-  }
-  return model;
-}
-
-std::unique_ptr<CausalLm> CausalLm::load_hf_decoder(const std::filesystem::path& dir, const ModelConfig& config,
-                                                    at::Device device, std::map<std::string, at::Tensor>& rest) {
-  rest.clear();
-  for (auto& [name, tensor] : read_model_tensors(dir)) {
-    if (!rest.emplace(name, std::move(tensor)).second) {
-      throw sdk::ModelError(dir.string() + ": tensor '" + name + "' appears in more than one file");
-    }
-  }
-  NamedTensors params;
-  at::ScalarType loaded_dtype = at::kFloat;
-  for (const auto& [name, shape] : expected_parameters(config)) {
-    auto it = rest.find(name);
-    if (it == rest.end()) {
-      throw sdk::ModelError(dir.string() + ": tensor '" + name + "' is missing (expected shape " + format_shape(shape) +
-                            ")");
-    }
-    if (it->second.sizes() != at::IntArrayRef(shape)) {
-      throw sdk::ModelError(dir.string() + ": tensor '" + name + "' has shape " + format_shape(it->second.sizes()) +
-                            ", expected " + format_shape(shape));
-    }
-    if (params.empty()) loaded_dtype = it->second.scalar_type();
-    params.emplace_back(name, float_on_device(dir, name, it->second, device).requires_grad_(true));
-    rest.erase(it);
-  }
-  auto model = std::unique_ptr<CausalLm>(new CausalLm(config, std::move(params)));
-  model->stored_dtype_ = loaded_dtype;
-  model->source_dir_ = dir;
-  return model;
-}
-
-void CausalLm::save_hf_dir(const std::filesystem::path& dir, at::ScalarType dtype) const {
-  save_hf_dir(dir, dtype, SaveOptions{});
-}
-
-void CausalLm::save_hf_dir(const std::filesystem::path& dir, at::ScalarType dtype, const SaveOptions& options) const {
-  save_hf_config(dir, dtype, options);
-  NamedTensors tensors;
-  tensors.reserve(params_.size());
-  for (const auto& [name, t] : params_) tensors.emplace_back(name, t.detach().to(at::kCPU, dtype).contiguous());
-  write_model_weights(dir, tensors, options.max_shard_bytes);
-}
-
-void CausalLm::save_hf_config(const std::filesystem::path& dir, at::ScalarType dtype, const SaveOptions& options) const {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw sdk::ModelError(dir.string() + ": cannot create model directory: " + ec.message());
-
-  const fs::path config_path = dir / "config.json";
-  std::ofstream out(config_path);
-  nlohmann::json config_json = config_.to_hf_json(torch_dtype_name(dtype));
-  config_json.update(options.config_fields);
-  out << config_json.dump(2) << "\n";
-  out.flush();
-  if (!out) throw sdk::ModelError(config_path.string() + ": write failed");
-}
-
 void CausalLm::set_compute_dtype(at::ScalarType dtype) {
   TORCH_CHECK(dtype == at::kFloat || dtype == at::kBFloat16, "compute dtype must be float32 or bfloat16, got ", dtype);
-  compute_dtype_ = dtype;
+  decoder_.set_compute_dtype(dtype);
 }
 
 void CausalLm::to_device(at::Device device) {
@@ -340,11 +119,7 @@ void CausalLm::to_device(at::Device device) {
   for (auto& [name, t] : params_) t = t.detach().to(device).requires_grad_(t.requires_grad());
   for (auto& [name, t] : lora_params_) t = t.detach().to(device).requires_grad_(t.requires_grad());
   bind_handles();
-  rope_length_ = 0;  // the rotary tables are rebuilt on the new device
-}
-
-at::Tensor CausalLm::dense(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) const {
-  return model::linear(x, weight, bias, compute_dtype_);
+  decoder_.clear_rope_cache();  // the rotary tables are rebuilt on the new device
 }
 
 NamedTensors CausalLm::named_parameters() const { return lora_ ? lora_params_ : params_; }
@@ -354,12 +129,13 @@ std::unique_ptr<CausalLm> CausalLm::frozen_copy() const {
   // sharded by layer (sharding "full") is whole while it is copied.
   NamedTensors copies;
   copies.reserve(params_.size());
-  for (size_t i = 0; layer_source_ != nullptr && i < layers_.size(); ++i) layer_source_->gather(i);
+  LayerParameterSource* source = layer_source();
+  for (size_t i = 0; source != nullptr && i < num_layers(); ++i) source->gather(i);
   for (const auto& [name, t] : params_) copies.emplace_back(name, lora_ ? t.detach() : t.detach().clone());
-  for (size_t i = 0; layer_source_ != nullptr && i < layers_.size(); ++i) layer_source_->release(i);
-  auto copy = std::unique_ptr<CausalLm>(new CausalLm(config_, std::move(copies)));
+  for (size_t i = 0; source != nullptr && i < num_layers(); ++i) source->release(i);
+  auto copy = std::unique_ptr<CausalLm>(new CausalLm(config(), std::move(copies)));
   copy->stored_dtype_ = stored_dtype_;
-  copy->compute_dtype_ = compute_dtype_;
+  copy->decoder_.set_compute_dtype(compute_dtype());
   copy->source_dir_ = source_dir_;
   if (lora_) {
     copy->lora_ = lora_;
@@ -371,7 +147,7 @@ std::unique_ptr<CausalLm> CausalLm::frozen_copy() const {
 
 void CausalLm::soft_update_from(const sdk::LanguageModel& source, double alpha) {
   const auto* other = dynamic_cast<const CausalLm*>(&source);
-  if (other == nullptr || other->config_ != config_) {
+  if (other == nullptr || other->config() != config()) {
     throw sdk::ModelError("soft_update_from: the source model has a different architecture");
   }
   // Mixing W + B·A products is no mix of the factors, and a LoRA model's
@@ -382,7 +158,9 @@ void CausalLm::soft_update_from(const sdk::LanguageModel& source, double alpha) 
         "reference sync; train without [lora] or turn the sync off");
   }
   at::NoGradGuard no_grad;
-  if (layer_source_ == nullptr && other->layer_source_ == nullptr) {
+  LayerParameterSource* own_source = layer_source();
+  LayerParameterSource* other_source = other->layer_source();
+  if (own_source == nullptr && other_source == nullptr) {
     for (size_t i = 0; i < params_.size(); ++i) {
       params_[i].second.mul_(1.0 - alpha).add_(other->params_[i].second.detach(), alpha);
     }
@@ -390,12 +168,12 @@ void CausalLm::soft_update_from(const sdk::LanguageModel& source, double alpha) 
   }
   // Sharded by layer (sharding "full"): both are, alike; the layers blend
   // chunk by chunk, the tensors outside them whole.
-  if (layer_source_ == nullptr || other->layer_source_ == nullptr) {
+  if (own_source == nullptr || other_source == nullptr) {
     throw sdk::ModelError("soft_update_from: one model is sharded by layer and the other is not");
   }
-  layer_source_->blend_from(*other->layer_source_, alpha);
+  own_source->blend_from(*other_source, alpha);
   std::set<const void*> in_layers;
-  for (size_t i = 0; i < layers_.size(); ++i) {
+  for (size_t i = 0; i < num_layers(); ++i) {
     for (const at::Tensor& tensor : layer_tensors(i)) in_layers.insert(tensor.unsafeGetTensorImpl());
   }
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -411,166 +189,48 @@ int64_t CausalLm::num_parameters() const {
   return total;
 }
 
-void CausalLm::ensure_rope_cache(int64_t length) {
-  if (length <= rope_length_) return;
-  // Grow geometrically so that slowly growing lengths do not recompute each call.
-  length = std::max(length, std::min(2 * rope_length_, config_.max_position_embeddings));
-  // Float32 as transformers computes it, rope scaling included.
-  const at::Tensor inv_freq = rope_inv_freq(config_.rope_theta, config_.resolved_head_dim(), config_.rope_scaling);
-  const at::Tensor positions = at::arange(length, at::kFloat);  // [L]
-  const at::Tensor freqs = at::outer(positions, inv_freq);      // [L, d/2]
-  const at::Tensor angles = at::cat({freqs, freqs}, -1);        // [L, d]
-  // Computed on the host, as transformers' float32 tables, then moved once.
-  rope_cos_ = angles.cos().to(device());
-  rope_sin_ = angles.sin().to(device());
-  rope_length_ = length;
-}
-
-at::Tensor CausalLm::rms_norm(const at::Tensor& x, const at::Tensor& weight) const {
-  return fused::rms_norm(x, weight, config_.rms_norm_eps);
-}
-
-at::Tensor CausalLm::normed_rotary(const at::Tensor& heads, const at::Tensor& norm, const at::Tensor& cos,
-                                   const at::Tensor& sin, double scale) const {
-  return fused::rotary(norm.defined() ? rms_norm(heads, norm) : heads, cos, sin, scale);
-}
-
-// x: [B, T, H] → [B, T, H].
-at::Tensor CausalLm::attention(const Layer& layer, const at::Tensor& x, const AttentionLayout& layout) const {
-  const int64_t b = x.size(0);
-  const int64_t t = x.size(1);
-  const int64_t d = config_.resolved_head_dim();
-  const int64_t heads = config_.num_heads;
-  const int64_t kv_heads = config_.num_kv_heads;
-
-  auto project = [&](LoraTarget target, int64_t n) {
-    return projection(layer, target, x, layout.lora_dropout).view({b, t, n, d});  // [B, T, n, d]
-  };
-  // Rotary embeddings write the [B, n, T, d] layout attention reads.
-  const at::Tensor q = normed_rotary(project(LoraTarget::kQ, heads), layer.q_norm, layout.cos, layout.sin,
-                                     attention_compat::query_scale(d));
-  const at::Tensor k = normed_rotary(project(LoraTarget::kK, kv_heads), layer.k_norm, layout.cos, layout.sin, 1.0);
-  const at::Tensor v = project(LoraTarget::kV, kv_heads).transpose(1, 2);  // [B, kv_heads, T, d]
-  const at::Tensor out =
-      attention_compat::attend(q, k, v, layout.allowed, layout.blocked, compute_dtype_,
-                               layout.sequence_starts);  // [B, heads, T, d]
-  return projection(layer, LoraTarget::kO, out.transpose(1, 2).reshape({b, t, heads * d}), layout.lora_dropout);
-}
-
-at::Tensor CausalLm::mlp(const Layer& layer, const at::Tensor& x, const LoraDropout& dropout) const {
-  const at::Tensor gate = projection(layer, LoraTarget::kGate, x, dropout);
-  const at::Tensor up = projection(layer, LoraTarget::kUp, x, dropout);
-  return projection(layer, LoraTarget::kDown, at::silu(gate) * up, dropout);
-}
-
-at::Tensor CausalLm::decoder_layer(size_t index, const at::Tensor& x, const AttentionLayout& layout) const {
-  const Layer& layer = layers_.at(index);
-  const at::Tensor h = x + attention(layer, rms_norm(x, layer.input_norm), layout);
-  return h + mlp(layer, rms_norm(h, layer.post_norm), layout.lora_dropout);
-}
-
-CausalLm::AttentionLayout CausalLm::attention_layout(int64_t t, const at::Tensor& position_ids,
-                                                     const at::Tensor& document_ids) {
-  ensure_rope_cache(t);
-  AttentionLayout layout;
-  if (position_ids.defined()) {
-    // Each token's own position (packed rows restart per document): [B, T, d].
-    const int64_t b = position_ids.size(0);
-    const at::Tensor flat = position_ids.reshape({-1});
-    layout.cos = rope_cos_.index_select(0, flat).view({b, t, -1});
-    layout.sin = rope_sin_.index_select(0, flat).view({b, t, -1});
-  } else {
-    layout.cos = rope_cos_.narrow(0, 0, t);  // [T, d], the same for every row
-    layout.sin = rope_sin_.narrow(0, 0, t);
-  }
-  // The fused kernel takes plain causality as a flag: the [T, T] mask is built
-  // only for packed rows, a window shorter than the row, or the unfused path.
-  // Packed rows on CUDA take the variable-length flash kernel instead, which
-  // reads where each document starts.
-  const int64_t window = config_.sliding_window;
-  const bool windowed = window > 0 && t > window;
-  if (document_ids.defined() && !windowed && packed_flash_attention_applies(device(), compute_dtype_, config_.resolved_head_dim())) {
-    layout.sequence_starts = packed_sequence_starts(document_ids);
-    return layout;
-  }
-  const bool needs_mask = document_ids.defined() || windowed || !attention_compat::kFusedAttention;
-  at::Tensor causal;  // [T, T] bool: query i may read key j
-  if (needs_mask) {
-    const at::Tensor slots = at::arange(t, embed_tokens_.options().dtype(at::kLong));
-    const at::Tensor distance = slots.unsqueeze(1) - slots.unsqueeze(0);  // i - j
-    // Mistral: key j is within the window when i - W < j ≤ i. Positions
-    // advance with slots inside a document, so the window counts within it.
-    causal = windowed ? (distance >= 0).logical_and(distance < window) : distance >= 0;
-  }
-  if (document_ids.defined()) {
-    // Block-diagonal causal: a query reads earlier keys of its own document.
-    const at::Tensor same_document = document_ids.unsqueeze(2) == document_ids.unsqueeze(1);  // [B, T, T]
-    layout.allowed = same_document.logical_and(causal).unsqueeze(1);                          // [B, 1, T, T]
-  } else if (windowed) {
-    layout.allowed = causal.view({1, 1, t, t});
-  }
-  if (!attention_compat::kFusedAttention) {
-    layout.blocked = layout.allowed.defined() ? layout.allowed.logical_not() : causal.logical_not();
-  }
-  return layout;
-}
-
 at::Tensor CausalLm::hidden_states(const at::Tensor& input_ids, const at::Tensor& position_ids,
                                    const at::Tensor& document_ids) {
   TORCH_CHECK(input_ids.defined() && input_ids.dim() == 2, "input_ids must be [B, T], got ",
-              input_ids.defined() ? format_shape(input_ids.sizes()) : "an undefined tensor");
+              input_ids.defined() ? shape_text(input_ids.sizes()) : "an undefined tensor");
   TORCH_CHECK(input_ids.scalar_type() == at::kLong, "input_ids must be int64, got ", input_ids.scalar_type());
   TORCH_CHECK(input_ids.numel() > 0, "input_ids is empty: ", input_ids.sizes());
   const int64_t t = input_ids.size(1);
-  TORCH_CHECK(t <= config_.max_position_embeddings, "input_ids has ", t,
-              " positions, more than max_position_embeddings = ", config_.max_position_embeddings);
+  const ModelConfig& config = this->config();
+  TORCH_CHECK(t <= config.max_position_embeddings, "input_ids has ", t,
+              " positions, more than max_position_embeddings = ", config.max_position_embeddings);
   // Value checks read tensors back: free on the host, a device sync on a GPU,
   // where ids come from host-side collation that the host already checked.
   const bool check_values = input_ids.is_cpu();
   if (check_values) {
     const auto [min_id, max_id] = host_value_range(input_ids);
-    TORCH_CHECK(min_id >= 0 && max_id < config_.vocab_size, "input_ids values must be in [0, ", config_.vocab_size,
+    TORCH_CHECK(min_id >= 0 && max_id < config.vocab_size, "input_ids values must be in [0, ", config.vocab_size,
                 "), got range [", min_id, ", ", max_id, "]");
   }
   for (const at::Tensor* ids : {&position_ids, &document_ids}) {
     TORCH_CHECK(!ids->defined() || (ids->sizes() == input_ids.sizes() && ids->scalar_type() == at::kLong),
                 ids == &position_ids ? "position_ids" : "document_ids", " must be int64 of the shape of input_ids ",
-                input_ids.sizes(), ", got ", ids->defined() ? format_shape(ids->sizes()) : "");
+                input_ids.sizes(), ", got ", ids->defined() ? shape_text(ids->sizes()) : "");
   }
   if (check_values && position_ids.defined()) {
     const auto [min_position, max_position] = host_value_range(position_ids);
     TORCH_CHECK(min_position >= 0 && max_position < t, "position_ids values must be in [0, ", t, ")");
   }
 
-  AttentionLayout layout = attention_layout(t, position_ids, document_ids);
+  AttentionLayout layout = decoder_.attention_layout(t, position_ids, document_ids, device());
   // Adapter dropout is for training: a forward that records gradients.
   // Scoring without them (references, evaluation, old log-probs) sees no dropout.
   if (lora_ && lora_->dropout > 0.0 && at::GradMode::is_enabled()) {
     layout.lora_dropout = {lora_->dropout, true, dropout_seed()};
   }
-  // Recomputing layers in backward only pays when there is a backward.
-  const bool grad = at::GradMode::is_enabled();
-  // A sharded model recomputes its layers in backward only when they train
-  // (a frozen reference's forward gathers, runs and releases each layer).
-  const bool checkpoint = grad && (activation_checkpointing_ || (layer_source_ != nullptr && !layers_.empty() &&
-                                                                  !layer_parameters(0).empty()));
+  // Checkpointing and sharding are in how each layer runs (model_transforms.h).
   at::Tensor x = at::embedding(embed_tokens_, input_ids);  // [B, T, H]
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    if (checkpoint) {
-      x = checkpointed_layer(i, x, layout);
-    } else if (layer_source_ != nullptr) {
-      gather_layer(i, +1);
-      x = decoder_layer(i, x, layout);
-      layer_source_->release(i);
-    } else {
-      x = decoder_layer(i, x, layout);
-    }
-  }
-  return rms_norm(x, final_norm_);
+  for (size_t i = 0; i < num_layers(); ++i) x = layer_execution_->run_layer(decoder_, i, x, layout);
+  return decoder_.rms_norm(x, final_norm_);
 }
 
 at::Tensor CausalLm::logits(const at::Tensor& input_ids) {
-  return dense(hidden_states(on_model_device(input_ids), {}, {}), lm_head_weight());  // [B, T, V]
+  return decoder_.dense(hidden_states(on_model_device(input_ids), {}, {}), lm_head_weight());  // [B, T, V]
 }
 
 sdk::TargetLogProbs CausalLm::target_log_probs(const sdk::TokenBatch& batch) { return score_targets(batch, false); }
@@ -594,26 +254,26 @@ sdk::TargetLogProbs CausalLm::score_targets(const sdk::TokenBatch& host_batch, b
   const at::Tensor& target_ids = batch.target_ids;
   const at::Tensor& loss_mask = batch.loss_mask;
   TORCH_CHECK(input_ids.defined() && input_ids.dim() == 2, "input_ids must be [B, T], got ",
-              input_ids.defined() ? format_shape(input_ids.sizes()) : "an undefined tensor");
+              input_ids.defined() ? shape_text(input_ids.sizes()) : "an undefined tensor");
   TORCH_CHECK(target_ids.defined() && target_ids.sizes() == input_ids.sizes(),
               "target_ids must have the shape of input_ids ", input_ids.sizes(), ", got ",
-              target_ids.defined() ? format_shape(target_ids.sizes()) : "an undefined tensor");
+              target_ids.defined() ? shape_text(target_ids.sizes()) : "an undefined tensor");
   TORCH_CHECK(target_ids.scalar_type() == at::kLong, "target_ids must be int64, got ", target_ids.scalar_type());
   TORCH_CHECK(loss_mask.defined() && loss_mask.sizes() == input_ids.sizes(),
               "loss_mask must have the shape of input_ids ", input_ids.sizes(), ", got ",
-              loss_mask.defined() ? format_shape(loss_mask.sizes()) : "an undefined tensor");
+              loss_mask.defined() ? shape_text(loss_mask.sizes()) : "an undefined tensor");
   TORCH_CHECK(loss_mask.scalar_type() == at::kBool, "loss_mask must be bool, got ", loss_mask.scalar_type());
 
   // As in hidden_states: no value check (a device sync) on a GPU.
   if (target_ids.is_cpu()) {
     const std::optional<std::pair<int64_t, int64_t>> range = host_masked_value_range(target_ids, loss_mask);
-    TORCH_CHECK(!range || (range->first >= 0 && range->second < config_.vocab_size),
-                "target_ids values at loss_mask positions must be in [0, ", config_.vocab_size, "), got range [",
+    TORCH_CHECK(!range || (range->first >= 0 && range->second < vocab_size()),
+                "target_ids values at loss_mask positions must be in [0, ", vocab_size(), "), got range [",
                 range ? range->first : 0, ", ", range ? range->second : 0, "]");
   }
   const at::Tensor hidden = hidden_states(input_ids, batch.position_ids, batch.document_ids);  // [B, T, H]
   const TargetScores scores =
-      score_masked_targets(hidden, lm_head_weight(), target_ids, loss_mask, with_entropy, compute_dtype_);
+      score_masked_targets(hidden, lm_head_weight(), target_ids, loss_mask, with_entropy, compute_dtype());
   sdk::TargetLogProbs out;
   out.log_probs = scores.log_probs;
   out.is_argmax = scores.is_argmax;

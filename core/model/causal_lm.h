@@ -17,8 +17,17 @@
 // document for packed rows, and within the last sliding_window positions for
 // Mistral (Jiang et al. 2023): inputs must be right-padded, so real tokens
 // never attend to padding.
+//
+// CausalLm holds the weights and composes its parts: the decoder's math
+// (decoder.h), Hugging Face directories (hf_model_dir.cpp), LoRA
+// (causal_lm_lora.cpp) and KV-cache decoding (causal_lm_kv_cache.cpp).
+// Activation checkpointing, sharding "full" and the compute precision are
+// applied when the run is built (model_transforms.h).
 #pragma once
 
+#include "core/model/decoder.h"
+#include "core/model/layer_execution.h"
+#include "core/model/layer_parameter_source.h"
 #include "core/model/lora.h"
 #include "core/model/model_config.h"
 
@@ -27,7 +36,6 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
-#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -46,6 +54,7 @@ class CausalLm : public sdk::LanguageModel {
   // draws from a private CPU generator in named_parameters() order.
   static std::unique_ptr<CausalLm> init_random(const ModelConfig& config, uint64_t seed);
 
+  // Hugging Face model directories (implemented in hf_model_dir.cpp).
   // Reads config.json and model.safetensors (or the shards listed in
   // model.safetensors.index.json). Every expected tensor must be present with
   // its exact shape and a floating dtype (converted to float32); unexpected
@@ -95,7 +104,7 @@ class CausalLm : public sdk::LanguageModel {
   // path (attention_compat::attend). Norms, rotary embeddings, softmax and
   // log-softmax statistics stay float32 either way.
   void set_compute_dtype(at::ScalarType dtype);
-  at::ScalarType compute_dtype() const { return compute_dtype_; }
+  at::ScalarType compute_dtype() const { return decoder_.compute_dtype(); }
 
   // Moves the weights to `device` (they stay leaves with their requires_grad);
   // everything a forward allocates follows the weights' device.
@@ -135,7 +144,7 @@ class CausalLm : public sdk::LanguageModel {
   // The directory load_hf_dir read; empty for init_random.
   const std::filesystem::path& source_dir() const { return source_dir_; }
 
-  const ModelConfig& config() const { return config_; }
+  const ModelConfig& config() const { return decoder_.config(); }
 
   // Detached clones with requires_grad = false (reference / old policy).
   // With LoRA only the adapters are cloned: the frozen base weights are shared.
@@ -147,42 +156,18 @@ class CausalLm : public sdk::LanguageModel {
   // undefined, positions are 0..T-1 and attention is plain causal.
   at::Tensor hidden_states(const at::Tensor& input_ids, const at::Tensor& position_ids, const at::Tensor& document_ids);
 
-  // Activation checkpointing: keep only each decoder layer's input during the
-  // forward and recompute the layer in backward (less memory, one more
-  // forward of compute). Same gradients.
-  void set_activation_checkpointing(bool enabled) { activation_checkpointing_ = enabled; }
-
-  // Sharding "full" (ZeRO-3): where the decoder layers' parameters live
-  // between uses (dist::LayerShards behind it). With a source set, each
-  // layer's forward gathers its parameters, runs and releases them, keeping
-  // only its input as activation checkpointing does; its backward gathers
-  // them again, recomputes the layer and hands the parameters' gradients
-  // to the source (none reach their .grad) before releasing them.
-  class LayerParameterSource {
-   public:
-    virtual ~LayerParameterSource() = default;
-    virtual void gather(size_t layer) = 0;
-    virtual void release(size_t layer) = 0;
-    // One per layer_parameters(layer) tensor, in order; undefined: no gradient.
-    virtual void add_gradients(size_t layer, const std::vector<at::Tensor>& gradients) = 0;
-    // This ← (1 − alpha)·this + alpha·other, layer by layer, for a source
-    // sharded alike (soft_update_from). Collective-free.
-    virtual void blend_from(LayerParameterSource& other, double alpha) = 0;
-    // `layer` is gathered next: its gather may start now, to overlap with
-    // the current layer's compute (the forwards' order: ascending; backward's:
-    // descending). The default starts nothing.
-    virtual void prefetch(size_t /*layer*/) {}
-    // Every layer whole until release_whole(); the gathers and releases in
-    // between do nothing (generation with the whole model at hand). The
-    // defaults do nothing.
-    virtual void hold_whole() {}
-    virtual void release_whole() {}
-  };
+  // Activation checkpointing and sharding "full" are applied to the model
+  // when the run is built (model_transforms.h); this is the interface of
+  // sharding's parameter source (layer_parameter_source.h).
+  using LayerParameterSource = model::LayerParameterSource;
+  // Where the decoder layers' parameters are gathered from; nullptr when
+  // the model holds them whole (not sharded).
+  LayerParameterSource* layer_source() const { return layer_execution_->layer_source(); }
   // A sharded model's layers held whole while it lives (`hold` false, or no
   // source: nothing happens).
   class LayersHeldWhole {
    public:
-    LayersHeldWhole(CausalLm& model, bool hold) : source_(hold ? model.layer_source_ : nullptr) {
+    LayersHeldWhole(const CausalLm& model, bool hold) : source_(hold ? model.layer_source() : nullptr) {
       if (source_ != nullptr) source_->hold_whole();
     }
     ~LayersHeldWhole() {
@@ -194,26 +179,20 @@ class CausalLm : public sdk::LanguageModel {
    private:
     LayerParameterSource* source_;
   };
-  // `source` outlives the model's forwards and backwards; nullptr: none.
-  void set_layer_parameter_source(LayerParameterSource* source) { layer_source_ = source; }
-  // The same, for a source the model owns from now on (a frozen reference's).
-  void adopt_layer_parameter_source(std::unique_ptr<LayerParameterSource> source) {
-    owned_layer_source_ = std::move(source);
-  }
-  size_t num_layers() const { return layers_.size(); }
+  size_t num_layers() const { return decoder_.num_layers(); }
   // Decoder layer `index`'s tensors that take gradients (the same objects
   // as in named_parameters(): trainable base tensors, or with LoRA the
   // adapters), in a fixed order; the inputs its recomputation differentiates.
-  std::vector<at::Tensor> layer_parameters(size_t index) const;
+  std::vector<at::Tensor> layer_parameters(size_t index) const { return decoder_.layer_parameters(index); }
   // Every base tensor of decoder layer `index` (trained or frozen; no
   // adapters), in layer_parameters()' order.
-  std::vector<at::Tensor> layer_tensors(size_t index) const;
+  std::vector<at::Tensor> layer_tensors(size_t index) const { return decoder_.layer_tensors(index); }
 
   // sdk::LanguageModel. target_log_probs projects only the loss_mask rows
   // through lm_head and computes log p = logit[target] - logsumexp(logits).
   sdk::TargetLogProbs target_log_probs(const sdk::TokenBatch& batch) override;
   at::Tensor logits(const at::Tensor& input_ids) override;  // [B, T] int64 → [B, T, V] float32
-  int64_t vocab_size() const override { return config_.vocab_size; }
+  int64_t vocab_size() const override { return config().vocab_size; }
   int64_t num_parameters() const override;
   void soft_update_from(const sdk::LanguageModel& source, double alpha) override;
   sdk::TargetLogProbs target_log_probs_and_entropy(const sdk::TokenBatch& batch) override;
@@ -238,109 +217,29 @@ class CausalLm : public sdk::LanguageModel {
   static void keep_cache_rows(KvCache& cache, const at::Tensor& rows);
 
  private:
-  struct Layer {
-    at::Tensor input_norm;   // [H]
-    at::Tensor q_weight;     // [num_heads * head_dim, H]
-    at::Tensor q_bias;       // [num_heads * head_dim] or undefined
-    at::Tensor k_weight;     // [num_kv_heads * head_dim, H]
-    at::Tensor k_bias;       // [num_kv_heads * head_dim] or undefined
-    at::Tensor v_weight;     // [num_kv_heads * head_dim, H]
-    at::Tensor v_bias;       // [num_kv_heads * head_dim] or undefined
-    at::Tensor o_weight;     // [H, num_heads * head_dim]
-    at::Tensor o_bias;       // [H] or undefined
-    at::Tensor q_norm;       // [head_dim] (Qwen3) or undefined
-    at::Tensor k_norm;       // [head_dim] (Qwen3) or undefined
-    at::Tensor post_norm;    // [H]
-    at::Tensor gate_weight;  // [I, H]
-    at::Tensor up_weight;    // [I, H]
-    at::Tensor down_weight;  // [H, I]
+  // The transforms that choose how the layers run (model_transforms.h).
+  friend void apply_activation_checkpointing(CausalLm& model, bool enabled);
+  friend void shard_layers(CausalLm& model, LayerParameterSource& source);
+  friend void shard_layers(CausalLm& model, std::unique_ptr<LayerParameterSource> source);
+  friend void unshard_layers(CausalLm& model);
 
-    // The LoRA adapters by LoraTarget (undefined where not wrapped), and
-    // the layer's position in layers_ (which picks its dropout masks).
-    std::array<LoraPair, kLoraTargetCount> lora;
-    size_t index = 0;
-
-    const at::Tensor& weight(LoraTarget target) const;
-    const at::Tensor& bias(LoraTarget target) const;  // undefined where the projection has none
-  };
-
-  // Takes tensors in expected_parameters() order; binds the typed handles.
+  // Takes tensors in expected_parameters() order (hf_model_dir.h); binds the typed handles.
   CausalLm(ModelConfig config, std::vector<std::pair<std::string, at::Tensor>> params);
   void bind_handles();
   void bind_lora_handles();
   // `t` on the weights' device (moved when it is elsewhere, e.g. a host batch).
   at::Tensor on_model_device(const at::Tensor& t) const;
-  // model::linear at the model's compute dtype.
-  at::Tensor dense(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias = {}) const;
-  // One of a layer's seven projections: dense, plus its LoRA update when wrapped.
-  at::Tensor projection(const Layer& layer, LoraTarget target, const at::Tensor& x,
-                        const LoraDropout& dropout = {}) const;
-
-  // Names and shapes of all parameters for a config, in named_parameters() order.
-  static std::vector<std::pair<std::string, std::vector<int64_t>>> expected_parameters(const ModelConfig& config);
-
-  // What every layer of one forward shares: rotary tables ([T, d], or
-  // [B, T, d] with position_ids) and which keys each query may read
-  // (attention_compat::attend: `allowed` [B, 1, T, T] for packed rows,
-  // [1, 1, T, T] for a sliding window shorter than T, undefined for plain
-  // causal; `blocked` for the unfused kernel; `sequence_starts` instead of
-  // `allowed` for packed rows on CUDA, attention_varlen.h).
-  struct AttentionLayout {
-    at::Tensor cos;
-    at::Tensor sin;
-    at::Tensor allowed;
-    at::Tensor blocked;
-    at::Tensor sequence_starts;
-    LoraDropout lora_dropout;  // the adapters' input dropout of this forward
-  };
-  AttentionLayout attention_layout(int64_t t, const at::Tensor& position_ids, const at::Tensor& document_ids);
-
-  at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight) const;
-  // A projection's output viewed per head, [B, T, n, d]: RMSNorm over d with
-  // `norm` (Qwen3's q_norm / k_norm), then rotary embeddings times `scale`
-  // → [B, n, T, d]. Without `norm`, the rotary embedding alone.
-  at::Tensor normed_rotary(const at::Tensor& heads, const at::Tensor& norm, const at::Tensor& cos,
-                           const at::Tensor& sin, double scale) const;
-  at::Tensor attention(const Layer& layer, const at::Tensor& x, const AttentionLayout& layout) const;
-  at::Tensor mlp(const Layer& layer, const at::Tensor& x, const LoraDropout& dropout = {}) const;
-  // Decoder layer `index`: x + attention, then + MLP. [B, T, H] → [B, T, H].
-  at::Tensor decoder_layer(size_t index, const at::Tensor& x, const AttentionLayout& layout) const;
-  // decoder_layer without keeping activations; recomputed in backward
-  // (causal_lm_checkpoint.cpp).
-  at::Tensor checkpointed_layer(size_t index, const at::Tensor& x, const AttentionLayout& layout) const;
-  // Sharded: gathers layer `index` and starts the gather of layer `index` +
-  // `direction` (+1 in forwards, −1 in backward) when there is one.
-  void gather_layer(size_t index, int direction) const;
-  struct CheckpointFunction;  // the autograd node of checkpointed_layer
   sdk::TargetLogProbs score_targets(const sdk::TokenBatch& batch, bool with_entropy);
-  // decode_step's attention: writes this step's keys and values into the
-  // cache at slot `start` and attends over slots [0, start + t).
-  at::Tensor cached_attention(const Layer& layer, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
-                              const at::Tensor& blocked, at::Tensor& key_cache, at::Tensor& value_cache,
-                              int64_t start) const;
-  // decode_step's mask over the cache: [B, t, start + t] bool (causal_lm_kv_cache.cpp).
-  at::Tensor blocked_cache_slots(const KvCache& cache, const at::Tensor& positions, int64_t start, int64_t t) const;
-  const at::Tensor& lm_head_weight() const { return config_.tie_word_embeddings ? embed_tokens_ : lm_head_; }
-  void ensure_rope_cache(int64_t length);
+  const at::Tensor& lm_head_weight() const { return config().tie_word_embeddings ? embed_tokens_ : lm_head_; }
   // The next training forward's LoRA dropout seed (counts the forward).
   uint64_t dropout_seed();
 
-  ModelConfig config_;
+  // The decoder layers, their math and the compute dtype (decoder.h).
+  Decoder decoder_;
   std::vector<std::pair<std::string, at::Tensor>> params_;
   at::Tensor embed_tokens_;  // [V, H]
-  // A layer's base tensors (defined or not), in layer_parameters()' order.
-  static std::vector<const at::Tensor*> base_tensors(const Layer& layer);
-
-  std::vector<Layer> layers_;
-  at::Tensor final_norm_;  // [H]
-  at::Tensor lm_head_;     // [V, H]; undefined when tied
-
-  // cos/sin of position × inv_freq (rope_inv_freq: with config.json's
-  // rope scaling) for positions 0..rope_length_-1, recomputed
-  // only when a longer sequence arrives. [L, head_dim] float32 each.
-  at::Tensor rope_cos_;
-  at::Tensor rope_sin_;
-  int64_t rope_length_ = 0;
+  at::Tensor final_norm_;    // [H]
+  at::Tensor lm_head_;       // [V, H]; undefined when tied
 
   // LoRA: the adapters by PEFT key (named_parameters() order); each
   // training forward's dropout seed mixes the seed, the step and the
@@ -352,11 +251,13 @@ class CausalLm : public sdk::LanguageModel {
   uint64_t lora_forwards_ = 0;
   std::filesystem::path source_dir_;
 
-  bool activation_checkpointing_ = false;
-  LayerParameterSource* layer_source_ = nullptr;
-  std::unique_ptr<LayerParameterSource> owned_layer_source_;  // destroyed with the model
+  // How each decoder layer runs (layer_execution.h); plain until a transform
+  // changes it.
+  std::unique_ptr<LayerExecution> layer_execution_ = plain_layers();
+  // A source the model owns (a frozen reference's shards). Declared after
+  // layer_execution_, so it goes first and may still unshard the model.
+  std::unique_ptr<LayerParameterSource> owned_layer_source_;
   at::ScalarType stored_dtype_ = at::kFloat;
-  at::ScalarType compute_dtype_ = at::kFloat;
 };
 
 }  // namespace ptrain::model

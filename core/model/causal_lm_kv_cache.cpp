@@ -3,9 +3,6 @@
 // math is the same: RMSNorm, rotary embeddings at each token's own position,
 // grouped-query attention, SwiGLU.
 #include "core/model/causal_lm.h"
-#include "core/model/gemm.h"
-
-#include "core/model/fused_kernels.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -14,48 +11,29 @@
 #include <limits>
 
 namespace ptrain::model {
-
-CausalLm::KvCache CausalLm::new_kv_cache(int64_t batch, int64_t capacity) const {
-  const int64_t d = config_.resolved_head_dim();
-  const at::TensorOptions options = embed_tokens_.options().requires_grad(false);
-  KvCache cache;
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    cache.keys.push_back(at::zeros({batch, config_.num_kv_heads, capacity, d}, options));
-    cache.values.push_back(at::zeros({batch, config_.num_kv_heads, capacity, d}, options));
-  }
-  cache.valid = at::zeros({batch, capacity}, options.dtype(at::kBool));
-  cache.positions = at::zeros({batch, capacity}, options.dtype(at::kLong));
-  return cache;
-}
-
-void CausalLm::keep_cache_rows(KvCache& cache, const at::Tensor& host_rows) {
-  const at::Tensor rows = host_rows.to(cache.valid.device());
-  for (at::Tensor& keys : cache.keys) keys = keys.index_select(0, rows);
-  for (at::Tensor& values : cache.values) values = values.index_select(0, rows);
-  cache.valid = cache.valid.index_select(0, rows);
-  cache.positions = cache.positions.index_select(0, rows);
-}
+namespace {
 
 // x: [B, t, H]; cos/sin: [B, t, d]; blocked: [B, 1, 1, t, L] bool, true
 // where a query may not read a key; caches: [B, kv_heads, capacity, d].
-at::Tensor CausalLm::cached_attention(const Layer& layer, const at::Tensor& x, const at::Tensor& cos,
-                                      const at::Tensor& sin, const at::Tensor& blocked, at::Tensor& key_cache,
-                                      at::Tensor& value_cache, int64_t start) const {
+at::Tensor cached_attention(const Decoder& decoder, const DecoderLayer& layer, const at::Tensor& x, const at::Tensor& cos,
+                            const at::Tensor& sin, const at::Tensor& blocked, at::Tensor& key_cache,
+                            at::Tensor& value_cache, int64_t start) {
+  const ModelConfig& config = decoder.config();
   const int64_t b = x.size(0);
   const int64_t t = x.size(1);
-  const int64_t d = config_.resolved_head_dim();
-  const int64_t heads = config_.num_heads;
-  const int64_t kv_heads = config_.num_kv_heads;
+  const int64_t d = config.resolved_head_dim();
+  const int64_t heads = config.num_heads;
+  const int64_t kv_heads = config.num_kv_heads;
   const int64_t length = start + t;
 
   auto project = [&](LoraTarget target, int64_t n) {
-    return projection(layer, target, x).view({b, t, n, d});  // [B, t, n, d]
+    return decoder.projection(layer, target, x).view({b, t, n, d});  // [B, t, n, d]
   };
   // As in the training forward (attention_compat.h), the 1/√d scale goes on
   // the queries, folded into the rotary kernel, so both paths round alike.
-  const at::Tensor q = normed_rotary(project(LoraTarget::kQ, heads), layer.q_norm, cos, sin,
+  const at::Tensor q = decoder.normed_rotary(project(LoraTarget::kQ, heads), layer.q_norm, cos, sin,
                                      1.0 / std::sqrt(static_cast<double>(d)));  // [B, heads, t, d]
-  const at::Tensor k = normed_rotary(project(LoraTarget::kK, kv_heads), layer.k_norm, cos, sin, 1.0);
+  const at::Tensor k = decoder.normed_rotary(project(LoraTarget::kK, kv_heads), layer.k_norm, cos, sin, 1.0);
   const at::Tensor v = project(LoraTarget::kV, kv_heads).transpose(1, 2);  // [B, kv_heads, t, d]
   key_cache.narrow(2, start, t).copy_(k);
   value_cache.narrow(2, start, t).copy_(v);
@@ -73,7 +51,7 @@ at::Tensor CausalLm::cached_attention(const Layer& layer, const at::Tensor& x, c
                              .view({b, heads, t, d})
                              .transpose(1, 2)
                              .reshape({b, t, heads * d});
-  return projection(layer, LoraTarget::kO, out);
+  return decoder.projection(layer, LoraTarget::kO, out);
 }
 
 // Query slot s reads key slot j ≤ s when j holds a real token and, with a
@@ -81,19 +59,42 @@ at::Tensor CausalLm::cached_attention(const Layer& layer, const at::Tensor& x, c
 // (counted in positions, so padding slots between never shorten it); a
 // padding query reads only itself, so no row of the softmax is empty.
 // positions: [B, t] int64 → [B, t, start + t] bool, true where blocked.
-at::Tensor CausalLm::blocked_cache_slots(const KvCache& cache, const at::Tensor& positions, int64_t start,
-                                         int64_t t) const {
+at::Tensor blocked_cache_slots(const CausalLm::KvCache& cache, const at::Tensor& positions, int64_t start, int64_t t,
+                               int64_t sliding_window) {
   const int64_t length = start + t;
   const at::TensorOptions slot_options = positions.options();
   const at::Tensor query_slots = at::arange(start, length, slot_options).view({t, 1});
   const at::Tensor key_slots = at::arange(0, length, slot_options).view({1, length});
   at::Tensor allowed = (key_slots <= query_slots).unsqueeze(0) & cache.valid.narrow(1, 0, length).unsqueeze(1);
-  if (config_.sliding_window > 0) {
+  if (sliding_window > 0) {
     const at::Tensor distance =
         positions.unsqueeze(2) - cache.positions.narrow(1, 0, length).unsqueeze(1);  // [B, t, L]
-    allowed = allowed & (distance < config_.sliding_window);
+    allowed = allowed & (distance < sliding_window);
   }
   return (allowed | (key_slots == query_slots).unsqueeze(0)).logical_not();
+}
+
+}  // namespace
+
+CausalLm::KvCache CausalLm::new_kv_cache(int64_t batch, int64_t capacity) const {
+  const int64_t d = config().resolved_head_dim();
+  const at::TensorOptions options = embed_tokens_.options().requires_grad(false);
+  KvCache cache;
+  for (size_t i = 0; i < num_layers(); ++i) {
+    cache.keys.push_back(at::zeros({batch, config().num_kv_heads, capacity, d}, options));
+    cache.values.push_back(at::zeros({batch, config().num_kv_heads, capacity, d}, options));
+  }
+  cache.valid = at::zeros({batch, capacity}, options.dtype(at::kBool));
+  cache.positions = at::zeros({batch, capacity}, options.dtype(at::kLong));
+  return cache;
+}
+
+void CausalLm::keep_cache_rows(KvCache& cache, const at::Tensor& host_rows) {
+  const at::Tensor rows = host_rows.to(cache.valid.device());
+  for (at::Tensor& keys : cache.keys) keys = keys.index_select(0, rows);
+  for (at::Tensor& values : cache.values) values = values.index_select(0, rows);
+  cache.valid = cache.valid.index_select(0, rows);
+  cache.positions = cache.positions.index_select(0, rows);
 }
 
 at::Tensor CausalLm::decode_step(const at::Tensor& host_ids, const at::Tensor& host_positions,
@@ -116,32 +117,35 @@ at::Tensor CausalLm::decode_step(const at::Tensor& host_ids, const at::Tensor& h
               length);
   // Read from the host tensor: no device sync for the check.
   const int64_t max_position = host_positions.max().item<int64_t>();
-  TORCH_CHECK(host_positions.min().item<int64_t>() >= 0 && max_position < config_.max_position_embeddings,
-              "positions must be in [0, ", config_.max_position_embeddings, "), got up to ", max_position);
+  TORCH_CHECK(host_positions.min().item<int64_t>() >= 0 && max_position < config().max_position_embeddings,
+              "positions must be in [0, ", config().max_position_embeddings, "), got up to ", max_position);
   const at::NoGradGuard no_grad;
 
-  ensure_rope_cache(max_position + 1);
-  const int64_t d = config_.resolved_head_dim();
+  decoder_.ensure_rope_cache(max_position + 1, device());
+  const int64_t d = config().resolved_head_dim();
   const at::Tensor flat_positions = positions.reshape({-1});
-  const at::Tensor cos = rope_cos_.index_select(0, flat_positions).view({b, t, d});
-  const at::Tensor sin = rope_sin_.index_select(0, flat_positions).view({b, t, d});
+  const at::Tensor cos = decoder_.rope_cos().index_select(0, flat_positions).view({b, t, d});
+  const at::Tensor sin = decoder_.rope_sin().index_select(0, flat_positions).view({b, t, d});
 
   cache.valid.narrow(1, start, t).copy_(valid);
   cache.positions.narrow(1, start, t).copy_(positions);
-  const at::Tensor blocked = blocked_cache_slots(cache, positions, start, t).view({b, 1, 1, t, length});
+  const at::Tensor blocked =
+      blocked_cache_slots(cache, positions, start, t, config().sliding_window).view({b, 1, 1, t, length});
 
   at::Tensor x = at::embedding(embed_tokens_, input_ids);  // [B, t, H]
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    if (layer_source_ != nullptr) gather_layer(i, +1);
-    const Layer& layer = layers_[i];
-    x = x + cached_attention(layer, rms_norm(x, layer.input_norm), cos, sin, blocked, cache.keys[i], cache.values[i],
-                             start);
-    x = x + mlp(layer, rms_norm(x, layer.post_norm));
-    if (layer_source_ != nullptr) layer_source_->release(i);
+  // A sharded model gathers each layer around its step (layer_parameter_source.h).
+  LayerParameterSource* source = layer_source();
+  for (size_t i = 0; i < num_layers(); ++i) {
+    if (source != nullptr) gather_layer(*source, i, +1, num_layers());
+    const DecoderLayer& layer = decoder_.layers()[i];
+    x = x + cached_attention(decoder_, layer, decoder_.rms_norm(x, layer.input_norm), cos, sin, blocked, cache.keys[i],
+                             cache.values[i], start);
+    x = x + decoder_.mlp(layer, decoder_.rms_norm(x, layer.post_norm));
+    if (source != nullptr) source->release(i);
   }
   cache.length = length;
-  const at::Tensor last = rms_norm(x.select(1, t - 1), final_norm_);  // [B, H]
-  return dense(last, lm_head_weight());                               // [B, V]
+  const at::Tensor last = decoder_.rms_norm(x.select(1, t - 1), final_norm_);  // [B, H]
+  return decoder_.dense(last, lm_head_weight());                               // [B, V]
 }
 
 }  // namespace ptrain::model

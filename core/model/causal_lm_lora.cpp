@@ -3,6 +3,7 @@
 // (the shared base, the merged copy).
 #include "core/model/causal_lm.h"
 #include "core/model/finite_weights.h"
+#include "core/model/shape_text.h"
 
 #include "ptrain/sdk/errors.h"
 
@@ -11,65 +12,13 @@
 #include <ATen/core/grad_mode.h>
 
 #include <map>
-#include <sstream>
 
 namespace ptrain::model {
 namespace {
 
 using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 
-std::string shape_text(at::IntArrayRef shape) {
-  std::ostringstream out;
-  out << shape;
-  return out.str();
-}
-
 }  // namespace
-
-const at::Tensor& CausalLm::Layer::weight(LoraTarget target) const {
-  switch (target) {
-    case LoraTarget::kQ:
-      return q_weight;
-    case LoraTarget::kK:
-      return k_weight;
-    case LoraTarget::kV:
-      return v_weight;
-    case LoraTarget::kO:
-      return o_weight;
-    case LoraTarget::kGate:
-      return gate_weight;
-    case LoraTarget::kUp:
-      return up_weight;
-    case LoraTarget::kDown:
-      break;
-  }
-  return down_weight;
-}
-
-const at::Tensor& CausalLm::Layer::bias(LoraTarget target) const {
-  static const at::Tensor none;
-  switch (target) {
-    case LoraTarget::kQ:
-      return q_bias;
-    case LoraTarget::kK:
-      return k_bias;
-    case LoraTarget::kV:
-      return v_bias;
-    case LoraTarget::kO:
-      return o_bias;
-    default:
-      return none;
-  }
-}
-
-at::Tensor CausalLm::projection(const Layer& layer, LoraTarget target, const at::Tensor& x,
-                                const LoraDropout& dropout) const {
-  const at::Tensor base = dense(x, layer.weight(target), layer.bias(target));
-  const LoraPair& adapter = layer.lora[static_cast<size_t>(target)];
-  if (!adapter.defined()) return base;
-  const uint64_t stream = layer.index * kLoraTargetCount + static_cast<size_t>(target);
-  return base + lora_update(x, adapter, lora_->scale(), dropout, stream, compute_dtype_);
-}
 
 uint64_t CausalLm::dropout_seed() {
   // splitmix64-style mixing keeps nearby (step, forward) pairs far apart.
@@ -86,7 +35,7 @@ void CausalLm::add_lora(const LoraSpec& spec, uint64_t seed) {
   // Drawn on the host in named_parameters() order, so the adapters depend on
   // the seed alone, as init_random's weights do.
   at::Generator generator = at::detail::createCPUGenerator(seed);
-  for (const Layer& layer : layers_) {
+  for (const DecoderLayer& layer : decoder_.layers()) {
     for (const LoraTarget target : all_lora_targets()) {
       if (!spec.wraps(target)) continue;
       const at::Tensor& weight = layer.weight(target);  // [out, in]
@@ -103,8 +52,9 @@ void CausalLm::add_lora(const LoraSpec& spec, uint64_t seed) {
 
 void CausalLm::bind_lora_handles() {
   if (!lora_) return;
+  decoder_.set_lora_scale(lora_->scale());
   size_t next = 0;
-  for (Layer& layer : layers_) {
+  for (DecoderLayer& layer : decoder_.layers()) {
     for (const LoraTarget target : all_lora_targets()) {
       if (!lora_->wraps(target)) continue;
       TORCH_INTERNAL_ASSERT(next + 1 < lora_params_.size(), "LoRA adapter order");
@@ -147,9 +97,9 @@ std::unique_ptr<CausalLm> CausalLm::base_model() const {
   NamedTensors shared;
   shared.reserve(params_.size());
   for (const auto& [name, t] : params_) shared.emplace_back(name, t.detach());
-  auto base = std::unique_ptr<CausalLm>(new CausalLm(config_, std::move(shared)));
+  auto base = std::unique_ptr<CausalLm>(new CausalLm(config(), std::move(shared)));
   base->stored_dtype_ = stored_dtype_;
-  base->compute_dtype_ = compute_dtype_;
+  base->decoder_.set_compute_dtype(compute_dtype());
   base->source_dir_ = source_dir_;
   return base;
 }
@@ -160,9 +110,9 @@ std::unique_ptr<CausalLm> CausalLm::merged_copy() const {
   for (auto& [name, t] : merged->params_) t = t.clone();
   merged->bind_handles();
   if (!lora_) return merged;
-  for (Layer& layer : merged->layers_) {
+  for (DecoderLayer& layer : merged->decoder_.layers()) {
     for (const LoraTarget target : all_lora_targets()) {
-      const LoraPair& pair = layers_[layer.index].lora[static_cast<size_t>(target)];
+      const LoraPair& pair = decoder_.layers()[layer.index].lora[static_cast<size_t>(target)];
       // ΔW = (alpha / r) · B A, in float32 whatever the compute dtype.
       if (pair.defined()) layer.weight(target).add_(at::mm(pair.b, pair.a), lora_->scale());
     }

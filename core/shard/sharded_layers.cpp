@@ -1,5 +1,6 @@
 #include "core/shard/sharded_layers.h"
 
+#include "core/model/model_transforms.h"
 #include "ptrain/sdk/errors.h"
 
 namespace ptrain::shard {
@@ -18,7 +19,7 @@ ShardedLayers::ShardedLayers(model::CausalLm& model, LayerCollectives& collectiv
     for (const at::Tensor& tensor : tensors) held_.insert(tensor.unsafeGetTensorImpl());
     shards_.emplace_back(std::move(tensors), collectives.communicator(), use == Use::kTrained);
   }
-  model.set_layer_parameter_source(this);
+  model::shard_layers(model, *this);
   id_ = collectives_.add(*this);
 }
 
@@ -111,7 +112,7 @@ int64_t ShardedLayers::chunk_bytes() const {
 void ShardedLayers::detach() {
   if (model_ == nullptr) return;
   for (size_t i = 0; i < shards_.size(); ++i) gather_exact(i);
-  model_->set_layer_parameter_source(nullptr);
+  model::unshard_layers(*model_);
   model_ = nullptr;
 }
 

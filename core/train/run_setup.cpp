@@ -3,6 +3,7 @@
 #include "core/data/jsonl_reader.h"
 #include "core/log/logger.h"
 #include "core/model/lora_adapter_dir.h"
+#include "core/model/model_transforms.h"
 #include "core/tokenizer/byte_tokenizer.h"
 #include "core/tokenizer/hf_tokenizer.h"
 #include "core/train/best_model.h"
@@ -111,8 +112,8 @@ std::unique_ptr<model::CausalLm> make_policy(const config::RunConfig& config, co
     architecture.validate();
     policy = model::CausalLm::init_random(architecture, config.seed);
   }
-  policy->set_activation_checkpointing(config.model.activation_checkpointing);
-  policy->set_compute_dtype(compute_dtype(config.runtime.precision));
+  model::apply_activation_checkpointing(*policy, config.model.activation_checkpointing);
+  model::apply_precision(*policy, compute_dtype(config.runtime.precision));
   policy->to_device(device);
   add_lora_adapters(config, *policy);
   const model::ModelConfig& loaded = policy->config();

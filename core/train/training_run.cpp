@@ -4,6 +4,7 @@
 #include "core/log/step_phases.h"
 #include "core/metrics/tensorboard_writer.h"
 #include "core/model/gemm.h"
+#include "core/model/model_transforms.h"
 #include "core/shard/shared_output_check.h"
 #include "core/train/compute_device.h"
 #include "core/train/output_model_files.h"
@@ -99,8 +100,8 @@ std::unique_ptr<shard::LayerCollectives> layer_collectives_if_full(const config:
 plugin::HostContext::FrozenModelHook frozen_model_sharding(shard::LayerCollectives* collectives) {
   if (collectives == nullptr) return {};
   return [collectives](model::CausalLm& model, const std::string& role) {
-    model.adopt_layer_parameter_source(
-        std::make_unique<shard::ShardedLayers>(model, *collectives, shard::ShardedLayers::Use::kFrozen));
+    model::shard_layers(model,
+                        std::make_unique<shard::ShardedLayers>(model, *collectives, shard::ShardedLayers::Use::kFrozen));
     log::info("train", "sharding full: a " + role + " model's " + std::to_string(model.num_layers()) +
                            " decoder layers are sharded too");
   };

@@ -9,6 +9,7 @@
 #include "core/dist/communicator.h"
 #include "core/metrics/metric_reducer.h"
 #include "core/model/causal_lm.h"
+#include "core/model/model_transforms.h"
 #include "core/plugin/host_context.h"
 #include "core/tokenizer/byte_tokenizer.h"
 #include "core/train/optimizer.h"
@@ -187,10 +188,10 @@ TEST_CASE("the step gradient is the same for every split of the global batch, in
       }
 
       // Recomputing each layer in backward changes memory, not the gradient.
-      step.model->set_activation_checkpointing(true);
+      ptrain::model::apply_activation_checkpointing(*step.model, true);
       std::map<std::string, double> reduced;
       step.accumulate(module, context, {3, 0}, reduced);
-      step.model->set_activation_checkpointing(false);
+      ptrain::model::apply_activation_checkpointing(*step.model, false);
       const double error = relative_error(gradients_of(step.parameters), reference_grads);
       INFO("activation checkpointing: relative gradient error " << error);
       CHECK(error <= 1e-5);

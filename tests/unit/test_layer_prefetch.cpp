@@ -6,6 +6,7 @@
 #include "catch.h"
 
 #include "core/model/causal_lm.h"
+#include "core/model/model_transforms.h"
 #include "support/test_util.h"
 
 #include <ATen/ATen.h>
@@ -42,7 +43,7 @@ TEST_CASE("a sharded model prefetches the next layer in forwards and the previou
   config.num_layers = 3;
   auto model = CausalLm::init_random(config, 1);
   RecordingSource source;
-  model->set_layer_parameter_source(&source);
+  ptrain::model::shard_layers(*model, source);
   const at::Tensor ids = at::arange(6, at::kLong).view({1, 6});
 
   SECTION("training: forward, then backward recomputing each layer") {
@@ -65,5 +66,5 @@ TEST_CASE("a sharded model prefetches the next layer in forwards and the previou
     model->decode_step(ids, at::arange(6, at::kLong).view({1, 6}), at::ones({1, 6}, at::kBool), cache);
     CHECK(source.calls == kForward);
   }
-  model->set_layer_parameter_source(nullptr);
+  ptrain::model::unshard_layers(*model);
 }

@@ -11,6 +11,7 @@
 #include "core/dist/communicator.h"
 #include "core/metrics/metric_reducer.h"
 #include "core/model/causal_lm.h"
+#include "core/model/model_transforms.h"
 #include "core/model/lora_adapter_dir.h"
 #include "core/model/safetensors.h"
 #include "core/plugin/host_context.h"
@@ -226,7 +227,7 @@ TEST_CASE("the adapters' gradient is the same for every split, packed, and with 
     const double error = relative_error(step.gradients(split.plan), reference);
     CHECK(error <= 1e-5);
   }
-  model->set_activation_checkpointing(true);
+  ptrain::model::apply_activation_checkpointing(*model, true);
   CHECK(relative_error(step.gradients({3, 0}), reference) <= 1e-5);
   // A's gradient is not trivially zero (B is random).
   CHECK(step.parameters[0].grad().abs().sum().item<double>() > 0.0);
@@ -239,7 +240,7 @@ TEST_CASE("activation checkpointing recomputes the same adapter dropout masks", 
   auto checkpointed = lora_model(8, spec);
   randomise_b(*plain_run, 81);
   randomise_b(*checkpointed, 81);
-  checkpointed->set_activation_checkpointing(true);
+  ptrain::model::apply_activation_checkpointing(*checkpointed, true);
   const std::vector<Pair> pairs = batch_pairs();
   const auto plain_grads = CoreStep(*plain_run, pairs).gradients({4, 0});
   const auto checkpointed_grads = CoreStep(*checkpointed, pairs).gradients({4, 0});

@@ -8,6 +8,7 @@
 #include "support/test_util.h"
 
 #include "core/model/causal_lm.h"
+#include "core/model/model_transforms.h"
 #include "core/model/target_scores.h"
 #include "ptrain/sdk/batch.h"
 #include "ptrain/sdk/util/aggregation.h"
@@ -150,14 +151,14 @@ TEST_CASE("activation checkpointing gives the same gradients as keeping activati
   // Both layouts: plain causal rows and a packed row.
   for (const sdk::TokenBatch& batch :
        {packed_batch({{documents[0]}, {documents[1]}, {documents[2]}}), packed_batch({{documents[0], documents[1]}})}) {
-    model->set_activation_checkpointing(false);
+    ptrain::model::apply_activation_checkpointing(*model, false);
     model->target_log_probs(batch).log_probs.sum().backward();
     const std::vector<at::Tensor> kept = take_gradients(parameters);
-    model->set_activation_checkpointing(true);
+    ptrain::model::apply_activation_checkpointing(*model, true);
     const at::Tensor checkpointed_sum = model->target_log_probs(batch).log_probs.sum();
     checkpointed_sum.backward();
     const std::vector<at::Tensor> recomputed = take_gradients(parameters);
-    model->set_activation_checkpointing(false);
+    ptrain::model::apply_activation_checkpointing(*model, false);
     CHECK(max_abs_difference(kept, recomputed) < 1e-6);
     // Every parameter got a gradient through the recomputation.
     for (const at::Tensor& grad : recomputed) CHECK(grad.abs().sum().item<double>() > 0.0);
