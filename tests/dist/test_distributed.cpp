@@ -203,16 +203,11 @@ TEST_CASE("one step gives the full-batch gradient for world sizes 1, 2, 4 × acc
   for (const int64_t index : data::GlobalBatchSampler(kGlobalSize, kGlobalSize, kSeed).global_batch(0)) {
     global_batch.push_back(dataset[index]);
   }
-  model::ModelConfig architecture;
+  // The [model] the ranks' config.toml gives (above): the tiny Qwen2 layout at these sizes.
+  model::ModelConfig architecture = testing::tiny_model_config();
   architecture.vocab_size = 264;
-  architecture.hidden_size = 32;
   architecture.intermediate_size = 48;
-  architecture.num_layers = 2;
-  architecture.num_heads = 4;
-  architecture.num_kv_heads = 2;
   architecture.max_position_embeddings = 32;
-  architecture.qkv_bias = true;
-  architecture.model_type = "qwen2";
 
   for (const std::string& mode : sdk::loss_aggregation_names()) {
     const auto initial = model::CausalLm::init_random(architecture, kSeed);
