@@ -31,6 +31,8 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
     ctx->saved_data["sin"] = layout->sin;
     if (layout->allowed.defined()) ctx->saved_data["allowed"] = layout->allowed;
     if (layout->blocked.defined()) ctx->saved_data["blocked"] = layout->blocked;
+    // Packed rows on CUDA: the recomputation must keep each document to itself too.
+    if (layout->sequence_starts.defined()) ctx->saved_data["sequence_starts"] = layout->sequence_starts;
     // The adapters' dropout masks follow from the seed: the recomputation draws the same ones.
     ctx->saved_data["dropout_active"] = layout->lora_dropout.active;
     ctx->saved_data["dropout_probability"] = layout->lora_dropout.probability;
@@ -51,6 +53,9 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
     layout.sin = ctx->saved_data["sin"].toTensor();
     if (ctx->saved_data.count("allowed")) layout.allowed = ctx->saved_data["allowed"].toTensor();
     if (ctx->saved_data.count("blocked")) layout.blocked = ctx->saved_data["blocked"].toTensor();
+    if (ctx->saved_data.count("sequence_starts")) {
+      layout.sequence_starts = ctx->saved_data["sequence_starts"].toTensor();
+    }
     layout.lora_dropout.active = ctx->saved_data["dropout_active"].toBool();
     layout.lora_dropout.probability = ctx->saved_data["dropout_probability"].toDouble();
     layout.lora_dropout.seed = static_cast<uint64_t>(ctx->saved_data["dropout_seed"].toInt());
