@@ -17,6 +17,22 @@ Both are read by the same accounting below:
   host_syncs_per_step              ptrain's ops that make the host wait for a GPU: value reads
                                    (item, nonzero, masked_select, ...) and copies to the host,
                                    for 1 and for 8 microbatches (target <= 8 and equal)
+  product_flops_ratio_vs_eager     ptrain's matrix-product and attention FLOPs over eager's: work
+                                   beyond the model's own products, such as a recomputed loss head
+                                   (target <= 1.01; activation checkpointing is off in both)
+  logit_passes_ratio_vs_eager      passes over the [tokens, vocabulary] logits outside the products,
+                                   ptrain's over eager's: the bytes of the [.., vocabulary] tensors
+                                   handed to the innermost ATen ops (what they read, and what an
+                                   in-place op, copy or out= argument writes; ops that touch only
+                                   the target entries, such as gather, left out) over tokens x
+                                   vocabulary x 4. The memory traffic that bounds the loss head on
+                                   a GPU (target <= 1.0)
+
+Two copies are the CPU's, not the GPU's, and are left out of the passes: the
+widening of a bf16 product's result to float32 (ATen's CPU product rounds to
+bf16; on CUDA, aten::mm.dtype writes float32 itself), and the copy with which
+an elementwise op on the CPU writes a result of another dtype back (a CUDA
+kernel casts as it stores).
 
 On the CPU every tensor is a host tensor, so the sync count keeps to what
 would wait for a GPU: reads in the step's data phase (bench_gpu_audit tags
@@ -52,7 +68,8 @@ if not BUILD.is_absolute():
     BUILD = ROOT / BUILD
 RESULTS = ROOT / "bench" / "results_gpu_audit.json"
 TARGETS = {"bf16_matmul_flop_fraction": ">= 0.99", "small_gemm_flop_fraction": "<= 0.02",
-           "aten_ops_per_step_ratio_vs_eager": "<= 1.5", "host_syncs_per_step": "<= 8, the same for 1 and 8 microbatches"}
+           "aten_ops_per_step_ratio_vs_eager": "<= 1.5", "host_syncs_per_step": "<= 8, the same for 1 and 8 microbatches",
+           "product_flops_ratio_vs_eager": "<= 1.01", "logit_passes_ratio_vs_eager": "<= 1.0"}
 
 # Matrix products as ATen records them (composites such as linear and matmul reach one of these).
 PRODUCTS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_addmm_activation"}
@@ -70,7 +87,20 @@ COPIES = {"aten::to", "aten::_to_copy", "aten::copy_"}
 CPU_ONLY_READERS = {"aten::_fused_adamw_", "aten::_fused_adam_", "aten::_fused_sgd_"}
 HOST_SIDE_PHASES = {"data"}
 SMALL_SIDE = 256
-
+# Ops that read no tensor data (views, metadata, allocation; a conversion's data moves in its copy_,
+# and a conversion without one had nothing to do).
+NO_TRAFFIC = {"aten::to", "aten::_to_copy", "aten::view", "aten::reshape", "aten::_reshape_alias", "aten::t", "aten::transpose", "aten::permute",
+              "aten::expand", "aten::unsqueeze", "aten::squeeze", "aten::narrow", "aten::slice", "aten::select",
+              "aten::as_strided", "aten::detach", "aten::alias", "aten::_unsafe_view", "aten::empty",
+              "aten::empty_like", "aten::empty_strided", "aten::resize_", "aten::set_", "aten::lift_fresh",
+              "aten::split", "aten::chunk", "aten::unbind", "aten::view_as", "aten::expand_as", "aten::flatten",
+              "aten::real", "aten::resolve_conj", "aten::resolve_neg"}
+# Ops that touch a row's target entries only, not the whole row.
+INDEXED = {"aten::gather", "aten::scatter", "aten::scatter_", "aten::scatter_add", "aten::scatter_add_",
+           "aten::index_select", "aten::index", "aten::index_put_", "aten::nll_loss_forward", "aten::nll_loss2d_forward"}
+# Ops whose copy_ child is the copy itself, not a cast written back.
+COPYING = COPIES | {"aten::clone", "aten::contiguous", "aten::_copy_from", "aten::_copy_from_and_resize"}
+ELEMENT_BYTES = {"float": 4, "c10::BFloat16": 2, "c10::Half": 2, "double": 8, "long int": 8, "int": 4, "bool": 1}
 
 def is_bf16(dtype):
     return "bfloat16" in dtype.lower()
@@ -154,13 +184,75 @@ def attention_flops(event):
     return factor * batch * heads * t * s * d
 
 
-def account(profile):
+def vocab_tensor_bytes(event, vocab):
+    """Bytes of the op's input tensors whose last dimension is the vocabulary (rows of logits)."""
+    total = 0
+    for shape, dtype in zip(event["shapes"], event["dtypes"]):
+        if (dtype in ELEMENT_BYTES and isinstance(shape, list) and len(shape) >= 2 and shape[-1] == vocab
+                and all(isinstance(d, int) for d in shape)):
+            count = 1
+            for d in shape:
+                count *= d
+            total += count * ELEMENT_BYTES[dtype]
+    return total
+
+
+def cpu_only_copies(events, widened_products):
+    """The ids of the events (with their descendants) that only the CPU runs; see the docstring.
+
+    widened_products: the program widens bf16 products' results only to stand in for CUDA's
+    float32-writing ones (ptrain's model::mm), not as a step of its own (eager's logits.float())."""
+    skipped = set()
+    by_parent = defaultdict(list)
+    for event in events:
+        by_parent[(event["thread"], id(event["parent"]))].append(event)
+    for siblings in by_parent.values():
+        siblings.sort(key=lambda e: e["start_ns"])
+        for before, after in zip(siblings, siblings[1:]):
+            if (widened_products and before["name"] in PRODUCTS and all(is_bf16(d) for d in product_dtypes(before))
+                    and after["name"] == "aten::to" and is_bf16(after["dtypes"][0])):
+                skipped.add(id(after))  # the widened product
+    for event in events:
+        parent = event["parent"]
+        if event["name"] == "aten::copy_" and parent is not None and parent["name"].startswith("aten::") \
+                and parent["name"] not in COPYING:
+            skipped.add(id(event))  # a cast written back
+    for event in events:  # descendants of the skipped ones
+        ancestor = event["parent"]
+        while ancestor is not None and id(event) not in skipped:
+            if id(ancestor) in skipped:
+                skipped.add(id(event))
+            ancestor = ancestor["parent"]
+    return skipped
+
+
+def logit_bytes(events, vocab, widened_products):
+    """Bytes of [.., vocab] tensors handed to the innermost ATen ops that take any (outside products and
+    attention): an op whose children touch no logits (a reduction filling its [rows] result) counts itself."""
+    skipped = cpu_only_copies(events, widened_products)
+    parents = {id(e["parent"]) for e in events if e["parent"] is not None and e["name"].startswith("aten::")
+               and e["name"] not in NO_TRAFFIC and id(e) not in skipped and vocab_tensor_bytes(e, vocab)}
+    by_op, total = Counter(), 0
+    for event in events:
+        name = event["name"]
+        if (not name.startswith("aten::") or id(event) in parents or id(event) in skipped or name in NO_TRAFFIC
+                or name in INDEXED or name in PRODUCTS or has_ancestor(event, PRODUCTS | ATTENTION_FORWARD | ATTENTION_BACKWARD)):
+            continue
+        read = vocab_tensor_bytes(event, vocab)
+        if read:
+            by_op[name] += read
+            total += read
+    return total, by_op
+
+
+def account(profile, vocab, widened_products=False):
     """The audit's figures of one profiled step."""
     events = with_parents([e for e in profile["events"] if e.get("end_ns", 0) >= e["start_ns"]])
     top_level = Counter()
     product_flops = attention_total = bf16_flops = small_flops = 0
     small_shapes = Counter()
     syncs, host_side = Counter(), Counter()
+    traffic, traffic_by_op = logit_bytes(events, vocab, widened_products)
     for event in events:
         name = event["name"]
         if name.startswith("aten::") and not has_ancestor(event, prefix="aten::"):
@@ -194,6 +286,8 @@ def account(profile):
         "small_gemm_flop_fraction": small_flops / product_flops if product_flops else None,
         "host_syncs_per_step": sum(syncs.values()),
         "host_syncs": dict(syncs),
+        "logit_passes": traffic / (profile["tokens"] * vocab * 4),
+        "logit_bytes_by_op": dict(traffic_by_op.most_common(8)),
         "host_side_reads_in_data_phase": dict(host_side),
         "largest_small_products": dict(small_shapes.most_common(5)),
         "most_frequent_ops": dict(top_level.most_common(12)),
@@ -242,13 +336,15 @@ def audit(layers=2, seq=512, rows=2, sync_seq=128):
     def config(name, path, length, global_size, micro_size):
         return runner.sft_config(name, model, path, length, global_size, micro_size, 2, runtime=runtime)
 
-    ours = account(run_ptrain_step("audit_ptrain", config("audit_ptrain", data, seq, rows, rows)))
-    theirs = account(run_eager_step("audit_eager", config("audit_eager", data, seq, rows, rows)))
+    vocab = model["vocab_size"]
+    ours = account(run_ptrain_step("audit_ptrain", config("audit_ptrain", data, seq, rows, rows)), vocab,
+                   widened_products=True)
+    theirs = account(run_eager_step("audit_eager", config("audit_eager", data, seq, rows, rows)), vocab)
     syncs = {}
     for micro in (8, 1):  # 1 and 8 microbatches of the same 8 rows
         profile = run_ptrain_step(f"audit_syncs_micro{micro}", config(f"audit_syncs_micro{micro}", short, sync_seq, 8,
                                                                         micro))
-        syncs[profile["microbatches"]] = account(profile)["host_syncs"]
+        syncs[profile["microbatches"]] = account(profile, vocab)["host_syncs"]
     sync_counts = {str(k): sum(v.values()) for k, v in sorted(syncs.items())}
     result = {
         "date": time.strftime("%Y-%m-%d %H:%M"),
@@ -261,6 +357,9 @@ def audit(layers=2, seq=512, rows=2, sync_seq=128):
         "host_syncs_per_step": max(int(v) for v in sync_counts.values()),
         "host_syncs_by_microbatches": sync_counts,
         "host_syncs_detail": {str(k): v for k, v in sorted(syncs.items())},
+        "product_flops_ratio_vs_eager": ((ours["product_flops"] + ours["attention_flops"]) /
+                                         (theirs["product_flops"] + theirs["attention_flops"])),
+        "logit_passes_ratio_vs_eager": ours["logit_passes"] / theirs["logit_passes"],
         "targets": TARGETS,
         "ptrain": ours,
         "eager": theirs,
@@ -272,6 +371,8 @@ def audit(layers=2, seq=512, rows=2, sync_seq=128):
         "small_gemm_flop_fraction": result["small_gemm_flop_fraction"] <= 0.02,
         "aten_ops_per_step_ratio_vs_eager": result["aten_ops_per_step_ratio_vs_eager"] <= 1.5,
         "host_syncs_per_step": result["host_syncs_per_step"] <= 8 and len(set(counts)) == 1,
+        "product_flops_ratio_vs_eager": result["product_flops_ratio_vs_eager"] <= 1.01,
+        "logit_passes_ratio_vs_eager": result["logit_passes_ratio_vs_eager"] <= 1.0,
     }
     RESULTS.write_text(json.dumps(result, indent=2) + "\n")
     return result
@@ -297,6 +398,13 @@ def suite_rows(result=None):
                     result["host_syncs_by_microbatches"].get("1"), TARGETS["host_syncs_per_step"],
                     met["host_syncs_per_step"],
                     note=f"eager: {theirs['host_syncs_per_step']} per step; LibTorch {result['torch']}"),
+        figures.row("GPU-work audit: product and attention FLOPs per step (ptrain vs eager)",
+                    ours["product_flops"] + ours["attention_flops"], "FLOP",
+                    theirs["product_flops"] + theirs["attention_flops"], TARGETS["product_flops_ratio_vs_eager"],
+                    met["product_flops_ratio_vs_eager"]),
+        figures.row("GPU-work audit: float32 passes over the logits outside products (ptrain vs eager)",
+                    ours["logit_passes"], "passes", theirs["logit_passes"],
+                    TARGETS["logit_passes_ratio_vs_eager"], met["logit_passes_ratio_vs_eager"]),
     ]
 
 

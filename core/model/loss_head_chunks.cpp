@@ -13,4 +13,8 @@ int64_t loss_head_chunk_rows(int64_t rows, int64_t vocab, bool cpu_route) {
   return (rows + chunks - 1) / chunks;  // even chunks: no small remainder product
 }
 
+bool loss_head_keeps_log_softmax(int64_t rows, int64_t vocab, bool cpu_route) {
+  return !cpu_route && rows <= kAcceleratorKeptLogits / std::max<int64_t>(1, vocab);
+}
+
 }  // namespace ptrain::model

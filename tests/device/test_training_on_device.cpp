@@ -1,8 +1,8 @@
 // Whole SFT runs on the stand-in device (docs/devices.md) against the same
 // runs on the CPU: checkpoints every few steps with keep_last pruning and one
 // at the last step (the path configs/sft.toml takes to its end), evaluation
-// and best/, final/ in float32 and bfloat16, a resume, and the sharding
-// modes at world size 1.
+// and best/, final/ in float32 and bfloat16, a resume, the sharding
+// modes at world size 1, and activation checkpointing on packed rows.
 #include "catch.h"
 
 #include "device_test_support.h"
@@ -23,15 +23,16 @@ namespace {
 
 // configs/sft.toml in small: a 2-layer model on the bundled arithmetic data,
 // a checkpoint every 2 steps keeping 2, held-out loss every 3 steps.
-fs::path write_config(const fs::path& dir) {
+// `batch` splits the global batch of 8 (micro_size, or micro_tokens with packing).
+fs::path write_config(const fs::path& dir, const std::string& batch = "micro_size = 4\n") {
   const fs::path eval_data = ptrain::testing::first_lines("data/arith/train.jsonl", dir / "held_out.jsonl", 16);
   const fs::path path = dir / "sft.toml";
   std::ofstream(path) << "plugin = \"sft\"\nseed = 1\n"
                       << "[model]\nvocab_size = 259\nhidden_size = 32\nintermediate_size = 64\nnum_layers = 2\n"
                       << "num_heads = 4\nnum_kv_heads = 2\nmax_position_embeddings = 32\ntie_word_embeddings = true\n"
                       << "[data]\ntrain = \"" << PTRAIN_SOURCE_DIR << "/data/arith/train.jsonl\"\nmax_length = 16\n"
-                      << "[batch]\nglobal_size = 8\nmicro_size = 4\n"
-                      << "[optim]\nlr = 2e-3\n"
+                      << "[batch]\nglobal_size = 8\n"
+                      << batch << "[optim]\nlr = 2e-3\n"
                       << "[schedule]\nname = \"cosine\"\nwarmup_steps = 1\n"
                       << "[train]\nmax_steps = 6\nlog_every = 1\n"
                       << "[checkpoint]\nevery_steps = 2\nkeep_last = 2\nbest_metric = \"eval/loss\"\n"
@@ -121,4 +122,22 @@ TEST_CASE("sharding optimizer and full at world size 1 train on the device as wi
       CHECK(weight_difference(run / "final", dir / "none" / "final") < 1e-6);
     }
   }
+}
+
+// On CUDA under bf16-mixed, packed rows attend through the variable-length
+// flash kernel, and a checkpointed layer must recompute with the same
+// document starts: recomputed across a row's documents, the gradients no
+// longer match the forward. The stand-in device runs packed rows with a mask
+// (flash is CUDA's), so there this checks the checkpointed recomputation in
+// general; scripts/gpu-proof.sh's test phase runs it on a GPU.
+TEST_CASE("activation checkpointing on packed rows under bf16-mixed trains on the device as without it",
+          "[device][checkpointing]") {
+  const fs::path dir = ptrain::testing::fresh_test_dir("device_checkpointing");
+  const fs::path config = write_config(dir, "micro_tokens = 64\npacking = true\n");
+  const std::string run = "--set train.max_steps=3 --set data.max_length=32 --set runtime.precision=\"bf16-mixed\"";
+  const auto plain = ptrain::testing::train_on_device(config, dir / "plain", run);
+  const auto checkpointed = ptrain::testing::train_on_device(config, dir / "checkpointed",
+                                                             run + " --set model.activation_checkpointing=true");
+  for (const char* key : {"loss", "grad_norm"}) ptrain::testing::check_same_curve(checkpointed, plain, key, 1e-3);
+  CHECK(weight_difference(dir / "checkpointed" / "final", dir / "plain" / "final") < 1e-3);
 }

@@ -97,8 +97,7 @@ double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
 
 }  // namespace
 
-TEST_CASE("the accelerator route scores targets as the full log-softmax does, values and gradients",
-          "[model][route]") {
+TEST_CASE("the accelerator route scores targets as the full log-softmax does, values and gradients", "[model][route]") {
   auto model = tiny_model();
   at::manual_seed(9);
   const int64_t b = 3, t = 7, v = 29;
@@ -226,9 +225,9 @@ TEST_CASE("the accelerator route's bf16-mixed step agrees across microbatch spli
   std::vector<at::Tensor> split_grads;
   at::Tensor split_log_probs = at::zeros({b, t});
   for (int64_t row = 0; row < b; ++row) {
-    const Scored one = score(*model, {input_ids.narrow(0, row, 1), target_ids.narrow(0, row, 1),
-                                      loss_mask.narrow(0, row, 1)},
-                             weights.narrow(0, row, 1));
+    const Scored one =
+        score(*model, {input_ids.narrow(0, row, 1), target_ids.narrow(0, row, 1), loss_mask.narrow(0, row, 1)},
+              weights.narrow(0, row, 1));
     split_log_probs[row].copy_(one.log_probs[0]);
     for (size_t i = 0; i < one.grads.size(); ++i) {
       if (row == 0) {
@@ -242,9 +241,10 @@ TEST_CASE("the accelerator route's bf16-mixed step agrees across microbatch spli
   const double grad_error = relative_error(split_grads, whole.grads);
   const double bf16_value_error = max_abs_diff(whole.log_probs, fp32.log_probs);
   const double bf16_grad_error = relative_error(whole.grads, fp32.grads);
-  std::printf("[test_kernel_route] accelerator route, bf16-mixed, 1 vs 4 rows: log-prob error %.3g, gradient %.3g "
-              "(bf16-mixed vs fp32: %.3g, %.3g)\n",
-              value_error, grad_error, bf16_value_error, bf16_grad_error);
+  std::printf(
+      "[test_kernel_route] accelerator route, bf16-mixed, 1 vs 4 rows: log-prob error %.3g, gradient %.3g "
+      "(bf16-mixed vs fp32: %.3g, %.3g)\n",
+      value_error, grad_error, bf16_value_error, bf16_grad_error);
   CHECK(value_error <= 2 * bf16_value_error);
   CHECK(grad_error <= 2 * bf16_grad_error);
   CHECK(bf16_grad_error < 3e-2);
@@ -261,7 +261,7 @@ TEST_CASE("loss-head chunks: the CPU keeps ~4M logits, an accelerator takes larg
   CHECK(loss_head_chunk_rows(8192, 151936, false) == 1639);  // 5 chunks of 1,766 rows at most
   CHECK(loss_head_chunk_rows(1000, 151936, false) == 1000);  // one chunk
   CHECK(loss_head_chunk_rows(100, 151936, false) == 100);
-  CHECK(loss_head_chunk_rows(4096, 1 << 22, false) == 256);  // a vocabulary past 2^20: 256 rows anyway
+  CHECK(loss_head_chunk_rows(4096, 1 << 22, false) == 256);       // a vocabulary past 2^20: 256 rows anyway
   CHECK(loss_head_chunk_rows(1 << 20, 259, false) == (1 << 19));  // two chunks of ~2^28 logits
   for (const int64_t rows : {257, 2000, 8192, 16385}) {
     const int64_t chunk = loss_head_chunk_rows(rows, 151936, false);
@@ -269,6 +269,55 @@ TEST_CASE("loss-head chunks: the CPU keeps ~4M logits, an accelerator takes larg
     INFO(rows << " rows: chunks of " << chunk << ", the last of " << last);
     CHECK(chunk * 151936 <= (int64_t{1} << 28));
     CHECK(last >= std::min<int64_t>(rows, 256));
+  }
+}
+
+TEST_CASE("the accelerator route keeps the loss head's log-softmax when it fits, 2^31 logits", "[model][route]") {
+  using ptrain::model::loss_head_keeps_log_softmax;
+  CHECK(loss_head_keeps_log_softmax(8192, 151936, false));         // Qwen2.5-0.5B, 4 rows of 2048: 4.6 GiB
+  CHECK_FALSE(loss_head_keeps_log_softmax(16384, 151936, false));  // 9.3 GiB: recomputed
+  CHECK(loss_head_keeps_log_softmax(int64_t{1} << 16, int64_t{1} << 15, false));
+  CHECK_FALSE(loss_head_keeps_log_softmax((int64_t{1} << 16) + 1, int64_t{1} << 15, false));
+  CHECK_FALSE(loss_head_keeps_log_softmax(1, 29, true));  // the CPU route always recomputes
+}
+
+TEST_CASE("the loss head's kept log-softmax gives the recomputed values and gradients, fp32 and bf16",
+          "[model][route]") {
+  using ptrain::model::LogSoftmaxReuse;
+  const RouteScope scope(CpuKernelRoute::kAccelerator);
+  at::manual_seed(37);
+  const at::Tensor hidden = at::randn({300, 16}).requires_grad_(true);
+  const at::Tensor weight = (0.5 * at::randn({29, 16})).requires_grad_(true);
+  const at::Tensor targets = at::randint(0, 29, {300}, at::kLong);
+  const at::Tensor weights = at::randn({300});
+  // The independent path: every logit, log-softmax, gather.
+  const at::Tensor full = at::log_softmax(at::mm(hidden, weight.t()), 1);
+  const at::Tensor expected_log_probs = full.gather(1, targets.unsqueeze(1)).squeeze(1);
+  const at::Tensor expected_entropy = -(full.exp() * full).sum(1).detach();
+  (expected_log_probs * weights).sum().backward();
+  const at::Tensor expected_grads = at::cat({hidden.grad().flatten(), weight.grad().flatten()});
+  hidden.mutable_grad() = at::Tensor();
+  weight.mutable_grad() = at::Tensor();
+
+  for (const auto operands : {at::kFloat, at::kBFloat16}) {
+    std::vector<at::Tensor> results;
+    for (const auto reuse : {LogSoftmaxReuse::kIfItFits, LogSoftmaxReuse::kNever}) {
+      const auto scores = ptrain::model::score_target_rows(hidden, weight, targets, true, 7, operands, reuse);
+      (scores.log_probs * weights).sum().backward();
+      results.push_back(
+          at::cat({scores.log_probs.detach(), scores.entropy, hidden.grad().flatten(), weight.grad().flatten()}));
+      hidden.mutable_grad() = at::Tensor();
+      weight.mutable_grad() = at::Tensor();
+    }
+    INFO((operands == at::kFloat ? "fp32" : "bf16") << " operands");
+    const at::Tensor expected = at::cat({expected_log_probs.detach(), expected_entropy, expected_grads});
+    const double scale = expected.abs().max().item<double>();
+    // The two ways agree to float32 rounding; both agree with the full
+    // log-softmax to float32 rounding, or to bf16 operands' rounding.
+    CHECK(max_abs_diff(results[0], results[1]) < 1e-5 * scale);
+    const double tolerance = operands == at::kFloat ? 1e-5 : 3e-2;
+    CHECK(max_abs_diff(results[0], expected) < tolerance * scale);
+    CHECK(max_abs_diff(results[1], expected) < tolerance * scale);
   }
 }
 
@@ -281,8 +330,8 @@ TEST_CASE("the loss head's chunk size does not change its values or gradients", 
   for (const int64_t chunk_rows : {300, 7, 256}) {
     const auto scores = ptrain::model::score_target_rows(hidden, weight, targets, true, chunk_rows);
     scores.log_probs.sum().backward();
-    results.push_back(at::cat({scores.log_probs.detach(), scores.entropy, hidden.grad().flatten(),
-                               weight.grad().flatten()}));
+    results.push_back(
+        at::cat({scores.log_probs.detach(), scores.entropy, hidden.grad().flatten(), weight.grad().flatten()}));
     hidden.mutable_grad() = at::Tensor();
     weight.mutable_grad() = at::Tensor();
   }
@@ -297,8 +346,8 @@ TEST_CASE("packed rows: each document's start, then each row's padding, for the 
   CHECK(starts.scalar_type() == at::kInt);
   CHECK(at::equal(starts, at::tensor({0, 3, 5, 6, 10, 11, 12}, at::kInt)));
   // A row that is one document, and rows of one token each.
-  CHECK(at::equal(ptrain::model::packed_sequence_starts(at::zeros({2, 4}, at::kLong)),
-                  at::tensor({0, 4, 8}, at::kInt)));
+  CHECK(
+      at::equal(ptrain::model::packed_sequence_starts(at::zeros({2, 4}, at::kLong)), at::tensor({0, 4, 8}, at::kInt)));
   CHECK(at::equal(ptrain::model::packed_sequence_starts(at::zeros({3, 1}, at::kLong)),
                   at::tensor({0, 1, 2, 3}, at::kInt)));
   // Only CUDA, in a low-precision dtype with a head size flash takes, uses it.
