@@ -4,7 +4,9 @@
 #include "core/model/attention_varlen.h"
 #include "core/model/fused_kernels.h"
 #include "core/model/gemm.h"
+#include "core/model/kernel_route.h"
 #include "core/model/rope_scaling.h"
+#include "core/model/swiglu_mlp.h"
 
 #include <ATen/ATen.h>
 
@@ -49,8 +51,8 @@ const at::Tensor& DecoderLayer::bias(LoraTarget target) const {
 }
 
 std::vector<const at::Tensor*> DecoderLayer::base_tensors() const {
-  return {&input_norm, &q_weight,  &q_bias,      &k_weight,  &k_bias,     &v_weight,   &v_bias,     &o_weight,
-          &o_bias,     &q_norm,    &k_norm,      &post_norm, &gate_weight, &up_weight, &down_weight};
+  return {&input_norm, &q_weight, &q_bias, &k_weight,  &k_bias,      &v_weight,  &v_bias,     &o_weight,
+          &o_bias,     &q_norm,   &k_norm, &post_norm, &gate_weight, &up_weight, &down_weight};
 }
 
 std::vector<at::Tensor> Decoder::layer_tensors(size_t index) const {
@@ -126,16 +128,25 @@ at::Tensor Decoder::attention(const DecoderLayer& layer, const at::Tensor& x, co
                                      attention_compat::query_scale(d));
   const at::Tensor k = normed_rotary(project(LoraTarget::kK, kv_heads), layer.k_norm, layout.cos, layout.sin, 1.0);
   const at::Tensor v = project(LoraTarget::kV, kv_heads).transpose(1, 2);  // [B, kv_heads, T, d]
-  const at::Tensor out =
-      attention_compat::attend(q, k, v, layout.allowed, layout.blocked, compute_dtype_,
-                               layout.sequence_starts);  // [B, heads, T, d]
+  const at::Tensor out = attention_compat::attend(q, k, v, layout.allowed, layout.blocked, compute_dtype_,
+                                                  layout.sequence_starts);  // [B, heads, T, d]
   return projection(layer, LoraTarget::kO, out.transpose(1, 2).reshape({b, t, heads * d}), layout.lora_dropout);
 }
 
 at::Tensor Decoder::mlp(const DecoderLayer& layer, const at::Tensor& x, const LoraDropout& dropout) const {
+  if (takes_fused_mlp(layer, x)) return swiglu_mlp_bf16(x, layer.gate_weight, layer.up_weight, layer.down_weight);
   const at::Tensor gate = projection(layer, LoraTarget::kGate, x, dropout);
   const at::Tensor up = projection(layer, LoraTarget::kUp, x, dropout);
   return projection(layer, LoraTarget::kDown, at::silu(gate) * up, dropout);
+}
+
+// The accelerator route under bf16-mixed, without adapters on the MLP: the
+// fused function, the same values in fewer passes (swiglu_mlp.h). The CPU
+// route keeps the composition, whose elementwise ops its CPU kernels run.
+bool Decoder::takes_fused_mlp(const DecoderLayer& layer, const at::Tensor& x) const {
+  const auto adapted = [&](LoraTarget target) { return layer.lora[static_cast<size_t>(target)].defined(); };
+  return compute_dtype_ == at::kBFloat16 && !takes_cpu_kernels(x) && x.numel() > 0 && !adapted(LoraTarget::kGate) &&
+         !adapted(LoraTarget::kUp) && !adapted(LoraTarget::kDown);
 }
 
 at::Tensor Decoder::layer_forward(size_t index, const at::Tensor& x, const AttentionLayout& layout) const {

@@ -114,6 +114,9 @@ class Decoder {
   at::Tensor layer_forward(size_t index, const at::Tensor& x, const AttentionLayout& layout) const;
 
  private:
+  // mlp as one function (swiglu_mlp.h): bf16-mixed on the accelerator route, no MLP adapters.
+  bool takes_fused_mlp(const DecoderLayer& layer, const at::Tensor& x) const;
+
   ModelConfig config_;
   std::vector<DecoderLayer> layers_;
   at::ScalarType compute_dtype_ = at::kFloat;

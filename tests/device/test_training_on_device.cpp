@@ -108,18 +108,23 @@ TEST_CASE("a run on the device resumes from its checkpoint as if never stopped",
   }
 }
 
+// Under bf16-mixed too: the device runs the fused MLP (core/model/swiglu_mlp.h),
+// whose weights a sharded run gathers for each layer.
 TEST_CASE("sharding optimizer and full at world size 1 train on the device as without sharding", "[device][sharding]") {
   const fs::path dir = ptrain::testing::fresh_test_dir("device_sharding");
   const fs::path config = write_config(dir);
-  const std::string short_run = "--set train.max_steps=3";
-  const auto replicated = ptrain::testing::train_on_device(config, dir / "none", short_run);
-  for (const std::string mode : {"optimizer", "full"}) {
-    DYNAMIC_SECTION("sharding " << mode) {
-      const fs::path run = dir / mode;
-      const auto sharded =
-          ptrain::testing::train_on_device(config, run, short_run + " --set distributed.sharding=\"" + mode + "\"");
-      for (const char* key : {"loss", "grad_norm"}) ptrain::testing::check_same_curve(sharded, replicated, key, 1e-6);
-      CHECK(weight_difference(run / "final", dir / "none" / "final") < 1e-6);
+  for (const std::string precision : {"fp32", "bf16-mixed"}) {
+    const std::string short_run = "--set train.max_steps=3 --set runtime.precision=\"" + precision + "\"";
+    const fs::path replicated_run = dir / (precision + "_none");
+    const auto replicated = ptrain::testing::train_on_device(config, replicated_run, short_run);
+    for (const std::string mode : {"optimizer", "full"}) {
+      DYNAMIC_SECTION(precision << ", sharding " << mode) {
+        const fs::path run = dir / (precision + "_" + mode);
+        const auto sharded =
+            ptrain::testing::train_on_device(config, run, short_run + " --set distributed.sharding=\"" + mode + "\"");
+        for (const char* key : {"loss", "grad_norm"}) ptrain::testing::check_same_curve(sharded, replicated, key, 1e-6);
+        CHECK(weight_difference(run / "final", replicated_run / "final") < 1e-6);
+      }
     }
   }
 }

@@ -1,0 +1,78 @@
+#include "core/model/swiglu_mlp.h"
+
+#include "core/model/gemm.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <vector>
+
+namespace ptrain::model {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+constexpr at::ScalarType kOperands = at::kBFloat16;
+
+// a · b (float32) rounded once into a new bfloat16 tensor.
+at::Tensor product_in_operands(const at::Tensor& a, const at::Tensor& b) {
+  at::Tensor out = at::empty(a.sizes(), a.options().dtype(kOperands));
+  return at::mul_out(out, a, b);
+}
+
+struct SwiGluMlpFunction : public torch::autograd::Function<SwiGluMlpFunction> {
+  // x2d: [N, H] → [N, H]
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x2d, const at::Tensor& gate_weight,
+                            const at::Tensor& up_weight, const at::Tensor& down_weight) {
+    const at::Tensor x = x2d.to(kOperands);  // once for both products
+    const at::Tensor gate_w = gate_weight.to(kOperands), up_w = up_weight.to(kOperands);
+    const at::Tensor down_w = down_weight.to(kOperands);
+    const at::Tensor gate = model::mm(x, gate_w.t(), kOperands);  // [N, I] float32
+    const at::Tensor up = model::mm(x, up_w.t(), kOperands);      // [N, I] float32
+    const at::Tensor activated = at::silu(gate);
+    const at::Tensor hidden = product_in_operands(activated, up);  // [N, I], as the down product reads it
+    ctx->save_for_backward({x, gate_w, up_w, down_w, gate, up, activated, hidden});
+    return model::mm(hidden, down_w.t(), kOperands);
+  }
+
+  // y = h·Wdᵀ, h = silu(g) ⊙ u, g = x·Wgᵀ, u = x·Wuᵀ:
+  //   dh = dy·Wd,  du = dh ⊙ silu(g),  dg = silu'(g) ⊙ dh ⊙ u,
+  //   dx = dg·Wg + du·Wu,  dWd = dyᵀ·h,  dWg = dgᵀ·x,  dWu = duᵀ·x.
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const variable_list saved = ctx->get_saved_variables();
+    const at::Tensor &x = saved[0], &gate_w = saved[1], &up_w = saved[2], &down_w = saved[3];
+    const at::Tensor &gate = saved[4], &up = saved[5], &activated = saved[6], &hidden = saved[7];
+    const at::Tensor grad_y = grad_outputs[0].to(kOperands);
+    at::Tensor grad_x, grad_gate_w, grad_up_w, grad_down_w;
+    if (ctx->needs_input_grad(3)) grad_down_w = model::mm(grad_y.t(), hidden, kOperands);
+    const at::Tensor grad_hidden = model::mm(grad_y, down_w, kOperands);  // [N, I] float32
+    const at::Tensor grad_up = product_in_operands(grad_hidden, activated);
+    at::Tensor grad_gate = at::empty(gate.sizes(), gate.options().dtype(kOperands));
+    at::silu_backward_out(grad_gate, grad_hidden * up, gate);
+    if (ctx->needs_input_grad(0)) {
+      grad_x = model::mm(grad_gate, gate_w, kOperands).add_(model::mm(grad_up, up_w, kOperands));
+    }
+    if (ctx->needs_input_grad(1)) grad_gate_w = model::mm(grad_gate.t(), x, kOperands);
+    if (ctx->needs_input_grad(2)) grad_up_w = model::mm(grad_up.t(), x, kOperands);
+    return {grad_x, grad_gate_w, grad_up_w, grad_down_w};
+  }
+};
+
+}  // namespace
+
+at::Tensor swiglu_mlp_bf16(const at::Tensor& x, const at::Tensor& gate_weight, const at::Tensor& up_weight,
+                           const at::Tensor& down_weight) {
+  const int64_t hidden_size = x.size(-1), intermediate = gate_weight.size(0);
+  TORCH_CHECK(gate_weight.dim() == 2 && gate_weight.size(1) == hidden_size &&
+                  up_weight.sizes() == gate_weight.sizes() && down_weight.dim() == 2 &&
+                  down_weight.size(0) == hidden_size && down_weight.size(1) == intermediate,
+              "swiglu_mlp_bf16: x [..., H], gate and up [I, H], down [H, I] expected, got ", x.sizes(), ", ",
+              gate_weight.sizes(), ", ", up_weight.sizes(), " and ", down_weight.sizes());
+  std::vector<int64_t> out_shape = x.sizes().vec();
+  const at::Tensor out =
+      SwiGluMlpFunction::apply(x.reshape({-1, hidden_size}), gate_weight, up_weight, down_weight);  // [N, H]
+  return out.view(out_shape);
+}
+
+}  // namespace ptrain::model
