@@ -15,7 +15,8 @@ using torch::autograd::variable_list;
 
 constexpr at::ScalarType kOperands = at::kBFloat16;
 
-// a · b (float32) rounded once into a new bfloat16 tensor.
+// a · b (float32) rounded once into a new bfloat16 tensor (ATen's multiply
+// computes in its inputs' dtype and casts as it stores, on the CPU and CUDA).
 at::Tensor product_in_operands(const at::Tensor& a, const at::Tensor& b) {
   at::Tensor out = at::empty(a.sizes(), a.options().dtype(kOperands));
   return at::mul_out(out, a, b);
@@ -48,8 +49,9 @@ struct SwiGluMlpFunction : public torch::autograd::Function<SwiGluMlpFunction> {
     if (ctx->needs_input_grad(3)) grad_down_w = model::mm(grad_y.t(), hidden, kOperands);
     const at::Tensor grad_hidden = model::mm(grad_y, down_w, kOperands);  // [N, I] float32
     const at::Tensor grad_up = product_in_operands(grad_hidden, activated);
-    at::Tensor grad_gate = at::empty(gate.sizes(), gate.options().dtype(kOperands));
-    at::silu_backward_out(grad_gate, grad_hidden * up, gate);
+    // Not silu_backward_out into bfloat16: its CUDA kernel computes in its
+    // output's dtype, so the inputs would be rounded first.
+    const at::Tensor grad_gate = at::silu_backward(grad_hidden * up, gate).to(kOperands);
     if (ctx->needs_input_grad(0)) {
       grad_x = model::mm(grad_gate, gate_w, kOperands).add_(model::mm(grad_up, up_w, kOperands));
     }

@@ -5,13 +5,12 @@
 //
 // Apart, the three linears meet the elementwise ops in float32: the forward
 // writes silu(gate) ⊙ up in float32 and the down product then rounds it to
-// bfloat16 (a third pass); the backward writes the gate's and up's
-// gradients in float32 and each product rounds them again. Here each of
-// those is written once, straight into bfloat16 (a multiply with a
-// bfloat16 output rounds its float32 result once, as the cast did), and x
-// is rounded once for both products instead of once each. Values and
-// gradients are bit for bit the composition's (tests/unit/
-// test_swiglu_mlp.cpp), in about two thirds of its elementwise traffic
+// bfloat16 (another pass), and the backward writes up's gradient in float32
+// for its product to round. Here both are written once, straight into
+// bfloat16 (a multiply with a bfloat16 output rounds its float32 result
+// once, as the cast did), and x is rounded once for both products instead
+// of once each. Values and gradients are bit for bit the composition's
+// (tests/unit/test_swiglu_mlp.cpp), with less elementwise traffic
 // (bench/gpu_audit.py's activation bytes). Saved for the backward: x in
 // bfloat16, gate, up and silu(gate) in float32 and the product in bfloat16,
 // one bfloat16 copy of x fewer than the composition keeps.

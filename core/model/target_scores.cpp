@@ -57,14 +57,15 @@ at::Tensor score_by_log_softmax(const at::Tensor& logits, const at::Tensor& targ
 
 // dz = g · (onehot(target) − p) for a chunk's probabilities p [n, V] (a
 // block of its own, overwritten) and gradients g [n, 1], written straight
-// into the operand dtype, each entry rounded once from float32: the
-// target's p first becomes p − 1, so one product −g·p covers every entry.
+// into the operand dtype, each entry rounded once from float32: −g·p, and
+// −g·p + g at the target.
 at::Tensor logit_gradient(at::Tensor probabilities, const at::Tensor& target, const at::Tensor& g,
                           at::ScalarType operands) {
-  probabilities.scatter_(1, target, probabilities.gather(1, target).sub_(1.0));
-  if (operands == probabilities.scalar_type()) return probabilities.mul_(g.neg());
+  const at::Tensor minus_g = g.neg();
+  const at::Tensor at_target = probabilities.gather(1, target).mul_(minus_g).add_(g);  // [n, 1] float32
+  if (operands == probabilities.scalar_type()) return probabilities.mul_(minus_g).scatter_(1, target, at_target);
   at::Tensor gradient = at::empty(probabilities.sizes(), probabilities.options().dtype(operands));
-  return at::mul_out(gradient, probabilities, g.neg());
+  return at::mul_out(gradient, probabilities, minus_g).scatter_(1, target, at_target.to(operands));
 }
 
 struct TargetScoresFunction : public torch::autograd::Function<TargetScoresFunction> {
