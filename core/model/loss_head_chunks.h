@@ -17,9 +17,10 @@
 //     chunk instead of 27. When the rows' float32 log-softmax fits in 2^31
 //     logits (8 GiB; 4 bytes a logit, against the 10 of a PyTorch loop's
 //     bf16 logits, their float32 copy and its log-softmax), the forward
-//     keeps it for the backward, which then needs no third product and
-//     no pass to rebuild the softmax; past that, it recomputes as the CPU
-//     route does.
+//     keeps it for the backward, which then needs no third product: the
+//     softmax is one exp of what was kept, where recomputing takes the
+//     product, a subtraction and an exp. Past that, it recomputes as the
+//     CPU route does.
 #pragma once
 
 #include <cstdint>
