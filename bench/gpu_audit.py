@@ -111,6 +111,7 @@ INDEXED = {"aten::gather", "aten::scatter", "aten::scatter_", "aten::scatter_add
 COPYING = COPIES | {"aten::clone", "aten::contiguous", "aten::_copy_from", "aten::_copy_from_and_resize"}
 ELEMENT_BYTES = {"float": 4, "c10::BFloat16": 2, "c10::Half": 2, "double": 8, "long int": 8, "int": 4, "bool": 1}
 
+
 def is_bf16(dtype):
     return "bfloat16" in dtype.lower()
 
@@ -235,11 +236,11 @@ def cpu_only_copies(events, widened_products):
     return skipped
 
 
-def kernel_bytes(events, selects, widened_products):
+def kernel_bytes(events, selects, skipped):
     """Bytes of the tensors `selects` accepts handed to the innermost ATen ops that take any (outside
-    products, attention and the optimizer's fused kernels): an op whose children touch none of them (a
-    reduction filling its [rows] result) counts itself. → (total, by op)"""
-    skipped = cpu_only_copies(events, widened_products)
+    products, attention, the optimizer's fused kernels and the `skipped` ids of cpu_only_copies): an op
+    whose children touch none of them (a reduction filling its [rows] result) counts itself.
+    → (total, by op)"""
     parents = {id(e["parent"]) for e in events if e["parent"] is not None and e["name"].startswith("aten::")
                and e["name"] not in NO_TRAFFIC and id(e) not in skipped and selected_tensor_bytes(e, selects)}
     by_op, total = Counter(), 0
@@ -260,9 +261,10 @@ def account(profile, vocab, rows, widened_products=False):
     """The audit's figures of one profiled step of `rows` rows."""
     events = with_parents([e for e in profile["events"] if e.get("end_ns", 0) >= e["start_ns"]])
     tokens = profile["tokens"]
-    logit_traffic, logit_by_op = kernel_bytes(events, lambda shape: shape[-1] == vocab, widened_products)
+    cpu_only = cpu_only_copies(events, widened_products)
+    logit_traffic, logit_by_op = kernel_bytes(events, lambda shape: shape[-1] == vocab, cpu_only)
     activation_traffic, activation_by_op = kernel_bytes(
-        events, lambda shape: shape[-1] != vocab and (tokens in shape or tokens // rows in shape), widened_products)
+        events, lambda shape: shape[-1] != vocab and (tokens in shape or tokens // rows in shape), cpu_only)
     top_level = Counter()
     product_flops = attention_total = bf16_flops = small_flops = 0
     small_shapes = Counter()

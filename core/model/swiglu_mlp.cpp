@@ -5,8 +5,6 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>
 
-#include <vector>
-
 namespace ptrain::model {
 namespace {
 
@@ -71,10 +69,8 @@ at::Tensor swiglu_mlp_bf16(const at::Tensor& x, const at::Tensor& gate_weight, c
                   down_weight.size(0) == hidden_size && down_weight.size(1) == intermediate,
               "swiglu_mlp_bf16: x [..., H], gate and up [I, H], down [H, I] expected, got ", x.sizes(), ", ",
               gate_weight.sizes(), ", ", up_weight.sizes(), " and ", down_weight.sizes());
-  std::vector<int64_t> out_shape = x.sizes().vec();
-  const at::Tensor out =
-      SwiGluMlpFunction::apply(x.reshape({-1, hidden_size}), gate_weight, up_weight, down_weight);  // [N, H]
-  return out.view(out_shape);
+  return SwiGluMlpFunction::apply(x.reshape({-1, hidden_size}), gate_weight, up_weight, down_weight)  // [N, H]
+      .view(x.sizes());
 }
 
 }  // namespace ptrain::model

@@ -1,6 +1,9 @@
-// What the kernel tests (fused kernels, GEMM) share: an error measure against
-// a float64 reference, and a scoped intra-op thread count.
+// What the kernel tests (fused kernels, GEMM, kernel routes) share: an error
+// measure against a float64 reference, a scoped intra-op thread count, and a
+// scoped kernel route.
 #pragma once
+
+#include "core/model/kernel_route.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -17,6 +20,12 @@ struct ThreadCount {
   int saved = at::get_num_threads();
   explicit ThreadCount(int n) { at::set_num_threads(n); }
   ~ThreadCount() { at::set_num_threads(saved); }
+};
+
+// Routes CPU tensors onto `route` for a scope, and back to the CPU route after.
+struct KernelRouteScope {
+  explicit KernelRouteScope(model::CpuKernelRoute route) { model::set_cpu_kernel_route(route); }
+  ~KernelRouteScope() { model::set_cpu_kernel_route(model::CpuKernelRoute::kCpu); }
 };
 
 }  // namespace ptrain::test

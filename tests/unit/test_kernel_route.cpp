@@ -12,6 +12,7 @@
 #include "core/model/kernel_route.h"
 #include "core/model/loss_head_chunks.h"
 #include "core/model/target_scores.h"
+#include "kernel_test_support.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -23,14 +24,9 @@
 using ptrain::model::CausalLm;
 using ptrain::model::CpuKernelRoute;
 using ptrain::model::ModelConfig;
+using ptrain::test::KernelRouteScope;
 
 namespace {
-
-// The route for a scope; the CPU route again after it.
-struct RouteScope {
-  explicit RouteScope(CpuKernelRoute route) { ptrain::model::set_cpu_kernel_route(route); }
-  ~RouteScope() { ptrain::model::set_cpu_kernel_route(CpuKernelRoute::kCpu); }
-};
 
 ModelConfig tiny_config() {
   ModelConfig c;
@@ -128,7 +124,7 @@ TEST_CASE("the accelerator route scores targets as the full log-softmax does, va
   targets_with_junk.masked_fill_(loss_mask.logical_not(), 999);
   const ptrain::sdk::TokenBatch batch(input_ids, targets_with_junk, loss_mask);
   for (const auto route : {CpuKernelRoute::kCpu, CpuKernelRoute::kAccelerator}) {
-    const RouteScope scope(route);
+    const KernelRouteScope scope(route);
     INFO("route " << (route == CpuKernelRoute::kCpu ? "cpu" : "accelerator"));
     const Scored scored = score(*model, batch, weights);
     const double value_error = max_abs_diff(scored.log_probs, expected_log_probs);
@@ -191,7 +187,7 @@ TEST_CASE("the accelerator route runs packed rows as their documents alone, fp32
 
   for (const auto dtype : {at::kFloat, at::kBFloat16}) {
     model->set_compute_dtype(dtype);
-    const RouteScope scope(CpuKernelRoute::kAccelerator);
+    const KernelRouteScope scope(CpuKernelRoute::kAccelerator);
     const Scored scored = score(*model, packed, weights);
     const double value_error = max_abs_diff(scored.log_probs, expected);
     const double grad_error = relative_error(scored.grads, expected_grads);
@@ -212,7 +208,7 @@ TEST_CASE("the accelerator route's bf16-mixed step agrees across microbatch spli
   // products round their results to bfloat16, so a split may move a row by
   // bf16 rounding: no more than twice what bf16-mixed moves it from float32.
   auto model = tiny_model(0.1);
-  const RouteScope scope(CpuKernelRoute::kAccelerator);
+  const KernelRouteScope scope(CpuKernelRoute::kAccelerator);
   at::manual_seed(21);
   const int64_t b = 4, t = 9, v = 29;
   const at::Tensor input_ids = at::randint(0, v, {b, t}, at::kLong);
@@ -284,7 +280,7 @@ TEST_CASE("the accelerator route keeps the loss head's log-softmax when it fits,
 TEST_CASE("the loss head's kept log-softmax gives the recomputed values and gradients, fp32 and bf16",
           "[model][route]") {
   using ptrain::model::LogSoftmaxReuse;
-  const RouteScope scope(CpuKernelRoute::kAccelerator);
+  const KernelRouteScope scope(CpuKernelRoute::kAccelerator);
   at::manual_seed(37);
   const at::Tensor hidden = at::randn({300, 16}).requires_grad_(true);
   const at::Tensor weight = (0.5 * at::randn({29, 16})).requires_grad_(true);

@@ -8,6 +8,7 @@
 #include "core/model/gemm.h"
 #include "core/model/kernel_route.h"
 #include "core/model/swiglu_mlp.h"
+#include "kernel_test_support.h"
 
 #include <ATen/ATen.h>
 
@@ -16,11 +17,7 @@
 namespace {
 
 using ptrain::model::CpuKernelRoute;
-
-struct RouteScope {
-  explicit RouteScope(CpuKernelRoute route) { ptrain::model::set_cpu_kernel_route(route); }
-  ~RouteScope() { ptrain::model::set_cpu_kernel_route(CpuKernelRoute::kCpu); }
-};
+using ptrain::test::KernelRouteScope;
 
 // The output and the gradients of Σ weights ⊙ mlp(x) in x and the three weights.
 std::vector<at::Tensor> run(bool fused, const std::vector<at::Tensor>& inputs, const at::Tensor& weights) {
@@ -51,7 +48,7 @@ TEST_CASE("the fused bf16 MLP gives the composition's values and gradients bit f
                                        0.3 * at::randn({hidden, intermediate})};
   const at::Tensor weights = at::randn({3, 5, hidden});
   for (const auto route : {CpuKernelRoute::kCpu, CpuKernelRoute::kAccelerator}) {
-    const RouteScope scope(route);
+    const KernelRouteScope scope(route);
     INFO("route " << (route == CpuKernelRoute::kCpu ? "cpu" : "accelerator"));
     const std::vector<at::Tensor> fused = run(true, inputs, weights);
     const std::vector<at::Tensor> composed = run(false, inputs, weights);
