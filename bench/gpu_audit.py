@@ -34,6 +34,10 @@ Both are read by the same accounting below:
                                    elementwise traffic of the layers' forward and backward (no
                                    target yet: reported, so a change to it shows here before a GPU)
 
+ptrain's own CUDA kernels (core/model/swiglu_activation.h: ptrain::swiglu_activation and its
+backward) count as the one kernel each is on a GPU: one op, whose tensors are its inputs. On the
+CPU the same function runs as ATen ops underneath that event; those are left out.
+
 Two copies are the CPU's, not the GPU's, and are left out of the passes: the
 widening of a bf16 product's result to float32 (ATen's CPU product rounds to
 bf16; on CUDA, aten::mm.dtype writes float32 itself), and the copy with which
@@ -109,6 +113,9 @@ INDEXED = {"aten::gather", "aten::scatter", "aten::scatter_", "aten::scatter_add
            "aten::nll_loss2d_forward"}
 # Ops whose copy_ child is the copy itself, not a cast written back.
 COPYING = COPIES | {"aten::clone", "aten::contiguous", "aten::_copy_from", "aten::_copy_from_and_resize"}
+# ptrain's own kernels: one CUDA kernel each, recorded as one event (see the docstring).
+OWN_KERNEL = "ptrain::"
+KERNEL_PREFIXES = ("aten::", OWN_KERNEL)
 ELEMENT_BYTES = {"float": 4, "c10::BFloat16": 2, "c10::Half": 2, "double": 8, "long int": 8, "int": 4, "bool": 1}
 
 
@@ -236,17 +243,23 @@ def cpu_only_copies(events, widened_products):
     return skipped
 
 
+def own_kernel_internals(events):
+    """The ids of the events under one of ptrain's own kernels: the CPU's stand-in for its CUDA kernel."""
+    return {id(event) for event in events if has_ancestor(event, prefix=OWN_KERNEL)}
+
+
 def kernel_bytes(events, selects, skipped):
-    """Bytes of the tensors `selects` accepts handed to the innermost ATen ops that take any (outside
-    products, attention, the optimizer's fused kernels and the `skipped` ids of cpu_only_copies): an op
-    whose children touch none of them (a reduction filling its [rows] result) counts itself.
+    """Bytes of the tensors `selects` accepts handed to the innermost ATen ops (and ptrain's own kernels)
+    that take any, outside products, attention, the optimizer's fused kernels and the `skipped` ids
+    (cpu_only_copies, own_kernel_internals): an op whose children touch none of them (a reduction
+    filling its [rows] result) counts itself.
     → (total, by op)"""
     parents = {id(e["parent"]) for e in events if e["parent"] is not None and e["name"].startswith("aten::")
                and e["name"] not in NO_TRAFFIC and id(e) not in skipped and selected_tensor_bytes(e, selects)}
     by_op, total = Counter(), 0
     for event in events:
         name = event["name"]
-        if (not name.startswith("aten::") or id(event) in parents or id(event) in skipped or name in NO_TRAFFIC
+        if (not name.startswith(KERNEL_PREFIXES) or id(event) in parents or id(event) in skipped or name in NO_TRAFFIC
                 or name in INDEXED or name in PRODUCTS or name.startswith(("aten::_foreach", "aten::_fused_"))
                 or has_ancestor(event, PRODUCTS | ATTENTION_FORWARD | ATTENTION_BACKWARD)):
             continue
@@ -261,7 +274,7 @@ def account(profile, vocab, rows, widened_products=False):
     """The audit's figures of one profiled step of `rows` rows."""
     events = with_parents([e for e in profile["events"] if e.get("end_ns", 0) >= e["start_ns"]])
     tokens = profile["tokens"]
-    cpu_only = cpu_only_copies(events, widened_products)
+    cpu_only = cpu_only_copies(events, widened_products) | own_kernel_internals(events)
     logit_traffic, logit_by_op = kernel_bytes(events, lambda shape: shape[-1] == vocab, cpu_only)
     activation_traffic, activation_by_op = kernel_bytes(
         events, lambda shape: shape[-1] != vocab and (tokens in shape or tokens // rows in shape), cpu_only)
@@ -271,7 +284,7 @@ def account(profile, vocab, rows, widened_products=False):
     syncs, host_side = Counter(), Counter()
     for event in events:
         name = event["name"]
-        if name.startswith("aten::") and not has_ancestor(event, prefix="aten::"):
+        if name.startswith(KERNEL_PREFIXES) and not has_ancestor(event, prefix=KERNEL_PREFIXES):
             top_level[name] += 1
         if name in PRODUCTS and not has_ancestor(event, PRODUCTS | ATTENTION_FORWARD | ATTENTION_BACKWARD):
             batch, m, k, n = product_shape(event)

@@ -1,6 +1,7 @@
 #include "core/model/swiglu_mlp.h"
 
 #include "core/model/gemm.h"
+#include "core/model/swiglu_activation.h"
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>
@@ -13,13 +14,6 @@ using torch::autograd::variable_list;
 
 constexpr at::ScalarType kOperands = at::kBFloat16;
 
-// a · b (float32) rounded once into a new bfloat16 tensor (ATen's multiply
-// computes in its inputs' dtype and casts as it stores, on the CPU and CUDA).
-at::Tensor product_in_operands(const at::Tensor& a, const at::Tensor& b) {
-  at::Tensor out = at::empty(a.sizes(), a.options().dtype(kOperands));
-  return at::mul_out(out, a, b);
-}
-
 struct SwiGluMlpFunction : public torch::autograd::Function<SwiGluMlpFunction> {
   // x2d: [N, H] → [N, H]
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x2d, const at::Tensor& gate_weight,
@@ -29,9 +23,8 @@ struct SwiGluMlpFunction : public torch::autograd::Function<SwiGluMlpFunction> {
     const at::Tensor down_w = down_weight.to(kOperands);
     const at::Tensor gate = model::mm(x, gate_w.t(), kOperands);  // [N, I] float32
     const at::Tensor up = model::mm(x, up_w.t(), kOperands);      // [N, I] float32
-    const at::Tensor activated = at::silu(gate);
-    const at::Tensor hidden = product_in_operands(activated, up);  // [N, I], as the down product reads it
-    ctx->save_for_backward({x, gate_w, up_w, down_w, gate, up, activated, hidden});
+    const at::Tensor hidden = swiglu_activation(gate, up);        // [N, I] bfloat16, as the down product reads it
+    ctx->save_for_backward({x, gate_w, up_w, down_w, gate, up, hidden});
     return model::mm(hidden, down_w.t(), kOperands);
   }
 
@@ -41,15 +34,12 @@ struct SwiGluMlpFunction : public torch::autograd::Function<SwiGluMlpFunction> {
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     const variable_list saved = ctx->get_saved_variables();
     const at::Tensor &x = saved[0], &gate_w = saved[1], &up_w = saved[2], &down_w = saved[3];
-    const at::Tensor &gate = saved[4], &up = saved[5], &activated = saved[6], &hidden = saved[7];
+    const at::Tensor &gate = saved[4], &up = saved[5], &hidden = saved[6];
     const at::Tensor grad_y = grad_outputs[0].to(kOperands);
     at::Tensor grad_x, grad_gate_w, grad_up_w, grad_down_w;
     if (ctx->needs_input_grad(3)) grad_down_w = model::mm(grad_y.t(), hidden, kOperands);
-    const at::Tensor grad_hidden = model::mm(grad_y, down_w, kOperands);  // [N, I] float32
-    const at::Tensor grad_up = product_in_operands(grad_hidden, activated);
-    // Not silu_backward_out into bfloat16: its CUDA kernel computes in its
-    // output's dtype, so the inputs would be rounded first.
-    const at::Tensor grad_gate = at::silu_backward(grad_hidden * up, gate).to(kOperands);
+    const at::Tensor grad_hidden = model::mm(grad_y, down_w, kOperands);                  // [N, I] float32
+    const auto [grad_gate, grad_up] = swiglu_activation_backward(grad_hidden, gate, up);  // [N, I] bfloat16
     if (ctx->needs_input_grad(0)) {
       grad_x = model::mm(grad_gate, gate_w, kOperands).add_(model::mm(grad_up, up_w, kOperands));
     }

@@ -7,13 +7,14 @@
 // writes silu(gate) ⊙ up in float32 and the down product then rounds it to
 // bfloat16 (another pass), and the backward writes up's gradient in float32
 // for its product to round. Here both are written once, straight into
-// bfloat16 (a multiply with a bfloat16 output rounds its float32 result
-// once, as the cast did), and x is rounded once for both products instead
-// of once each. Values and gradients are bit for bit the composition's
-// (tests/unit/test_swiglu_mlp.cpp), with less elementwise traffic
-// (bench/gpu_audit.py's activation bytes). Saved for the backward: x in
-// bfloat16, gate, up and silu(gate) in float32 and the product in bfloat16,
-// one bfloat16 copy of x fewer than the composition keeps.
+// bfloat16 (rounding its float32 result once, as the cast did), and x is
+// rounded once for both products instead of once each. On CUDA the
+// activation and its gradients are one kernel each way
+// (swiglu_activation.h). Values and gradients are bit for bit the
+// composition's (tests/unit/test_swiglu_mlp.cpp), with less elementwise
+// traffic (bench/gpu_audit.py's activation bytes). Saved for the backward:
+// x in bfloat16, gate and up in float32 and the product in bfloat16, one
+// bfloat16 copy of x fewer than the composition keeps and no silu(gate).
 #pragma once
 
 #include <ATen/core/Tensor.h>

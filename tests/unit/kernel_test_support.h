@@ -1,12 +1,15 @@
 // What the kernel tests (fused kernels, GEMM, kernel routes) share: an error
-// measure against a float64 reference, a scoped intra-op thread count, and a
-// scoped kernel route.
+// measure against a float64 reference, a scoped intra-op thread count, a
+// scoped kernel route, and the devices to run on.
 #pragma once
 
 #include "core/model/kernel_route.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+
+#include <vector>
 
 namespace ptrain::test {
 
@@ -27,5 +30,13 @@ struct KernelRouteScope {
   explicit KernelRouteScope(model::CpuKernelRoute route) { model::set_cpu_kernel_route(route); }
   ~KernelRouteScope() { model::set_cpu_kernel_route(model::CpuKernelRoute::kCpu); }
 };
+
+// The devices this machine computes on: the CPU, and the first GPU where one
+// is visible (a CUDA build on a GPU machine: scripts/gpu-proof.sh's test phase).
+inline std::vector<at::Device> devices_here() {
+  std::vector<at::Device> devices{at::kCPU};
+  if (at::hasCUDA() && at::detail::getCUDAHooks().getNumGPUs() > 0) devices.emplace_back(at::kCUDA, 0);
+  return devices;
+}
 
 }  // namespace ptrain::test

@@ -1,7 +1,9 @@
 // The fused bf16-mixed MLP (core/model/swiglu_mlp.h) against the composition
 // it replaces: three model::linear products on bfloat16 operands with
 // ATen's silu and multiply between them. The same products and roundings,
-// so values and all four gradients agree bit for bit, on either kernel route.
+// so values and all four gradients agree bit for bit: on the CPU on either
+// kernel route, and on a GPU where one is visible (its own activation kernels,
+// core/model/swiglu_activation.h, against ATen's ops there).
 
 #include "catch.h"
 
@@ -22,7 +24,7 @@ using ptrain::test::KernelRouteScope;
 // The output and the gradients of Σ weights ⊙ mlp(x) in x and the three weights.
 std::vector<at::Tensor> run(bool fused, const std::vector<at::Tensor>& inputs, const at::Tensor& weights) {
   std::vector<at::Tensor> leaves;
-  for (const at::Tensor& t : inputs) leaves.push_back(t.detach().clone().requires_grad_(true));
+  for (const at::Tensor& t : inputs) leaves.push_back(t.detach().clone().requires_grad_(true));  // on t's device
   const at::Tensor &x = leaves[0], &gate_w = leaves[1], &up_w = leaves[2], &down_w = leaves[3];
   at::Tensor y;
   if (fused) {
@@ -47,11 +49,21 @@ TEST_CASE("the fused bf16 MLP gives the composition's values and gradients bit f
                                        0.3 * at::randn({intermediate, hidden}),
                                        0.3 * at::randn({hidden, intermediate})};
   const at::Tensor weights = at::randn({3, 5, hidden});
-  for (const auto route : {CpuKernelRoute::kCpu, CpuKernelRoute::kAccelerator}) {
-    const KernelRouteScope scope(route);
-    INFO("route " << (route == CpuKernelRoute::kCpu ? "cpu" : "accelerator"));
-    const std::vector<at::Tensor> fused = run(true, inputs, weights);
-    const std::vector<at::Tensor> composed = run(false, inputs, weights);
+  struct Case {
+    at::Device device;
+    CpuKernelRoute route;
+  };
+  std::vector<Case> cases{{at::kCPU, CpuKernelRoute::kCpu}, {at::kCPU, CpuKernelRoute::kAccelerator}};
+  for (const at::Device device : ptrain::test::devices_here()) {
+    if (!device.is_cpu()) cases.push_back({device, CpuKernelRoute::kCpu});  // a GPU takes the accelerator route
+  }
+  for (const Case& c : cases) {
+    const KernelRouteScope scope(c.route);
+    INFO("on " << c.device << ", route " << (c.route == CpuKernelRoute::kCpu ? "cpu" : "accelerator"));
+    std::vector<at::Tensor> on_device;
+    for (const at::Tensor& t : inputs) on_device.push_back(t.to(c.device));
+    const std::vector<at::Tensor> fused = run(true, on_device, weights.to(c.device));
+    const std::vector<at::Tensor> composed = run(false, on_device, weights.to(c.device));
     REQUIRE(fused.size() == composed.size());
     const char* names[] = {"output", "grad x", "grad gate", "grad up", "grad down"};
     for (size_t i = 0; i < fused.size(); ++i) {
@@ -63,8 +75,8 @@ TEST_CASE("the fused bf16 MLP gives the composition's values and gradients bit f
     // Not a trivial agreement: the bf16 roundings move the result off float32.
     const at::Tensor x = inputs[0];
     const at::Tensor float32 = at::linear(at::silu(at::linear(x, inputs[1])) * at::linear(x, inputs[2]), inputs[3]);
-    CHECK(!at::allclose(fused[0], float32, 1e-6, 1e-6));
-    CHECK(at::allclose(fused[0], float32, 5e-2, 5e-2));
+    CHECK(!at::allclose(fused[0].cpu(), float32, 1e-6, 1e-6));
+    CHECK(at::allclose(fused[0].cpu(), float32, 5e-2, 5e-2));
   }
 }
 
