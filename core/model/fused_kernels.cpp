@@ -1,10 +1,19 @@
 #include "core/model/fused_kernels.h"
 
 #include "core/model/kernel_route.h"
+#include "core/model/rotary_math.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 #include <torch/csrc/autograd/custom_function.h>
+
+#ifdef PTRAIN_WITH_CUDA
+#include "core/model/rotary_cuda.h"
+
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -20,6 +29,18 @@ using torch::autograd::variable_list;
 int64_t grain_rows(int64_t row_size) { return std::max<int64_t>(1, 32768 / std::max<int64_t>(1, row_size)); }
 
 bool fused_kernel_applies(const at::Tensor& x) { return takes_cpu_kernels(x) && x.scalar_type() == at::kFloat; }
+
+// The rotary kernel also runs on CUDA (rotary.cu), and on the CPU on either
+// kernel route: there it stands in for the CUDA kernel on the accelerator
+// route (kernel_route.h), as the GPU-work audit profiles it.
+#ifdef PTRAIN_WITH_CUDA
+constexpr bool kCudaKernels = true;
+#else
+constexpr bool kCudaKernels = false;
+#endif
+bool rotary_kernel_applies(const at::Tensor& t) {
+  return t.scalar_type() == at::kFloat && (t.is_cpu() || (kCudaKernels && t.is_cuda()));
+}
 
 struct RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
   // x: [..., H] contiguous, weight: [H] contiguous → y: [..., H]
@@ -89,53 +110,53 @@ struct RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
   }
 };
 
-// The angle tables of one token: [T, d] shared by every row, or [B, T, d].
-struct RotaryTables {
-  const float* cos;
-  const float* sin;
-  int64_t row_stride;  // elements between rows b and b+1: 0 when shared
-};
-
-// out[i] = scale·(x[i]·cos[i] − x[i+half]·sin[i]),  out[i+half] = scale·(x[i+half]·cos[i+half] + x[i]·sin[i+half])
-// over x: [B, T, n, d] → out: [B, n, T, d]; `adjoint` runs the transpose map,
-// from dout: [B, n, T, d] to dx: [B, T, n, d]:
-// dx[i] = scale·(g[i]·cos[i] + g[i+half]·sin[i+half]),  dx[i+half] = scale·(g[i+half]·cos[i+half] − g[i]·sin[i]).
-void rotate(const float* in, float* out, const RotaryTables& tables, int64_t b, int64_t t, int64_t n, int64_t d,
-            float scale, bool adjoint) {
-  const int64_t half = d / 2;
-  at::parallel_for(0, b * t, grain_rows(n * d), [&](int64_t begin, int64_t end) {
+// The rotary map over the heads of tokens [begin, end) on the CPU (rotary_math.h).
+void rotate_on_cpu(const float* in, float* out, const float* cos, const float* sin, int64_t tokens,
+                   const rotary_math::Layout& layout, float scale, bool adjoint) {
+  const int64_t half = layout.d / 2;
+  at::parallel_for(0, tokens, grain_rows(layout.n * layout.d), [&](int64_t begin, int64_t end) {
     for (int64_t token = begin; token < end; ++token) {
-      const int64_t row = token / t;
-      const int64_t position = token % t;
-      const float* c = tables.cos + row * tables.row_stride + position * d;
-      const float* s = tables.sin + row * tables.row_stride + position * d;
-      for (int64_t head = 0; head < n; ++head) {
-        const int64_t token_major = (token * n + head) * d;            // [B, T, n, d]
-        const int64_t head_major = ((row * n + head) * t + position) * d;  // [B, n, T, d]
+      const float* c = cos + layout.table(token);
+      const float* s = sin + layout.table(token);
+      for (int64_t head = 0; head < layout.n; ++head) {
+        const int64_t token_major = layout.token_major(token, head), head_major = layout.head_major(token, head);
         if (!adjoint) {
           const float* x = in + token_major;
           float* y = out + head_major;
 #pragma omp simd
-          for (int64_t i = 0; i < half; ++i) {
-            y[i] = scale * (x[i] * c[i] - x[i + half] * s[i]);
-            y[i + half] = scale * (x[i + half] * c[i + half] + x[i] * s[i + half]);
-          }
+          for (int64_t i = 0; i < half; ++i) rotary_math::map_pair<false>(x, y, c, s, i, half, scale);
         } else {
           const float* g = in + head_major;
           float* dx = out + token_major;
 #pragma omp simd
-          for (int64_t i = 0; i < half; ++i) {
-            dx[i] = scale * (g[i] * c[i] + g[i + half] * s[i + half]);
-            dx[i + half] = scale * (g[i + half] * c[i + half] - g[i] * s[i]);
-          }
+          for (int64_t i = 0; i < half; ++i) rotary_math::map_pair<true>(g, dx, c, s, i, half, scale);
         }
       }
     }
   });
 }
 
-RotaryTables tables_of(const at::Tensor& cos, const at::Tensor& sin) {
-  return {cos.data_ptr<float>(), sin.data_ptr<float>(), cos.dim() == 3 ? cos.size(1) * cos.size(2) : 0};
+// The rotary map from `in` into `out` (adjoint: its transpose, from dout: [B, n, T, d] to dx: [B, T, n, d]),
+// with x's shape [B, T, n, d]: on the GPU in a CUDA build, else on the CPU. One profiler event, the one
+// kernel it is (bench/gpu_audit.py).
+void rotate(const at::Tensor& in, at::Tensor& out, const at::Tensor& cos, const at::Tensor& sin,
+            at::IntArrayRef x_shape, double scale, bool adjoint) {
+  RECORD_FUNCTION(adjoint ? "ptrain::rotary_backward" : "ptrain::rotary", std::vector<c10::IValue>({in, cos, sin}));
+  const int64_t t = x_shape[1], n = x_shape[2], d = x_shape[3];
+  const rotary_math::Layout layout{t, n, d, cos.dim() == 3 ? t * d : 0};
+  const int64_t tokens = x_shape[0] * t;
+#ifdef PTRAIN_WITH_CUDA
+  if (in.is_cuda()) {
+    const c10::cuda::CUDAGuard guard(in.device());
+    const char* error = rotary_cuda::launch_rotary(in.data_ptr<float>(), out.data_ptr<float>(), cos.data_ptr<float>(),
+                                                   sin.data_ptr<float>(), tokens, layout, static_cast<float>(scale),
+                                                   adjoint, c10::cuda::getCurrentCUDAStream().stream());
+    TORCH_CHECK(error == nullptr, "rotary: CUDA kernel: ", error);
+    return;
+  }
+#endif
+  rotate_on_cpu(in.data_ptr<float>(), out.data_ptr<float>(), cos.data_ptr<float>(), sin.data_ptr<float>(), tokens,
+                layout, static_cast<float>(scale), adjoint);
 }
 
 struct RotaryFunction : public torch::autograd::Function<RotaryFunction> {
@@ -143,8 +164,7 @@ struct RotaryFunction : public torch::autograd::Function<RotaryFunction> {
                             double scale) {
     const int64_t b = x.size(0), t = x.size(1), n = x.size(2), d = x.size(3);
     at::Tensor out = at::empty({b, n, t, d}, x.options());
-    rotate(x.data_ptr<float>(), out.data_ptr<float>(), tables_of(cos, sin), b, t, n, d, static_cast<float>(scale),
-           /*adjoint=*/false);
+    rotate(x, out, cos, sin, x.sizes(), scale, /*adjoint=*/false);
     ctx->save_for_backward({cos, sin});
     ctx->saved_data["scale"] = scale;
     ctx->saved_data["shape"] = x.sizes();
@@ -156,8 +176,7 @@ struct RotaryFunction : public torch::autograd::Function<RotaryFunction> {
     const std::vector<int64_t> shape = ctx->saved_data["shape"].toIntVector();
     const at::Tensor grad_out = grad_outputs[0].contiguous();
     at::Tensor grad_x = at::empty(shape, grad_out.options());
-    rotate(grad_out.data_ptr<float>(), grad_x.data_ptr<float>(), tables_of(saved[0], saved[1]), shape[0], shape[1],
-           shape[2], shape[3], static_cast<float>(ctx->saved_data["scale"].toDouble()), /*adjoint=*/true);
+    rotate(grad_out, grad_x, saved[0], saved[1], shape, ctx->saved_data["scale"].toDouble(), /*adjoint=*/true);
     return {grad_x, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
@@ -187,7 +206,7 @@ at::Tensor rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& 
               "rotary: cos and sin must be [T, d] = [", t, ", ", d, "] or [B, T, d], got ", cos.sizes(), " and ",
               sin.sizes());
   TORCH_CHECK(!cos.requires_grad() && !sin.requires_grad(), "rotary: the angle tables are not differentiated");
-  if (!fused_kernel_applies(x) || !fused_kernel_applies(cos) || x.numel() == 0) {
+  if (!rotary_kernel_applies(x) || !rotary_kernel_applies(cos) || cos.device() != x.device() || x.numel() == 0) {
     const at::Tensor heads_first = x.transpose(1, 2);  // [B, n, T, d]
     const at::Tensor c = shared ? cos : cos.unsqueeze(1);
     const at::Tensor s = shared ? sin : sin.unsqueeze(1);

@@ -1,4 +1,4 @@
-// Fused CPU kernels, each with its own backward, for the decoder's two
+// Fused kernels, each with its own backward, for the decoder's two
 // memory-bound blocks that ATen runs as chains of small ops:
 //
 //   rms_norm  weight ⊙ x / √(mean(x²) + eps): pow, mean, add, rsqrt, mul, mul
@@ -9,10 +9,12 @@
 //             contiguous; here one pass each way, writing the [B, n, T, d]
 //             layout attention reads, with an optional scale folded in.
 //
-// They run on float32 CPU tensors on the CPU route (kernel_route.h). Other
-// devices, dtypes and the accelerator route take the
-// composite ATen expression, which is the same function:
-// tests/unit/test_fused_kernels.cpp checks values and gradients of both.
+// rms_norm runs on float32 CPU tensors on the CPU route (kernel_route.h);
+// rotary on float32 CPU tensors on either route and, in a CUDA build, on
+// float32 CUDA tensors (rotary.cu: the same arithmetic and indexing,
+// rotary_math.h). Other devices, dtypes and routes take the composite ATen
+// expression, which is the same function: tests/unit/test_fused_kernels.cpp
+// checks values and gradients of both, on every device it finds.
 #pragma once
 
 #include <ATen/core/Tensor.h>

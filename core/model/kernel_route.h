@@ -5,13 +5,14 @@
 // fused CPU kernels (fused_kernels.h), float32 attention kernels, and a loss
 // head over the trained rows only, in chunks of about 4M logits
 // (loss_head_chunks.h). The accelerator route is what tensors on any other
-// device (CUDA) take: ATen's products, the composite norms and rotary
-// embeddings, bf16 attention kernels under bf16-mixed, and a loss head over
+// device (CUDA) take: ATen's products, the composite norms, ptrain's rotary
+// kernel, bf16 attention kernels under bf16-mixed, and a loss head over
 // every row in large chunks, with no size read back to the host.
 //
-// Routing the CPU onto the accelerator route runs the CUDA path's ATen ops on
-// CPU tensors: the GPU-work audit (bench/gpu_audit.py, docs/performance.md)
-// profiles it that way on machines without a GPU. Training never sets it.
+// Routing the CPU onto the accelerator route runs the CUDA path's ATen ops
+// (and, for ptrain's own CUDA kernels, their CPU twins) on CPU tensors: the
+// GPU-work audit (bench/gpu_audit.py, docs/performance.md) profiles it that
+// way on machines without a GPU. Training never sets it.
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -5,13 +5,9 @@
 // the kernels round exactly where the composition of those ops does.
 #pragma once
 
-#include <math.h>
+#include "core/model/host_device.h"
 
-#if defined(__CUDACC__)
-#define PTRAIN_HOST_DEVICE __host__ __device__
-#else
-#define PTRAIN_HOST_DEVICE
-#endif
+#include <math.h>
 
 namespace ptrain::model::swiglu_math {
 

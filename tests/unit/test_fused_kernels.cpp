@@ -1,7 +1,8 @@
 // The fused RMSNorm and rotary kernels (core/model/fused_kernels.h) against
 // their textbook expressions evaluated in float64 by autograd: values and
 // gradients, on one and on two threads, shared and per-row angle tables, and
-// the composite path other dtypes take.
+// the composite path other dtypes take; rotary also on a GPU where one is
+// visible (its CUDA kernel, core/model/rotary.cu).
 
 #include "catch.h"
 
@@ -69,7 +70,7 @@ void check_rms_norm(int threads) {
 }
 
 // One case of the rotary check.
-void check_rotary(int threads, bool per_row, double scale) {
+void check_rotary(at::Device device, int threads, bool per_row, double scale) {
   const ThreadCount thread_count(threads);
   at::manual_seed(5);
   const int64_t b = 3, t = 40, n = 4, d = 16;
@@ -80,9 +81,9 @@ void check_rotary(int threads, bool per_row, double scale) {
   const at::Tensor x = at::randn({b, t, n, d});
   const at::Tensor grad_out = at::randn({b, n, t, d});
 
-  const at::Tensor x_leaf = x.clone().requires_grad_(true);
-  const at::Tensor out = fused::rotary(x_leaf, cos, sin, scale);
-  out.backward(grad_out);
+  const at::Tensor x_leaf = x.to(device).clone().requires_grad_(true);
+  const at::Tensor out = fused::rotary(x_leaf, cos.to(device), sin.to(device), scale);
+  out.backward(grad_out.to(device));
 
   const at::Tensor x64 = x.to(at::kDouble).requires_grad_(true);
   const at::Tensor cos64 = per_row ? cos.to(at::kDouble).unsqueeze(1) : cos.to(at::kDouble);
@@ -90,11 +91,12 @@ void check_rotary(int threads, bool per_row, double scale) {
   const at::Tensor expected = textbook_rotary(x64, cos64, sin64, scale);
   expected.backward(grad_out.to(at::kDouble));
 
-  INFO("threads " << threads << ", per-row tables " << per_row << ", scale " << scale);
+  INFO("on " << device << ", threads " << threads << ", per-row tables " << per_row << ", scale " << scale);
   CHECK(out.sizes() == at::IntArrayRef({b, n, t, d}));
   CHECK(out.is_contiguous());
-  CHECK(max_relative_error(out, expected.detach()) < 1e-6);
-  CHECK(max_relative_error(x_leaf.grad(), x64.grad()) < 1e-6);
+  CHECK(out.device() == device);
+  CHECK(max_relative_error(out.cpu(), expected.detach()) < 1e-6);
+  CHECK(max_relative_error(x_leaf.grad().cpu(), x64.grad()) < 1e-6);
   // The composite path (float64 here) is the same function.
   CHECK(max_relative_error(fused::rotary(x.to(at::kDouble), cos, sin, scale), expected.detach()) < 1e-6);
 }
@@ -107,11 +109,19 @@ TEST_CASE("fused rms_norm equals weight * x / sqrt(mean(x^2) + eps), values and 
 
 TEST_CASE("fused rotary equals scale * (x cos + rotate_half(x) sin) in [B, n, T, d], values and gradients",
           "[model][fused]") {
-  for (const int threads : {1, 2}) {
-    for (const bool per_row : {false, true}) {
-      for (const double scale : {1.0, 0.125}) check_rotary(threads, per_row, scale);
+  for (const at::Device device : ptrain::test::devices_here()) {
+    for (const int threads : {1, 2}) {
+      for (const bool per_row : {false, true}) {
+        for (const double scale : {1.0, 0.125}) check_rotary(device, threads, per_row, scale);
+      }
     }
   }
+}
+
+TEST_CASE("fused rotary takes its kernel on the accelerator route too, as on CUDA", "[model][fused]") {
+  // There the CPU's kernel stands in for the CUDA one (the GPU-work audit profiles it so).
+  const ptrain::test::KernelRouteScope scope(ptrain::model::CpuKernelRoute::kAccelerator);
+  for (const bool per_row : {false, true}) check_rotary(at::kCPU, 2, per_row, 0.125);
 }
 
 TEST_CASE("fused rms_norm reads non-contiguous input, and other dtypes take the same function", "[model][fused]") {
