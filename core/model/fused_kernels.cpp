@@ -110,7 +110,7 @@ struct RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
   }
 };
 
-// The rotary map over the heads of tokens [begin, end) on the CPU (rotary_math.h).
+// The rotary map over the heads of `tokens` tokens (B·T) on the CPU (rotary_math.h).
 void rotate_on_cpu(const float* in, float* out, const float* cos, const float* sin, int64_t tokens,
                    const rotary_math::Layout& layout, float scale, bool adjoint) {
   const int64_t half = layout.d / 2;

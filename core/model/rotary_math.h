@@ -24,7 +24,9 @@ struct Layout {
   PTRAIN_HOST_DEVICE int64_t table(int64_t token) const { return token / t * table_row_stride + token % t * d; }
 };
 
-// One pair (x[i], x[i+h]) of a head, h = d/2, with its angles' cos and sin at i and i+h.
+// Entries i and i + h of a head (h = d/2): of x, or of its angles' cos or sin.
+// (nvcc may fuse a product and a sum below into one FMA, so the GPU's results
+// may differ from the CPU's in the last bit.)
 struct Pair {
   float low, high;
 };
