@@ -116,10 +116,10 @@ run_phase() {
           echo "gpu-proof: the build failed; ctest runs what was built"
       fi
       echo "ctest: $("$python" -c 'import torch; print("CUDA" if torch.cuda.is_available() else "no GPU:")') runtime.device = \"auto\""
-      # The checks of ptrain's own CUDA kernels first (core/model/*.cu): only
-      # a GPU runs them there, and the whole suite may not fit the phase's
-      # budget. Then the rest, each test once.
-      local own_kernels='SwiGLU|swiglu|fused bf16 MLP|fused rotary' status=0
+      # The checks of the model's CUDA kernels first (core/model/*.cu and the
+      # fused RMSNorm it calls): only a GPU runs them there, and the whole
+      # suite may not fit the phase's budget. Then the rest, each test once.
+      local own_kernels='^fused |SwiGLU|swiglu|fused bf16 MLP' status=0
       ctest_run() {
         ctest --test-dir "$PTRAIN_BUILD_DIR" -j "$((jobs * 3 / 4 > 0 ? jobs * 3 / 4 : 1))" --timeout 120 \
           --stop-time "$(date -d "@$deadline" +%H:%M:%S)" --output-on-failure "${ctest_selection[@]}" "$@"

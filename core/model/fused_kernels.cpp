@@ -7,6 +7,7 @@
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 #include <torch/csrc/autograd/custom_function.h>
+#include <torch/version.h>
 
 #ifdef PTRAIN_WITH_CUDA
 #include "core/model/rotary_cuda.h"
@@ -191,6 +192,13 @@ at::Tensor rotate_half(const at::Tensor& x) {
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   TORCH_CHECK(weight.dim() == 1 && x.size(-1) == weight.size(0), "rms_norm: x [..., H] and weight [H] expected, got ",
               x.sizes(), " and ", weight.sizes());
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 9)
+  // On CUDA, PyTorch's own fused kernel, forward and backward
+  // (FusedRmsNormBackward0), in float32 as the composite below.
+  if (x.is_cuda() && x.scalar_type() == at::kFloat && weight.scalar_type() == at::kFloat && x.numel() > 0) {
+    return std::get<0>(at::_fused_rms_norm(x, {x.size(-1)}, weight, eps));
+  }
+#endif
   if (!fused_kernel_applies(x) || !fused_kernel_applies(weight) || x.numel() == 0) {
     return weight * (x * at::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps));
   }

@@ -9,7 +9,8 @@
 //             contiguous; here one pass each way, writing the [B, n, T, d]
 //             layout attention reads, with an optional scale folded in.
 //
-// rms_norm runs on float32 CPU tensors on the CPU route (kernel_route.h);
+// rms_norm runs on float32 CPU tensors on the CPU route (kernel_route.h),
+// and on float32 CUDA tensors takes PyTorch's fused kernel (LibTorch ≥ 2.9);
 // rotary on float32 CPU tensors on either route and, in a CUDA build, on
 // float32 CUDA tensors (rotary.cu: the same arithmetic and indexing,
 // rotary_math.h). Other devices, dtypes and routes take the composite ATen

@@ -5,9 +5,10 @@
 // fused CPU kernels (fused_kernels.h), float32 attention kernels, and a loss
 // head over the trained rows only, in chunks of about 4M logits
 // (loss_head_chunks.h). The accelerator route is what tensors on any other
-// device (CUDA) take: ATen's products, the composite norms, ptrain's rotary
-// kernel, bf16 attention kernels under bf16-mixed, and a loss head over
-// every row in large chunks, with no size read back to the host.
+// device (CUDA) take: ATen's products, ATen's norms (PyTorch's fused RMSNorm
+// on CUDA), ptrain's rotary kernel, bf16 attention kernels under bf16-mixed,
+// and a loss head over every row in large chunks, with no size read back to
+// the host.
 //
 // Routing the CPU onto the accelerator route runs the CUDA path's ATen ops
 // (and, for ptrain's own CUDA kernels, their CPU twins) on CPU tensors: the

@@ -1,8 +1,8 @@
 // The fused RMSNorm and rotary kernels (core/model/fused_kernels.h) against
 // their textbook expressions evaluated in float64 by autograd: values and
 // gradients, on one and on two threads, shared and per-row angle tables, and
-// the composite path other dtypes take; rotary also on a GPU where one is
-// visible (its CUDA kernel, core/model/rotary.cu).
+// the composite path other dtypes take; also on a GPU where one is visible
+// (rotary's CUDA kernel, core/model/rotary.cu, and PyTorch's fused RMSNorm).
 
 #include "catch.h"
 
@@ -42,7 +42,7 @@ std::pair<at::Tensor, at::Tensor> angle_tables(const at::Tensor& positions, int6
 }
 
 // One case of the rms_norm check.
-void check_rms_norm(int threads) {
+void check_rms_norm(at::Device device, int threads) {
   const ThreadCount thread_count(threads);
   at::manual_seed(3);
   // 200 rows of 300: several parallel chunks, and a width that is no multiple of a vector.
@@ -52,20 +52,21 @@ void check_rms_norm(int threads) {
   const at::Tensor grad_y = at::randn({4, 50, 300});
   const double eps = 1e-6;
 
-  const at::Tensor x_leaf = x.clone().requires_grad_(true);
-  const at::Tensor weight_leaf = weight.clone().requires_grad_(true);
+  const at::Tensor x_leaf = x.to(device).clone().requires_grad_(true);
+  const at::Tensor weight_leaf = weight.to(device).clone().requires_grad_(true);
   const at::Tensor y = fused::rms_norm(x_leaf, weight_leaf, eps);
-  y.backward(grad_y);
+  y.backward(grad_y.to(device));
 
   const at::Tensor x64 = x.to(at::kDouble).requires_grad_(true);
   const at::Tensor weight64 = weight.to(at::kDouble).requires_grad_(true);
   const at::Tensor expected = textbook_rms_norm(x64, weight64, eps);
   expected.backward(grad_y.to(at::kDouble));
 
-  INFO("threads " << threads);
-  CHECK(max_relative_error(y, expected.detach()) < 1e-6);
-  CHECK(max_relative_error(x_leaf.grad(), x64.grad()) < 1e-5);
-  CHECK(max_relative_error(weight_leaf.grad(), weight64.grad()) < 1e-5);
+  INFO("on " << device << ", threads " << threads);
+  CHECK(y.device() == device);
+  CHECK(max_relative_error(y.cpu(), expected.detach()) < 1e-6);
+  CHECK(max_relative_error(x_leaf.grad().cpu(), x64.grad()) < 1e-5);
+  CHECK(max_relative_error(weight_leaf.grad().cpu(), weight64.grad()) < 1e-5);
   CHECK(at::isfinite(x_leaf.grad()).all().item<bool>());
 }
 
@@ -104,7 +105,9 @@ void check_rotary(at::Device device, int threads, bool per_row, double scale) {
 }  // namespace
 
 TEST_CASE("fused rms_norm equals weight * x / sqrt(mean(x^2) + eps), values and gradients", "[model][fused]") {
-  for (const int threads : {1, 2}) check_rms_norm(threads);
+  for (const at::Device device : ptrain::test::devices_here()) {
+    for (const int threads : {1, 2}) check_rms_norm(device, threads);  // on CUDA: PyTorch's fused kernel
+  }
 }
 
 TEST_CASE("fused rotary equals scale * (x cos + rotate_half(x) sin) in [B, n, T, d], values and gradients",
