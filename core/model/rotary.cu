@@ -1,17 +1,10 @@
 // fused::rotary on CUDA (fused_kernels.h): one thread per pair of a token's
 // head, with the arithmetic and indexing of rotary_math.h.
+#include "core/model/cuda_launch.cuh"
 #include "core/model/rotary_cuda.h"
-
-#include <cuda_runtime.h>
-
-#include <algorithm>
 
 namespace ptrain::model::rotary_cuda {
 namespace {
-
-constexpr int kThreads = 256;
-// Enough blocks to fill any GPU; the loop strides over the rest.
-constexpr int64_t kMaxBlocks = int64_t{1} << 16;
 
 // Consecutive threads take consecutive pairs of one head, then the next head
 // of the token: reads and writes stay contiguous within each head.
@@ -41,11 +34,9 @@ const char* launch_rotary(const float* in, float* out, const float* cos, const f
                           rotary_math::Layout layout, float scale, bool adjoint, void* stream) {
   const int64_t pairs = tokens * layout.n * (layout.d / 2);
   if (pairs == 0) return nullptr;
-  const int blocks = static_cast<int>(std::min((pairs + kThreads - 1) / kThreads, kMaxBlocks));
-  rotary_kernel<<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(in, out, cos, sin, pairs, layout, scale,
-                                                                            adjoint);
-  const cudaError_t error = cudaGetLastError();
-  return error == cudaSuccess ? nullptr : cudaGetErrorString(error);
+  rotary_kernel<<<cuda_launch::blocks_for(pairs), cuda_launch::kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      in, out, cos, sin, pairs, layout, scale, adjoint);
+  return cuda_launch::last_error();
 }
 
 }  // namespace ptrain::model::rotary_cuda

@@ -1,21 +1,16 @@
 // One pass each way for the SwiGLU activation on CUDA (swiglu_activation.h):
 // float32 in, bfloat16 out, rounded to nearest even as ATen's casts round.
+#include "core/model/cuda_launch.cuh"
 #include "core/model/swiglu_activation_cuda.h"
 #include "core/model/swiglu_activation_math.h"
 
 #include <cuda_bf16.h>
-#include <cuda_runtime.h>
-
-#include <algorithm>
 
 namespace ptrain::model::swiglu_cuda {
 namespace {
 
-constexpr int kThreads = 256;
-// Enough blocks to fill any GPU; the loops stride over the rest.
-constexpr int64_t kMaxBlocks = int64_t{1} << 16;
-
-int blocks_for(int64_t count) { return static_cast<int>(std::min((count + kThreads - 1) / kThreads, kMaxBlocks)); }
+using cuda_launch::blocks_for;
+using cuda_launch::kThreads;
 
 __device__ uint16_t to_bf16_bits(float value) { return __bfloat16_as_ushort(__float2bfloat16_rn(value)); }
 
@@ -38,17 +33,12 @@ __global__ void activation_backward_kernel(const float* __restrict__ grad_hidden
   }
 }
 
-const char* launch_error() {
-  const cudaError_t error = cudaGetLastError();
-  return error == cudaSuccess ? nullptr : cudaGetErrorString(error);
-}
-
 }  // namespace
 
 const char* launch_activation(const float* gate, const float* up, uint16_t* hidden, int64_t count, void* stream) {
   if (count == 0) return nullptr;
   activation_kernel<<<blocks_for(count), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(gate, up, hidden, count);
-  return launch_error();
+  return cuda_launch::last_error();
 }
 
 const char* launch_activation_backward(const float* grad_hidden, const float* gate, const float* up,
@@ -56,7 +46,7 @@ const char* launch_activation_backward(const float* grad_hidden, const float* ga
   if (count == 0) return nullptr;
   activation_backward_kernel<<<blocks_for(count), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
       grad_hidden, gate, up, grad_gate, grad_up, count);
-  return launch_error();
+  return cuda_launch::last_error();
 }
 
 }  // namespace ptrain::model::swiglu_cuda

@@ -4,10 +4,10 @@
 #pragma once
 
 #include "core/model/kernel_route.h"
+#include "core/train/compute_device.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <ATen/detail/CUDAHooksInterface.h>
 
 #include <vector>
 
@@ -35,7 +35,7 @@ struct KernelRouteScope {
 // is visible (a CUDA build on a GPU machine: scripts/gpu-proof.sh's test phase).
 inline std::vector<at::Device> devices_here() {
   std::vector<at::Device> devices{at::kCPU};
-  if (at::hasCUDA() && at::detail::getCUDAHooks().getNumGPUs() > 0) devices.emplace_back(at::kCUDA, 0);
+  if (train::cuda_usable()) devices.emplace_back(at::kCUDA, 0);
   return devices;
 }
 
