@@ -181,6 +181,29 @@ def sft_bf16_mixed(data):
                 again_bf16["tokens_per_s"], "tokens/s", theirs["tokens_per_s"])]
 
 
+# The kernels an AVX2 CPU gets, forced on any x86-64 CPU: oneDNN, ATen's
+# vectorized kernels and OpenBLAS each capped at AVX2.
+AVX2_ONLY = {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "OPENBLAS_CORETYPE": "Haswell"}
+
+
+def sft_bf16_mixed_avx2(data):
+    """The small SFT job under bf16-mixed against fp32, both on the kernels of a CPU without AVX-512
+    (AVX2_ONLY), timed in alternation in the same run. oneDNN has no bf16 matmul there, so the products
+    take the widened route of core/model/gemm.h: bfloat16 operands multiplied by the fp32 GEMM."""
+    model, length, global_size, micro_size, warmup, steps, rounds = SFT_SIZES["small"]
+    fp32 = runner.sft_config("sft_small_fp32_avx2", model, data, length, global_size, micro_size, warmup + steps)
+    bf16 = runner.sft_config("sft_small_bf16_avx2", model, data, length, global_size, micro_size, warmup + steps,
+                             runtime={"precision": "bf16-mixed"})
+    env = {**os.environ, **AVX2_ONLY}
+    ours_bf16, ours_fp32 = paired(lambda: runner.run_ptrain("sft_small_bf16_avx2", bf16, warmup, env),
+                                  lambda: runner.run_ptrain("sft_small_fp32_avx2", fp32, warmup, env), rounds)
+    if "widened" not in ours_bf16["log"]:
+        raise RuntimeError("the bf16 run's [train] line does not name the widened route: " + ours_bf16["log"][:400])
+    return [row("SFT tokens/s small, AVX2 kernels: bf16-mixed (widened route) vs fp32", ours_bf16["tokens_per_s"],
+                "tokens/s", ours_fp32["tokens_per_s"], note="ONEDNN_MAX_CPU_ISA=AVX2, ATEN_CPU_CAPABILITY=avx2, "
+                "OPENBLAS_CORETYPE=Haswell: a CPU without AVX-512")]
+
+
 def mfu(size, ours, theirs, peak_flops):
     model, length = SFT_SIZES[size][:2]
     flops_per_token = training_flops_per_token(model, length - 1)

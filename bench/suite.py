@@ -80,6 +80,7 @@ def main():
             vs_pytorch += result[0]
             measured[size] = result[1:]
     vs_pytorch += attempt("SFT small bf16-mixed", lambda: figures.sft_bf16_mixed(fixed_512)) or []
+    vs_pytorch += attempt("SFT small bf16-mixed, AVX2", lambda: figures.sft_bf16_mixed_avx2(fixed_512)) or []
     rest = []
     rest += attempt("accumulation", lambda: figures.accumulation(fixed_128)) or []
     rest += attempt("padding", lambda: figures.padding(longtail)) or []

@@ -12,6 +12,7 @@
 #include "core/plugin/host_context.h"
 #include "core/plugin/plugin_loader.h"
 #include "core/train/compute_device.h"
+#include "core/train/cpu_kernels.h"
 #include "core/train/run_files.h"
 #include "core/train/run_lock.h"
 #include "core/train/run_setup.h"
@@ -35,9 +36,10 @@ struct LoadedRun {
 LoadedRun load_run(const ConfigOptions& options) {
   const config::ConfigDocument document = config::ConfigDocument::load(options.config_file, options.overrides);
   plugin::LoadedPlugin plugin = plugin::load_plugin(document.plugin(), plugin::plugin_search_dirs(options.plugin_dirs));
+  config::RunConfig config = document.resolve(plugin.config_schema());
+  train::pin_cpu_kernels(config);  // may restart the process: before anything is logged or run
   log::info("plugin", "loaded " + std::string(plugin.info().name) + " from " + plugin.resolved_path().string() +
                           " (sha256 " + plugin.sha256() + ")");
-  config::RunConfig config = document.resolve(plugin.config_schema());
   return {std::move(plugin), std::move(config)};
 }
 
@@ -79,8 +81,8 @@ void print_validated(const ConfigOptions& options, const plugin::LoadedPlugin& p
   char epochs_text[32];
   std::snprintf(epochs_text, sizeof epochs_text, "%.2f", epochs);
   std::cout << "config OK: " << options.config_file.string() << "\n"
-            << "  plugin     " << plugin.info().name << " " << plugin.info().version << " (" << display_path(plugin.path())
-            << ")\n"
+            << "  plugin     " << plugin.info().name << " " << plugin.info().version << " ("
+            << display_path(plugin.path()) << ")\n"
             << "  model      " << parts.policy->num_parameters() << " parameters, "
             << (config.model.init.empty() ? "initialised from [model] sizes" : "loaded from " + config.model.init)
             << "\n"

@@ -321,6 +321,7 @@ const sdk::Choices<Precision>& precisions() {
 CoreSection runtime_section() {
   const sdk::Choices<DeviceChoice> devices{
       {"auto", DeviceChoice::kAuto}, {"cpu", DeviceChoice::kCpu}, {"cuda", DeviceChoice::kCuda}};
+  const sdk::Choices<CpuKernels> cpu_kernel_sets{{"native", CpuKernels::kNative}, {"avx2", CpuKernels::kAvx2}};
   using R = RuntimeSection;
   auto binder =
       ConfigBinder<R>()
@@ -331,7 +332,11 @@ CoreSection runtime_section() {
                   "process on the node has a GPU of its own, else the CPU")
           .choice("precision", &R::precision, precisions(), Precision::kFp32,
                   "fp32, or bf16-mixed: float32 master weights, gradients and optimizer state, matrix products on "
-                  "bfloat16 operands");
+                  "bfloat16 operands")
+          .choice("cpu_kernels", &R::cpu_kernels, cpu_kernel_sets, CpuKernels::kNative,
+                  "native: the fastest CPU kernels this CPU has (AVX-512 where it has it); avx2: LibTorch's, "
+                  "oneDNN's and OpenBLAS's kernels capped at AVX2, so a seeded run logs the same figures on every "
+                  "x86-64 CPU with AVX2 (ptrain restarts itself with their environment variables set)");
   return bind_section("runtime", &RunConfig::runtime, std::move(binder));
 }
 

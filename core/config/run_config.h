@@ -148,10 +148,16 @@ enum class DeviceChoice { kAuto, kCpu, kCuda };
 // model's matrix products read bfloat16 operands (docs/devices.md#runtimeprecision).
 enum class Precision { kFp32, kBf16Mixed };
 
+// kAvx2: LibTorch's, oneDNN's and OpenBLAS's CPU kernels capped at AVX2, so a
+// seeded run logs the same figures on every x86-64 CPU with AVX2
+// (docs/reliability.md#the-same-run).
+enum class CpuKernels { kNative, kAvx2 };
+
 struct RuntimeSection {
   int64_t threads = 0;  // 0: the process's share of the cores
   DeviceChoice device = DeviceChoice::kAuto;
   Precision precision = Precision::kFp32;
+  CpuKernels cpu_kernels = CpuKernels::kNative;
 };
 
 struct RunConfig {

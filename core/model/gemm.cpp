@@ -14,6 +14,7 @@
 #endif
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
@@ -57,12 +58,16 @@ Operand operand(const at::Tensor& t) {
 // gradient differences between splits under bf16-mixed); AVX512-BF16 kernels
 // give a row the same result in any microbatch (docs/devices.md). The cap must
 // come before oneDNN generates its first kernel; fp32 products never use AMX.
+// An ONEDNN_MAX_CPU_ISA (or DNNL_MAX_CPU_ISA) in the environment decides
+// instead: the setter would otherwise override it, and the tests force the
+// widened bf16 route below with it on CPUs that have bf16 kernels.
 void cap_isa_below_amx() {
   static const bool capped = [] {
+    if (std::getenv("ONEDNN_MAX_CPU_ISA") != nullptr || std::getenv("DNNL_MAX_CPU_ISA") != nullptr) return false;
     try {
       return dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx512_core_bf16) == dnnl::status::success;
     } catch (const dnnl::error&) {
-      return false;  // a kernel was generated already, or ONEDNN_MAX_CPU_ISA decided
+      return false;  // a kernel was generated already
     }
   }();
   (void)capped;
@@ -83,11 +88,43 @@ at::Tensor onednn_mm(const at::Tensor& a, const at::Tensor& b) {
   return c;
 }
 
+dnnl::matmul make_matmul(const dnnl::engine& engine, const dnnl::memory::desc& a_desc, const dnnl::memory::desc& b_desc,
+                         const dnnl::memory::desc& c_desc) {
+#if DNNL_VERSION_MAJOR >= 3  // 3.0 folded the operation descriptor into the primitive descriptor
+  return dnnl::matmul(dnnl::matmul::primitive_desc(engine, a_desc, b_desc, c_desc));
+#else
+  return dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_desc, b_desc, c_desc), engine));
+#endif
+}
+
+// Whether oneDNN has a bfloat16 matmul on this CPU: it has none below
+// AVX-512 (oneDNN 2.6 refuses to create one on an AVX2 CPU, or under
+// ONEDNN_MAX_CPU_ISA=AVX2). Asked once; the answer holds for the process.
+bool onednn_has_bf16_matmul() {
+  static const bool has = [] {
+    cap_isa_below_amx();
+    using dnnl::memory;
+    try {
+      const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+      const memory::desc operand({2, 2}, memory::data_type::bf16, memory::dims{2, 1});
+      make_matmul(engine, operand, operand, memory::desc({2, 2}, memory::data_type::f32, memory::dims{2, 1}));
+      return true;
+    } catch (const dnnl::error&) {
+      // LibTorch 1.13 picks oneDNN for its own bf16 products from CPUID alone,
+      // which under ONEDNN_MAX_CPU_ISA=AVX2 on an AVX-512 CPU fails the same
+      // way: its native bf16 products, which an AVX2 CPU gets, take over.
+      at::globalContext().setUserEnabledMkldnn(false);
+      return false;
+    }
+  }();
+  return has;
+}
+
 // A matmul primitive per shape and layout: creating one (choosing its
 // kernel) costs more than a small product, and a run sees few shapes.
-dnnl::matmul cached_bf16_matmul(const dnnl::engine& engine, const dnnl::memory::desc& a_desc,
-                                const dnnl::memory::desc& b_desc, const dnnl::memory::desc& c_desc,
-                                const std::vector<int64_t>& key) {
+dnnl::matmul cached_matmul(const dnnl::engine& engine, const dnnl::memory::desc& a_desc,
+                           const dnnl::memory::desc& b_desc, const dnnl::memory::desc& c_desc,
+                           const std::vector<int64_t>& key) {
   constexpr size_t kMaxPrimitives = 256;  // shapes vary with micro_tokens: bound the cache
   static std::mutex mutex;
   static std::map<std::vector<int64_t>, dnnl::matmul> primitives;
@@ -95,12 +132,7 @@ dnnl::matmul cached_bf16_matmul(const dnnl::engine& engine, const dnnl::memory::
   auto it = primitives.find(key);
   if (it != primitives.end()) return it->second;
   if (primitives.size() >= kMaxPrimitives) primitives.clear();
-#if DNNL_VERSION_MAJOR >= 3  // 3.0 folded the operation descriptor into the primitive descriptor
-  const dnnl::matmul matmul(dnnl::matmul::primitive_desc(engine, a_desc, b_desc, c_desc));
-#else
-  const dnnl::matmul matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_desc, b_desc, c_desc), engine));
-#endif
-  return primitives.emplace(key, matmul).first->second;
+  return primitives.emplace(key, make_matmul(engine, a_desc, b_desc, c_desc)).first->second;
 }
 
 // c = a·b through oneDNN's matmul: bfloat16 operands described by a_desc and
@@ -108,12 +140,12 @@ dnnl::matmul cached_bf16_matmul(const dnnl::engine& engine, const dnnl::memory::
 // bfloat16 (at::mm on bfloat16 rounds it). A product's value then depends
 // only on its rows, not on which microbatch holds them, so bf16-mixed keeps
 // split invariance to float32 rounding. `key` names the shape and layout.
-void run_bf16_matmul(const dnnl::memory::desc& a_desc, const void* a, const dnnl::memory::desc& b_desc, const void* b,
-                     const dnnl::memory::desc& c_desc, at::Tensor& c, const std::vector<int64_t>& key) {
+void run_onednn_matmul(const dnnl::memory::desc& a_desc, const void* a, const dnnl::memory::desc& b_desc, const void* b,
+                       const dnnl::memory::desc& c_desc, at::Tensor& c, const std::vector<int64_t>& key) {
   using dnnl::memory;
   cap_isa_below_amx();
   static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  const dnnl::matmul matmul = cached_bf16_matmul(engine, a_desc, b_desc, c_desc, key);
+  const dnnl::matmul matmul = cached_matmul(engine, a_desc, b_desc, c_desc, key);
   dnnl::stream stream(engine);
   matmul.execute(stream, {{DNNL_ARG_SRC, memory(a_desc, engine, const_cast<void*>(a))},
                           {DNNL_ARG_WEIGHTS, memory(b_desc, engine, const_cast<void*>(b))},
@@ -131,32 +163,34 @@ at::Tensor onednn_bf16_mm(const at::Tensor& a, const at::Tensor& b) {
     return op.trans == 'N' ? memory::dims{op.leading, 1} : memory::dims{1, op.leading};
   };
   at::Tensor c = at::empty({m, n}, a.options().dtype(at::kFloat));
-  run_bf16_matmul(memory::desc({m, k}, memory::data_type::bf16, strides(lhs)), lhs.storage.data_ptr(),
-                  memory::desc({k, n}, memory::data_type::bf16, strides(rhs)), rhs.storage.data_ptr(),
-                  memory::desc({m, n}, memory::data_type::f32, memory::dims{n, 1}), c,
-                  {m, k, n, lhs.trans, lhs.leading, rhs.trans, rhs.leading});
+  run_onednn_matmul(memory::desc({m, k}, memory::data_type::bf16, strides(lhs)), lhs.storage.data_ptr(),
+                    memory::desc({k, n}, memory::data_type::bf16, strides(rhs)), rhs.storage.data_ptr(),
+                    memory::desc({m, n}, memory::data_type::f32, memory::dims{n, 1}), c,
+                    {m, k, n, lhs.trans, lhs.leading, rhs.trans, rhs.leading});
   return c;
 }
 
-// [..., m, k] · [..., k, n] → float32 [..., m, n] for contiguous bfloat16
-// operands with the same batch dimensions, as onednn_bf16_mm.
-at::Tensor onednn_bf16_bmm(const at::Tensor& a, const at::Tensor& b) {
+// [..., m, k] · [..., k, n] → float32 [..., m, n] for contiguous operands of
+// `type` (bf16, or f32 holding bfloat16 values: the widened route) with the
+// same batch dimensions, through oneDNN's matmul as onednn_bf16_mm.
+at::Tensor onednn_bmm(const at::Tensor& a, const at::Tensor& b, dnnl::memory::data_type type) {
   using dnnl::memory;
   const memory::dims a_dims(a.sizes().begin(), a.sizes().end());
   const memory::dims b_dims(b.sizes().begin(), b.sizes().end());
   memory::dims c_dims = a_dims;
   c_dims.back() = b_dims.back();
-  auto plain = [](const memory::dims& dims, memory::data_type type) {
+  auto plain = [](const memory::dims& dims, memory::data_type data_type) {
     memory::dims strides(dims.size(), 1);
     for (size_t i = dims.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * dims[i];
-    return memory::desc(dims, type, strides);
+    return memory::desc(dims, data_type, strides);
   };
-  std::vector<int64_t> key{-1};  // batched; apart from the 2-D keys, whose m is positive
+  // Batched keys start negative, apart from the 2-D keys, whose m is positive.
+  std::vector<int64_t> key{-1 - static_cast<int64_t>(type)};
   key.insert(key.end(), a_dims.begin(), a_dims.end());
   key.insert(key.end(), b_dims.begin(), b_dims.end());
   at::Tensor c = at::empty(c_dims, a.options().dtype(at::kFloat));
-  run_bf16_matmul(plain(a_dims, memory::data_type::bf16), a.data_ptr(), plain(b_dims, memory::data_type::bf16),
-                  b.data_ptr(), plain(c_dims, memory::data_type::f32), c, key);
+  run_onednn_matmul(plain(a_dims, type), a.data_ptr(), plain(b_dims, type), b.data_ptr(),
+                    plain(c_dims, memory::data_type::f32), c, key);
   return c;
 }
 #endif
@@ -166,12 +200,42 @@ at::Tensor as_operand(const at::Tensor& t, at::ScalarType operands) {
   return t.scalar_type() == operands ? t : t.to(operands);
 }
 
+// The CPU's bf16 route where oneDNN has no bfloat16 matmul (below AVX-512):
+// the operands' bfloat16 values widened to float32 and multiplied by the
+// float32 GEMM. A product of two bfloat16 values is exact in float32, so
+// this is the same arithmetic (bf16 operands, float32 products and sums) in
+// another summation order, and a row's result again depends on its rows only.
+#ifdef PTRAIN_HAVE_ONEDNN
+// A row's result must not depend on the rows beside it either, or the next
+// product's rounding to bfloat16 turns last-bit differences between splits
+// into bf16-sized ones. The AVX2 GEMMs of oneDNN (and OpenBLAS) compute a row
+// differently by the product's row count (tail rows take other kernels);
+// with the rows padded to whole blocks of kRowBlock, every row takes the
+// same kernels wherever it sits (docs/devices.md).
+constexpr int64_t kRowBlock = 48;
+
+// The bfloat16 [..., m, k] operand as float32 with m padded by zero rows to a multiple of kRowBlock.
+at::Tensor widened_padded_rows(const at::Tensor& bf16_operand) {
+  const int64_t rows = bf16_operand.size(-2);
+  std::vector<int64_t> sizes = bf16_operand.sizes().vec();
+  sizes[sizes.size() - 2] = (rows + kRowBlock - 1) / kRowBlock * kRowBlock;
+  at::Tensor padded = at::zeros(sizes, bf16_operand.options().dtype(at::kFloat));
+  padded.narrow(-2, 0, rows).copy_(bf16_operand);
+  return padded;
+}
+
+at::Tensor widened(const at::Tensor& bf16_operand) { return bf16_operand.to(at::kFloat); }
+#endif
+
 // ATen's product of operands already in a low-precision dtype, as float32.
 // LibTorch 2.8 added products that write the float32 accumulation as it is
 // (aten::mm.dtype, CUDA only): not rounded to bfloat16 first, as with oneDNN
 // on the CPU, so a row's product depends on its microbatch's shape only to
 // float32 rounding. Elsewhere the bfloat16 result is widened.
 at::Tensor aten_low_precision_mm(const at::Tensor& a, const at::Tensor& b) {
+#ifdef PTRAIN_HAVE_ONEDNN
+  if (!a.is_cuda()) onednn_has_bf16_matmul();  // settles which bf16 products ATen takes on a CPU
+#endif
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 8)
   if (a.is_cuda()) return at::mm(a, b, at::kFloat);
 #endif
@@ -183,7 +247,8 @@ at::Tensor plain_mm(const at::Tensor& a, const at::Tensor& b, at::ScalarType ope
     const at::Tensor a_operand = as_operand(a, operands), b_operand = as_operand(b, operands);
 #ifdef PTRAIN_HAVE_ONEDNN
     if (takes_cpu_kernels(a) && takes_cpu_kernels(b) && a.size(0) > 0 && a.size(1) > 0 && b.size(1) > 0) {
-      return onednn_bf16_mm(a_operand, b_operand);
+      if (onednn_has_bf16_matmul()) return onednn_bf16_mm(a_operand, b_operand);
+      return onednn_mm(widened_padded_rows(a_operand), widened(b_operand)).narrow(0, 0, a.size(0));
     }
 #endif
     return aten_low_precision_mm(a_operand, b_operand);
@@ -230,7 +295,12 @@ struct Bf16BatchedMatmul : public torch::autograd::Function<Bf16BatchedMatmul> {
     const at::Tensor a_operand = as_operand(a, at::kBFloat16).contiguous();
     const at::Tensor b_operand = as_operand(b, at::kBFloat16).contiguous();
 #ifdef PTRAIN_HAVE_ONEDNN
-    if (takes_cpu_kernels(a) && a.numel() > 0 && b.numel() > 0) return onednn_bf16_bmm(a_operand, b_operand);
+    if (takes_cpu_kernels(a) && a.numel() > 0 && b.numel() > 0) {
+      if (onednn_has_bf16_matmul()) return onednn_bmm(a_operand, b_operand, dnnl::memory::data_type::bf16);
+      return onednn_bmm(widened_padded_rows(a_operand), widened(b_operand), dnnl::memory::data_type::f32)
+          .narrow(-2, 0, a.size(-2))
+          .contiguous();
+    }
 #endif
     return at::matmul(a_operand, b_operand).to(at::kFloat);
   }
@@ -301,6 +371,16 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tenso
   }
   const at::Tensor out = LinearFunction::apply(x2d, weight, static_cast<int64_t>(operands));
   return (bias.defined() ? out + bias : out).view(out_shape);
+}
+
+std::string bf16_gemm_route() {
+#ifdef PTRAIN_HAVE_ONEDNN
+  if (cpu_kernel_route() == CpuKernelRoute::kCpu) {
+    return onednn_has_bf16_matmul() ? "oneDNN bf16 matmul"
+                                    : "bf16 operands widened to fp32 (this CPU has no oneDNN bf16 matmul)";
+  }
+#endif
+  return "ATen";
 }
 
 std::string gemm_backend() {

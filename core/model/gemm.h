@@ -46,6 +46,13 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tenso
 // at::matmul itself; bfloat16 ones the products above, float32 results.
 at::Tensor batched_matmul(const at::Tensor& a, const at::Tensor& b, at::ScalarType operands = at::kFloat);
 
+// How the CPU route computes products of bf16 operands, chosen once per
+// process: "oneDNN bf16 matmul" where oneDNN has bfloat16 kernels (AVX-512),
+// else the bf16 values widened to fp32 and multiplied by the fp32 GEMM (the
+// same arithmetic in another order); "ATen" on the accelerator route or
+// without oneDNN. For the [train] line.
+std::string bf16_gemm_route();
+
 // The name of the GEMM that mm uses for float32 CPU tensors ("oneDNN 2.6.3"
 // or "ATen (system BLAS)"), for logs and the benchmark table.
 std::string gemm_backend();

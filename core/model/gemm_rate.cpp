@@ -21,13 +21,15 @@ double cpu_matmul_flops_per_s(at::ScalarType dtype) {
   // ever slow a timing down.
   constexpr int64_t kSize = 1024;
   constexpr int kRepeats = 10;
-  const at::Tensor a = at::randn({kSize, kSize}).to(dtype);
-  const at::Tensor b = at::randn({kSize, kSize}).to(dtype);
-  at::Tensor c = model::mm(a, b);  // warm-up: thread pool, BLAS buffers, oneDNN's generated kernels
+  // The operands as the model's products read them: rounded to `dtype` by
+  // model::mm, on the route this CPU takes for them (gemm.h).
+  const at::Tensor a = at::randn({kSize, kSize}).to(dtype).to(at::kFloat);
+  const at::Tensor b = at::randn({kSize, kSize}).to(dtype).to(at::kFloat);
+  at::Tensor c = model::mm(a, b, dtype);  // warm-up: thread pool, BLAS buffers, oneDNN's generated kernels
   double best_seconds = 0.0;
   for (int i = 0; i < kRepeats; ++i) {
     const auto start = Clock::now();
-    c = model::mm(a, b);
+    c = model::mm(a, b, dtype);
     const double seconds = seconds_since(start);
     if (i == 0 || seconds < best_seconds) best_seconds = seconds;
   }

@@ -1,6 +1,8 @@
 #include "core/train/compute_device.h"
 
 #include "core/config/core_sections.h"
+#include "core/model/gemm.h"
+#include "core/train/cpu_kernels.h"
 #include "core/train/stand_in_device.h"
 #include "ptrain/sdk/errors.h"
 
@@ -66,7 +68,11 @@ at::ScalarType compute_dtype(config::Precision precision) {
 }
 
 std::string describe_compute(at::Device device, config::Precision precision) {
-  return device.str() + ", " + config::precision_name(precision);
+  std::string text = device.str() + (device.is_cpu() ? " (" + describe_cpu_kernels() + ")" : "") + ", " +
+                     config::precision_name(precision);
+  // The CPU's bf16 products take one of two routes (gemm.h), by what the CPU has.
+  if (precision == config::Precision::kBf16Mixed && device.is_cpu()) text += " (" + model::bf16_gemm_route() + ")";
+  return text;
 }
 
 }  // namespace ptrain::train

@@ -25,7 +25,9 @@ at::Device resolve_device(const config::RunConfig& config, int local_rank, int l
 // float32 for fp32, bfloat16 for bf16-mixed.
 at::ScalarType compute_dtype(config::Precision precision);
 
-// "cpu, fp32" or "cuda:0, bf16-mixed": for logs and `ptrain validate`.
+// "cpu (native kernels: AVX-512), fp32" or "cuda:0, bf16-mixed"; on the CPU
+// under bf16-mixed also the route its products take (model::bf16_gemm_route):
+// for logs and `ptrain validate`.
 std::string describe_compute(at::Device device, config::Precision precision);
 
 }  // namespace ptrain::train

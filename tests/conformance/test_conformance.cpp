@@ -314,7 +314,8 @@ TEST_CASE("the harness catches a KTO whose z0 is estimated per microbatch, once 
   CHECK(first_step.passed());
 }
 
-TEST_CASE("every bundled plugin passes the conformance harness under bf16-mixed", "[conformance][precision][device]") {
+TEST_CASE("every bundled plugin passes the conformance harness under bf16-mixed",
+          "[conformance][precision][device][bf16]") {
   const std::vector<BundledPlugin> plugins = bundled_plugins();
   for (const BundledPlugin& plugin : plugins) {
     DYNAMIC_SECTION(plugin.name) {
@@ -342,7 +343,8 @@ TEST_CASE("every bundled plugin passes the conformance harness under bf16-mixed"
   }
 }
 
-TEST_CASE("every bundled plugin passes the conformance harness with LoRA adapters", "[conformance][lora][device]") {
+TEST_CASE("every bundled plugin passes the conformance harness with LoRA adapters",
+          "[conformance][lora][device][bf16]") {
   // Only the adapters train; DPO's and GRPO's references are the policy's
   // shared base weights. Two ranks for SFT, with activation checkpointing
   // (the layer's recomputation must reach the adapters); DPO under bf16-mixed.
@@ -412,7 +414,7 @@ TEST_CASE("the harness names the check a plugin that normalises per microbatch f
 }
 
 TEST_CASE("every bundled plugin passes the conformance harness under each sharding mode",
-          "[conformance][sharding]") {
+          "[conformance][sharding][bf16]") {
   // The two-rank run shards what it trains: "optimizer" the optimizer state,
   // "full" the decoder layers too (SFT's under bf16-mixed); the in-process
   // checks run as one rank, where both mean "none".

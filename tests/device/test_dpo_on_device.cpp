@@ -36,7 +36,7 @@ fs::path write_config(const fs::path& dir) {
 }  // namespace
 
 TEST_CASE("DPO trains on the device as on the CPU, with a live or precomputed reference, concatenated or not",
-          "[device][dpo]") {
+          "[device][dpo][bf16]") {
   const fs::path dir = ptrain::testing::fresh_test_dir("device_dpo");
   const fs::path config = write_config(dir);
   struct Variant {

@@ -9,6 +9,9 @@
 #include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "core/model/gemm.h"
 #include "kernel_test_support.h"
 
@@ -134,7 +137,8 @@ at::Tensor rounded_product(const at::Tensor& a, const at::Tensor& b) {
 
 }  // namespace
 
-TEST_CASE("gemm with bfloat16 operands: float32 in and out, the product of the rounded operands", "[model][gemm]") {
+TEST_CASE("gemm with bfloat16 operands: float32 in and out, the product of the rounded operands",
+          "[model][gemm][bf16]") {
   at::manual_seed(3);
   const at::Tensor x = at::randn({3, 37, 45});
   const at::Tensor weight = at::randn({29, 45});
@@ -172,7 +176,32 @@ TEST_CASE("gemm with bfloat16 operands: float32 in and out, the product of the r
   CHECK_THROWS_WITH(model::mm(a, b, at::kHalf), Catch::Contains("float32 or bfloat16"));
 }
 
-TEST_CASE("gemm batched_matmul: bfloat16 operands, float32 results, values and gradients", "[model][gemm]") {
+#ifdef PTRAIN_HAVE_ONEDNN
+TEST_CASE("gemm's bf16 route is oneDNN's bf16 matmul where oneDNN has one, else the widened fp32 product",
+          "[model][gemm][bf16]") {
+  // ctest runs this case once more with oneDNN capped at AVX2 ("avx2: ..."),
+  // where oneDNN 2.6 has no bf16 matmul: the other route must then be the one taken.
+  const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
+  const std::string route = model::bf16_gemm_route();
+  if (cap != nullptr && std::string(cap) == "AVX2") {
+    CHECK_THAT(route, Catch::Contains("widened to fp32"));
+  } else {
+    CHECK_THAT(route, Catch::Contains("widened to fp32") || Catch::Equals("oneDNN bf16 matmul"));
+  }
+  // Either way the product is the float32 accumulation of the rounded operands: the values
+  // of the case above, and exactly the fp32 GEMM of the rounded operands on the widened route.
+  at::manual_seed(11);
+  const at::Tensor a = at::randn({40, 70});
+  const at::Tensor b = at::randn({70, 24});
+  const at::Tensor product = model::mm(a, b, at::kBFloat16);
+  CHECK(max_relative_error(product, rounded_product(a, b)) < 1e-5);
+  if (route.find("widened") != std::string::npos) {
+    CHECK(at::equal(product, model::mm(a.to(at::kBFloat16).to(at::kFloat), b.to(at::kBFloat16).to(at::kFloat))));
+  }
+}
+#endif
+
+TEST_CASE("gemm batched_matmul: bfloat16 operands, float32 results, values and gradients", "[model][gemm][bf16]") {
   at::manual_seed(5);
   // [batch 2, heads 3]: attention's scores q·kᵀ with a transposed, non-contiguous right operand.
   const at::Tensor a = at::randn({2, 3, 17, 8});

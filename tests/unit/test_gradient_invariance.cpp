@@ -300,7 +300,7 @@ constexpr double kBf16SplitTolerance = 1e-5;  // LibTorch 1.13, oneDNN 2.6: meas
 #endif
 
 TEST_CASE("under bf16-mixed the step gradient of every split is the fp32 reference within bf16 rounding",
-          "[invariance][precision]") {
+          "[invariance][precision][bf16]") {
   const std::vector<Pair> pairs = global_batch_pairs();
   SingleProcessStep step(7, pairs);
 

@@ -259,7 +259,7 @@ TEST_CASE("model families: log-probs and gradients of padded and packed rows mat
   }
 }
 
-TEST_CASE("model families: bf16-mixed stays within bf16 rounding of the reference", "[model][families]") {
+TEST_CASE("model families: bf16-mixed stays within bf16 rounding of the reference", "[model][families][bf16]") {
   for (const Family& family : families()) {
     INFO(family.label);
     auto model = make_model(family.config, 3);

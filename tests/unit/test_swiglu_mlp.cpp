@@ -42,7 +42,7 @@ std::vector<at::Tensor> run(bool fused, const std::vector<at::Tensor>& inputs, c
 
 }  // namespace
 
-TEST_CASE("the fused bf16 MLP gives the composition's values and gradients bit for bit", "[model][mlp]") {
+TEST_CASE("the fused bf16 MLP gives the composition's values and gradients bit for bit", "[model][mlp][bf16]") {
   at::manual_seed(41);
   const int64_t hidden = 24, intermediate = 40;
   const std::vector<at::Tensor> inputs{at::randn({3, 5, hidden}), 0.3 * at::randn({intermediate, hidden}),
