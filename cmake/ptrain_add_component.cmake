@@ -51,6 +51,12 @@ function(ptrain_add_component)
   # A static library needs no other library to be built, only to be linked:
   # components compile in parallel once the shared precompiled header exists.
   set_target_properties(ptrain_${name} PROPERTIES OPTIMIZE_DEPENDENCIES ON)
+  # Each compile loads the ~300 MB precompiled header (about 1.5 s, half a
+  # typical file's compile): batches of 8 files load it once (docs/reliability.md#ci).
+  # Files with compile options of their own compile alone.
+  if(PTRAIN_UNITY_BUILD)
+    set_target_properties(ptrain_${name} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+  endif()
   set_property(GLOBAL APPEND PROPERTY PTRAIN_COMPONENT_TARGETS ptrain_${name})
   ptrain_use_pch(ptrain_${name})
 endfunction()

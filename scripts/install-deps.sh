@@ -15,6 +15,7 @@ esac
 
 packages=(
   build-essential cmake ccache
+  ninja-build                  # scripts/build.sh's generator: "[N/M]" progress on a cold build
   libtorch-dev libgloo-dev
   libopenblas0-openmp          # LibTorch is ~15x slower on the reference BLAS
   libdnnl-dev                  # oneDNN's GEMM for the model's matrix products (core/model/gemm.h)

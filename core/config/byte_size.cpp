@@ -1,16 +1,13 @@
 #include "core/config/byte_size.h"
 
+#include "core/config/ascii_lower.h"
+
 #include <cctype>
 #include <limits>
 #include <utility>
 
 namespace ptrain::config {
 namespace {
-
-std::string lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
 
 std::optional<int64_t> unit_bytes(const std::string& unit) {
   static const std::pair<const char*, int64_t> kUnits[] = {{"b", 1},
@@ -41,7 +38,7 @@ std::optional<int64_t> parse_byte_size(const std::string& text) {
   }
   if (end == 0 || count == 0) return std::nullopt;
   if (end < text.size() && text[end] == ' ') ++end;
-  const std::optional<int64_t> unit = unit_bytes(lower(text.substr(end)));
+  const std::optional<int64_t> unit = unit_bytes(ascii_lower(text.substr(end)));
   if (!unit || count > std::numeric_limits<int64_t>::max() / *unit) return std::nullopt;
   return count * *unit;
 }

@@ -1,5 +1,6 @@
 #include "core/config/key_suggestions.h"
 
+#include "core/config/ascii_lower.h"
 #include "core/config/core_sections.h"
 
 #include <algorithm>
@@ -8,11 +9,6 @@
 
 namespace ptrain::config {
 namespace {
-
-std::string lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
 
 // Optimal-string-alignment distance: edits plus adjacent transpositions, so
 // "micro_szie" is one edit from "micro_size".
@@ -25,7 +21,8 @@ size_t edit_distance(const std::string& a, const std::string& b) {
     for (size_t j = 1; j <= m; ++j) {
       const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
       d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
   return d[n][m];
@@ -76,12 +73,12 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
 }
 
 std::optional<std::string> closest(const std::string& name, const std::vector<std::string>& candidates) {
-  const std::string needle = lower(name);
+  const std::string needle = ascii_lower(name);
   const size_t limit = std::min<size_t>(2, std::max<size_t>(1, needle.size() / 3));
   std::optional<std::string> best;
   size_t best_distance = limit + 1;
   for (const auto& candidate : candidates) {
-    const std::string hay = lower(candidate);
+    const std::string hay = ascii_lower(candidate);
     const size_t distance = edit_distance(needle, hay);
     if (distance < best_distance) {
       best = candidate;
@@ -90,7 +87,7 @@ std::optional<std::string> closest(const std::string& name, const std::vector<st
   }
   if (best) return best;
   for (const auto& candidate : candidates) {
-    const std::string hay = lower(candidate);
+    const std::string hay = ascii_lower(candidate);
     const auto& shorter = hay.size() < needle.size() ? hay : needle;
     const auto& longer = hay.size() < needle.size() ? needle : hay;
     if (shorter.size() >= 3 && longer.compare(0, shorter.size(), shorter) == 0) return candidate;
@@ -100,7 +97,7 @@ std::optional<std::string> closest(const std::string& name, const std::vector<st
 
 std::string unknown_key_hint(const std::string& section, const std::string& key, const sdk::ConfigSchema& schema) {
   if (auto match = closest(key, key_names(schema))) return " (did you mean '" + *match + "'?)";
-  const auto alias = known_aliases().find(lower(key));
+  const auto alias = known_aliases().find(ascii_lower(key));
   if (alias != known_aliases().end()) {
     const auto& target = alias->second;
     const std::string prefix = section + ".";

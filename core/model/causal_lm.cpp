@@ -1,6 +1,7 @@
 #include "core/model/causal_lm.h"
 
 #include "core/model/hf_model_dir.h"
+#include "core/model/parameter_names.h"
 #include "core/model/shape_text.h"
 #include "core/model/target_scores.h"
 #include "ptrain/sdk/errors.h"
@@ -17,10 +18,6 @@ namespace ptrain::model {
 namespace {
 
 using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // [min, max] of a non-empty int64 tensor on the host, read from its memory:
 // one pass, and no tensor-to-scalar read inside the training loop.

@@ -4,6 +4,7 @@
 
 #include "core/model/causal_lm.h"
 #include "core/model/finite_weights.h"
+#include "core/model/parameter_names.h"
 #include "core/model/safetensors.h"
 #include "core/model/shape_text.h"
 #include "core/model/sharded_weights.h"
@@ -22,10 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 nlohmann::json read_json_file(const fs::path& path) {
   std::ifstream in(path);
@@ -220,7 +217,8 @@ void CausalLm::save_hf_dir(const std::filesystem::path& dir, at::ScalarType dtyp
   write_model_weights(dir, tensors, options.max_shard_bytes);
 }
 
-void CausalLm::save_hf_config(const std::filesystem::path& dir, at::ScalarType dtype, const SaveOptions& options) const {
+void CausalLm::save_hf_config(const std::filesystem::path& dir, at::ScalarType dtype,
+                              const SaveOptions& options) const {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw sdk::ModelError(dir.string() + ": cannot create model directory: " + ec.message());

@@ -1,6 +1,7 @@
 #include "core/model/sequence_classifier.h"
 
 #include "core/model/gemm.h"
+#include "core/model/parameter_names.h"
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
@@ -25,10 +26,6 @@ nlohmann::json read_config_json(const fs::path& path) {
   } catch (const nlohmann::json::exception& e) {
     throw sdk::ModelError(path.string() + ": not valid JSON: " + e.what());
   }
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // architectures must name a *ForSequenceClassification class: a causal LM's

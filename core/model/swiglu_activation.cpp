@@ -13,7 +13,7 @@
 namespace ptrain::model {
 namespace {
 
-constexpr at::ScalarType kOperands = at::kBFloat16;
+constexpr at::ScalarType kOutputDtype = at::kBFloat16;
 
 void check_inputs(const char* op, std::initializer_list<const at::Tensor*> inputs) {
   const at::Tensor& first = **inputs.begin();
@@ -24,7 +24,9 @@ void check_inputs(const char* op, std::initializer_list<const at::Tensor*> input
   }
 }
 
-at::Tensor empty_operands(const at::Tensor& like) { return at::empty(like.sizes(), like.options().dtype(kOperands)); }
+at::Tensor empty_operands(const at::Tensor& like) {
+  return at::empty(like.sizes(), like.options().dtype(kOutputDtype));
+}
 
 #ifdef PTRAIN_WITH_CUDA
 uint16_t* bf16_words(at::Tensor& t) { return reinterpret_cast<uint16_t*>(t.data_ptr<at::BFloat16>()); }

@@ -80,20 +80,6 @@ void strip(std::string& token, const std::string& content, size_t start, size_t 
   token = token.substr(begin, end - begin);
 }
 
-void replace_all(std::string& token, const UnicodeRegex& pattern, const std::string& content) {
-  const auto matches = pattern.find_all(token);
-  if (matches.empty()) return;
-  std::string out;
-  size_t last = 0;
-  for (const auto& [begin, end] : matches) {
-    out.append(token, last, begin - last);
-    out += content;
-    last = end;
-  }
-  out.append(token, last, std::string::npos);
-  token = std::move(out);
-}
-
 }  // namespace
 
 Decoder Decoder::load(const json& node, const JsonSource& file) {
@@ -169,7 +155,7 @@ std::string Decoder::decode(std::vector<std::string> tokens) const {
 void Decoder::apply(const Step& step, std::vector<std::string>& tokens) {
   switch (step.kind) {
     case Step::Kind::kReplace:
-      for (std::string& token : tokens) replace_all(token, *step.pattern, step.content);
+      for (std::string& token : tokens) token = step.pattern->replace_all(token, step.content);
       return;
     case Step::Kind::kByteFallback:
       return byte_fallback(tokens);

@@ -45,18 +45,6 @@ void lowercase(std::string& text) {
   text = std::move(out);
 }
 
-void replace_all(std::string& text, const UnicodeRegex& pattern, const std::string& replacement) {
-  std::string out;
-  size_t last = 0;
-  for (const auto& [begin, end] : pattern.find_all(text)) {
-    out.append(text, last, begin - last);
-    out += replacement;
-    last = end;
-  }
-  out.append(text, last, std::string::npos);
-  text = std::move(out);
-}
-
 }  // namespace
 
 Normalizer Normalizer::load(const json& node, const JsonSource& file) {
@@ -118,7 +106,8 @@ void Normalizer::apply_step(const Step& step, std::string& text, bool section_st
     case Step::Kind::kLowercase:
       return lowercase(text);
     case Step::Kind::kReplace:
-      return replace_all(text, *step.pattern, step.content);
+      text = step.pattern->replace_all(text, step.content);
+      return;
     case Step::Kind::kPrepend:
       if (section_start && !text.empty()) text = step.content + text;
       return;

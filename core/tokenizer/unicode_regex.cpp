@@ -40,8 +40,8 @@ UnicodeRegex::UnicodeRegex(const std::string& pattern, const std::string& what)
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error_code, message, sizeof message);
     // The pattern comes from a tokenizer file: a bad one is a configuration error.
-    throw sdk::ConfigError(what + ": regex /" + pattern + "/ does not compile at offset " + std::to_string(error_offset) +
-                     ": " + reinterpret_cast<const char*>(message));
+    throw sdk::ConfigError(what + ": regex /" + pattern + "/ does not compile at offset " +
+                           std::to_string(error_offset) + ": " + reinterpret_cast<const char*>(message));
   }
   // JIT is an optimisation: without it (e.g. a platform PCRE2 lacks it for)
   // the interpreter gives the same matches.
@@ -65,8 +65,8 @@ std::vector<std::pair<size_t, size_t>> UnicodeRegex::find_all(std::string_view t
       pcre2_get_error_message(rc, message, sizeof message);
       // E.g. PCRE2's match limit on a pattern that backtracks catastrophically:
       // the file's pattern is at fault, not the text.
-      throw sdk::ConfigError(what_ + ": regex /" + pattern_ + "/ failed to match: " +
-                             reinterpret_cast<const char*>(message));
+      throw sdk::ConfigError(what_ + ": regex /" + pattern_ +
+                             "/ failed to match: " + reinterpret_cast<const char*>(message));
     }
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data);
     const size_t begin = ovector[0], end = ovector[1];
@@ -80,6 +80,18 @@ std::vector<std::pair<size_t, size_t>> UnicodeRegex::find_all(std::string_view t
     }
   }
   return matches;
+}
+
+std::string UnicodeRegex::replace_all(std::string_view text, const std::string& replacement) const {
+  std::string out;
+  size_t last = 0;
+  for (const auto& [begin, end] : find_all(text)) {
+    out.append(text.substr(last, begin - last));
+    out += replacement;
+    last = end;
+  }
+  out.append(text.substr(last));
+  return out;
 }
 
 bool UnicodeRegex::matches_at(std::string_view text, size_t offset) const {

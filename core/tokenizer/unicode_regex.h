@@ -27,6 +27,9 @@ class UnicodeRegex {
   // offsets. Empty matches are skipped. Thread-safe.
   std::vector<std::pair<size_t, size_t>> find_all(std::string_view text) const;
 
+  // `text` with every match of find_all replaced by `replacement`.
+  std::string replace_all(std::string_view text, const std::string& replacement) const;
+
   // Whether the pattern matches at exactly `offset` (anchored).
   bool matches_at(std::string_view text, size_t offset) const;
 
