@@ -53,8 +53,9 @@ void cap_isa_below_amx() {
   (void)capped;
 }
 
-// Both operands are float32 CPU matrices with m, n, k > 0.
-at::Tensor sgemm(const at::Tensor& a, const at::Tensor& b) {
+}  // namespace
+
+at::Tensor mm(const at::Tensor& a, const at::Tensor& b) {
   cap_isa_below_amx();
   const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
   const Operand lhs = operand(a), rhs = operand(b);
@@ -68,6 +69,8 @@ at::Tensor sgemm(const at::Tensor& a, const at::Tensor& b) {
   return c;
 }
 
+namespace {
+
 dnnl::matmul make_matmul(const dnnl::engine& engine, const dnnl::memory::desc& a_desc, const dnnl::memory::desc& b_desc,
                          const dnnl::memory::desc& c_desc) {
 #if DNNL_VERSION_MAJOR >= 3  // 3.0 folded the operation descriptor into the primitive descriptor
@@ -77,10 +80,11 @@ dnnl::matmul make_matmul(const dnnl::engine& engine, const dnnl::memory::desc& a
 #endif
 }
 
-// Whether oneDNN has a bfloat16 matmul on this CPU: it has none below
-// AVX-512 (oneDNN 2.6 refuses to create one on an AVX2 CPU, or under
-// ONEDNN_MAX_CPU_ISA=AVX2). Asked once; the answer holds for the process.
-bool probe_bf16_matmul() {
+}  // namespace
+
+// oneDNN 2.6 refuses to create a bf16 matmul on an AVX2 CPU, or under
+// ONEDNN_MAX_CPU_ISA=AVX2. Asked once; the answer holds for the process.
+bool has_bf16_matmul() {
   static const bool has = [] {
     cap_isa_below_amx();
     using dnnl::memory;
@@ -100,6 +104,8 @@ bool probe_bf16_matmul() {
   return has;
 }
 
+namespace {
+
 // A matmul primitive per shape and layout: creating one (choosing its
 // kernel) costs more than a small product, and a run sees few shapes.
 dnnl::matmul cached_matmul(const dnnl::engine& engine, const dnnl::memory::desc& a_desc,
@@ -115,9 +121,10 @@ dnnl::matmul cached_matmul(const dnnl::engine& engine, const dnnl::memory::desc&
   return primitives.emplace(key, make_matmul(engine, a_desc, b_desc, c_desc)).first->second;
 }
 
-// c = a·b through oneDNN's matmul: bfloat16 operands described by a_desc and
-// b_desc, a float32 result written as accumulated, without rounding it to
-// bfloat16 (at::mm on bfloat16 rounds it). A product's value then depends
+// c = a·b through oneDNN's matmul: operands described by a_desc and b_desc
+// (bfloat16, or on the widened route float32 holding bfloat16 values), a
+// float32 result written as accumulated, without rounding it to bfloat16
+// (at::mm on bfloat16 rounds it). A product's value then depends
 // only on its rows, not on which microbatch holds them, so bf16-mixed keeps
 // split invariance to float32 rounding. `key` names the shape and layout.
 void run_onednn_matmul(const dnnl::memory::desc& a_desc, const void* a, const dnnl::memory::desc& b_desc, const void* b,
@@ -133,9 +140,9 @@ void run_onednn_matmul(const dnnl::memory::desc& a_desc, const void* a, const dn
   stream.wait();
 }
 
-// Both operands bfloat16 CPU matrices with m, n, k > 0 (either may be a
-// transposed view, read in place) → float32 [m, n].
-at::Tensor matmul_2d(const at::Tensor& a, const at::Tensor& b) {
+}  // namespace
+
+at::Tensor bf16_mm(const at::Tensor& a, const at::Tensor& b) {
   using dnnl::memory;
   const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
   const Operand lhs = operand(a), rhs = operand(b);
@@ -150,9 +157,11 @@ at::Tensor matmul_2d(const at::Tensor& a, const at::Tensor& b) {
   return c;
 }
 
+namespace {
+
 // [..., m, k] · [..., k, n] → float32 [..., m, n] for contiguous operands of
 // `type` (bf16, or f32 holding bfloat16 values: the widened route) with the
-// same batch dimensions, through oneDNN's matmul as matmul_2d.
+// same batch dimensions, through oneDNN's matmul as bf16_mm.
 at::Tensor matmul_batched(const at::Tensor& a, const at::Tensor& b, dnnl::memory::data_type type) {
   using dnnl::memory;
   const memory::dims a_dims(a.sizes().begin(), a.sizes().end());
@@ -198,18 +207,12 @@ at::Tensor widened_padded_rows(const at::Tensor& bf16_operand) {
 
 }  // namespace
 
-at::Tensor mm(const at::Tensor& a, const at::Tensor& b) { return sgemm(a, b); }
-
-bool has_bf16_matmul() { return probe_bf16_matmul(); }
-
-at::Tensor bf16_mm(const at::Tensor& a, const at::Tensor& b) { return matmul_2d(a, b); }
-
 at::Tensor bf16_bmm(const at::Tensor& a, const at::Tensor& b) {
   return matmul_batched(a, b, dnnl::memory::data_type::bf16);
 }
 
 at::Tensor widened_mm(const at::Tensor& a, const at::Tensor& b) {
-  return sgemm(widened_padded_rows(a), b.to(at::kFloat)).narrow(0, 0, a.size(0));
+  return onednn::mm(widened_padded_rows(a), b.to(at::kFloat)).narrow(0, 0, a.size(0));
 }
 
 at::Tensor widened_bmm(const at::Tensor& a, const at::Tensor& b) {

@@ -22,6 +22,8 @@
 #include <torch/version.h>
 
 #include <cstring>
+#include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -152,9 +154,47 @@ bool handles_tensor_lists(const c10::FunctionSchema& schema) {
   return false;
 }
 
-// Runs such an operator's CPU kernel on host copies of its tensors, copies
-// what it wrote back into the device tensors and moves its results there.
-void tensor_list_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+// The products whose bfloat16 arithmetic the stand-in fixes, whatever the
+// CPU under it: LibTorch 1.13's own bf16 kernel sums in bfloat16 where oneDNN
+// has no bf16 matmul (a CPU without AVX-512), which a GPU never does.
+bool is_bf16_product(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
+  static const std::set<std::string> products{"aten::mm",  "aten::bmm",     "aten::addmm", "aten::baddbmm",
+                                              "aten::addbmm", "aten::mv", "aten::addmv", "aten::dot",
+                                              "aten::vdot", "aten::_addmm_activation"};
+  if (products.count(op.schema().name()) == 0) return false;
+  // Mixed dtypes are left to the CPU kernel, which refuses them as CUDA's does.
+  bool any_tensor = false;
+  const size_t arguments = op.schema().arguments().size();
+  for (size_t i = stack.size() - arguments; i < stack.size(); ++i) {
+    if (!stack[i].isTensor() || !stack[i].toTensor().defined()) continue;
+    if (stack[i].toTensor().scalar_type() != at::kBFloat16) return false;
+    any_tensor = true;
+  }
+  return any_tensor;
+}
+
+// A device tensor's host copy; with `widen`, a bfloat16 one in float32.
+at::Tensor host_copy(const at::Tensor& device, bool widen) {
+  if (!device.defined()) return device;
+  at::Tensor host = device.cpu();
+  return widen && host.scalar_type() == at::kBFloat16 ? host.to(at::kFloat) : host;
+}
+
+// A result's device tensor: the written argument it is, or a new one (in
+// bfloat16 again where its inputs were widened).
+at::Tensor to_device(const at::Tensor& host, const std::vector<std::pair<at::Tensor, at::Tensor>>& written,
+                     bool widen) {
+  for (const auto& [device, copy] : written) {
+    if (copy.is_same(host)) return device;
+  }
+  return widen && host.scalar_type() == at::kFloat ? host.to(kDevice, at::kBFloat16) : host.to(kDevice);
+}
+
+// Runs an operator's CPU kernel on host copies of its tensors, copies what it
+// wrote back into the device tensors and moves its results there. With
+// `widen`, bfloat16 operands compute in float32 and each result is rounded to
+// bfloat16 once, as cuBLAS's bf16 products with float32 accumulation do.
+void host_copies_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool widen) {
   const std::vector<c10::Argument>& arguments = op.schema().arguments();
   const size_t first = stack->size() - arguments.size();
   std::vector<std::pair<at::Tensor, at::Tensor>> written;  // {device tensor, its host copy}
@@ -162,13 +202,13 @@ void tensor_list_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stac
     c10::IValue& value = (*stack)[first + i];
     if (value.isTensor()) {
       const at::Tensor device = value.toTensor();
-      const at::Tensor host = device.defined() ? device.cpu() : device;
+      const at::Tensor host = host_copy(device, widen);
       if (writes(arguments[i]) && device.defined()) written.emplace_back(device, host);
       value = host;
     } else if (value.isTensorList()) {
       std::vector<at::Tensor> hosts;
       for (const at::Tensor& device : value.toTensorVector()) {
-        hosts.push_back(device.cpu());
+        hosts.push_back(host_copy(device, widen));
         if (writes(arguments[i])) written.emplace_back(device, hosts.back());
       }
       value = c10::IValue(hosts);
@@ -180,10 +220,10 @@ void tensor_list_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stac
   for (size_t i = stack->size() - returns; i < stack->size(); ++i) {
     c10::IValue& value = (*stack)[i];
     if (value.isTensor()) {
-      value = value.toTensor().to(kDevice);
+      value = to_device(value.toTensor(), written, widen);
     } else if (value.isTensorList()) {
       std::vector<at::Tensor> on_device;
-      for (const at::Tensor& host : value.toTensorVector()) on_device.push_back(host.to(kDevice));
+      for (const at::Tensor& host : value.toTensorVector()) on_device.push_back(to_device(host, written, widen));
       value = c10::IValue(on_device);
     }
   }
@@ -191,8 +231,9 @@ void tensor_list_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stac
 
 void fallback_to_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   apply_device_rule(op, *stack);
-  if (handles_tensor_lists(op.schema())) {
-    tensor_list_fallback(op, stack);
+  const bool bf16_product = is_bf16_product(op, *stack);
+  if (bf16_product || handles_tensor_lists(op.schema())) {
+    host_copies_fallback(op, stack, bf16_product);
     return;
   }
   at::native::cpu_fallback(op, stack);
