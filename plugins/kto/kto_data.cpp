@@ -1,5 +1,6 @@
 #include "kto_data.h"
 
+#include "ptrain/sdk/errors.h"
 #include "ptrain/sdk/util/example_fields.h"
 #include "ptrain/sdk/util/microbatching.h"
 
@@ -10,6 +11,14 @@
 namespace ptrain::kto {
 
 void check_kto_example(const sdk::Example& example) {
+  // A DPO file is the likeliest wrong input: say what KTO wants instead.
+  if (!sdk::has_field(example, "completion") && sdk::has_field(example, "chosen") &&
+      sdk::has_field(example, "rejected")) {
+    throw sdk::DataError(example.location +
+                         ": a preference pair ('chosen' and 'rejected'); KTO wants one completion per example: "
+                         "'prompt', 'completion' and 'label' (true for a desirable completion, false for an "
+                         "undesirable one). Split each pair into two examples, or train pairs with DPO");
+  }
   sdk::require_string(example, "prompt");
   sdk::require_string(example, "completion");
   sdk::require_bool(example, "label");

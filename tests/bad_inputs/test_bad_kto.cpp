@@ -42,7 +42,9 @@ TEST_CASE("bad KTO examples are rejected naming file:line and the field", "[bad_
        "kto.jsonl:4: field 'label': expected true or false, got number 1"},
       {"missing completion", R"({"prompt": "1+1=", "label": true})", "kto.jsonl:4: missing field 'completion'"},
       {"paired data", R"({"prompt": "1+1=", "chosen": "2", "rejected": "3"})",
-       "kto.jsonl:4: missing field 'completion'"},
+       "kto.jsonl:4: a preference pair ('chosen' and 'rejected'); KTO wants one completion per example: "
+       "'prompt', 'completion' and 'label'"},
+      {"half a pair", R"({"prompt": "1+1=", "chosen": "2", "label": true})", "kto.jsonl:4: missing field 'completion'"},
       {"prompt not a string", R"({"prompt": ["1+1="], "completion": "2", "label": true})",
        "kto.jsonl:4: field 'prompt': expected a string, got array"},
   };
