@@ -212,9 +212,7 @@ class C10dCommunicator final : public Communicator {
       return "; no word from rank " + names + " within " + std::to_string(kGrace.count()) +
              " s of this failure: it hung or died";
     } catch (const std::exception&) {
-      // Rank 0 serves the store: when it no longer answers, rank 0 is gone.
-      return "; rank 0 is gone: the rendezvous store it served at " + launch_.master_addr + ":" +
-             std::to_string(launch_.master_port) + " no longer answers (rank 0 died or its node was lost)";
+      return "; " + store_gone_message(launch_);
     }
   }
 

@@ -151,4 +151,14 @@ c10::intrusive_ptr<c10d::Store> rendezvous(const LaunchEnv& launch, std::chrono:
   return store;
 }
 
+std::string store_gone_message(const LaunchEnv& launch) {
+  const std::string where = launch.master_addr + ":" + std::to_string(launch.master_port);
+  if (!launch.agent_store_prefix.empty()) {
+    return "the rendezvous store torchrun's agent served at " + where +
+           " no longer answers (that agent stopped, or its node was lost)";
+  }
+  return "rank 0 is gone: the rendezvous store it served at " + where +
+         " no longer answers (rank 0 died or its node was lost)";
+}
+
 }  // namespace ptrain::dist

@@ -11,6 +11,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
+#include <string>
 
 namespace ptrain::dist {
 
@@ -22,5 +23,10 @@ namespace ptrain::dist {
 // that finds a disagreement leaves its words in the store, so that every
 // rank stops with them, not after the timeout.
 c10::intrusive_ptr<c10d::Store> rendezvous(const LaunchEnv& launch, std::chrono::seconds timeout);
+
+// What a store that no longer answers tells a rank after a failure: its
+// server is gone. That is rank 0, or under torchrun's agent store the agent
+// on MASTER_ADDR's node (rank 0 may be alive and well).
+std::string store_gone_message(const LaunchEnv& launch);
 
 }  // namespace ptrain::dist

@@ -11,6 +11,7 @@
 #include "core/dist/c10d_compat.h"
 #include "core/dist/launch_env.h"
 #include "core/dist/launcher.h"
+#include "core/dist/rendezvous.h"
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -40,6 +41,22 @@ TEST_CASE("torchrun's agent store: every rank joins it, under a prefix per resta
   }
   const dist_test::ScopedEnv not_agent({{"TORCHELASTIC_USE_AGENT_STORE", "False"}, {"TORCHELASTIC_RESTART_COUNT", "3"}});
   CHECK(dist::read_launch_env().agent_store_prefix.empty());
+}
+
+TEST_CASE("a store that no longer answers is named by who served it: rank 0, or torchrun's agent",
+          "[dist][torchrun]") {
+  dist::LaunchEnv launch;
+  launch.master_addr = "node01";
+  launch.master_port = 29500;
+  CHECK(dist::store_gone_message(launch) ==
+        "rank 0 is gone: the rendezvous store it served at node01:29500 no longer answers "
+        "(rank 0 died or its node was lost)");
+  launch.agent_store_prefix = "/worker/attempt_0";
+  const std::string agent = dist::store_gone_message(launch);
+  CHECK(agent ==
+        "the rendezvous store torchrun's agent served at node01:29500 no longer answers "
+        "(that agent stopped, or its node was lost)");
+  CHECK_THAT(agent, !Catch::Contains("rank 0"));
 }
 
 TEST_CASE("two ranks under a torchrun agent's store form one job with the world-size-2 results", "[dist][torchrun]") {
