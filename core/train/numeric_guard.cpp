@@ -73,10 +73,24 @@ void NumericGuard::restore(const nlohmann::json& state, const std::string& sourc
                         "nonfinite_steps, loss_spikes and the loss-spike bar start afresh");
     return;
   }
+  const Record record = read_record(state, source);
+  consecutive_ = record.consecutive_faults;
+  faults_ = record.nonfinite_steps;
+  spikes_ = record.loss_spikes;
+  running_max_loss_ = record.running_max_loss;
+  seen_loss_ = record.seen_loss;
+}
+
+void NumericGuard::check_record(const nlohmann::json& state, const std::string& source) {
+  if (!state.is_null()) read_record(state, source);
+}
+
+NumericGuard::Record NumericGuard::read_record(const nlohmann::json& state, const std::string& source) {
   const checkpoint::JsonPlace place{source, "numeric_guard"};
-  consecutive_ = checkpoint::integer_field(state, "consecutive_faults", place);
-  faults_ = checkpoint::integer_field(state, "nonfinite_steps", place);
-  spikes_ = checkpoint::integer_field(state, "loss_spikes", place);
+  Record record;
+  record.consecutive_faults = checkpoint::integer_field(state, "consecutive_faults", place);
+  record.nonfinite_steps = checkpoint::integer_field(state, "nonfinite_steps", place);
+  record.loss_spikes = checkpoint::integer_field(state, "loss_spikes", place);
   const nlohmann::json& running_max = checkpoint::json_field(state, "running_max_loss", place);
   const nlohmann::json& seen = checkpoint::json_field(state, "seen_loss", place);
   const auto wrong_type = [&](const std::string& key, const std::string& expected, const nlohmann::json& got) {
@@ -84,8 +98,9 @@ void NumericGuard::restore(const nlohmann::json& state, const std::string& sourc
   };
   if (!running_max.is_number()) throw wrong_type("running_max_loss", "a number", running_max);
   if (!seen.is_boolean()) throw wrong_type("seen_loss", "true or false", seen);
-  running_max_loss_ = running_max.get<double>();
-  seen_loss_ = seen.get<bool>();
+  record.running_max_loss = running_max.get<double>();
+  record.seen_loss = seen.get<bool>();
+  return record;
 }
 
 }  // namespace ptrain::train

@@ -42,8 +42,18 @@ class NumericGuard {
   // null one (a checkpoint from before it was saved) starts them afresh.
   nlohmann::json state() const;
   void restore(const nlohmann::json& state, const std::string& source);
+  // restore()'s checks alone, for a resume to refuse a damaged record before
+  // it touches the run directory.
+  static void check_record(const nlohmann::json& state, const std::string& source);
 
  private:
+  struct Record {
+    int64_t consecutive_faults = 0, nonfinite_steps = 0, loss_spikes = 0;
+    double running_max_loss = 0.0;
+    bool seen_loss = false;
+  };
+  static Record read_record(const nlohmann::json& state, const std::string& source);
+
   int64_t max_consecutive_skips_;
   double loss_spike_factor_;
   int64_t consecutive_ = 0;

@@ -7,6 +7,7 @@
 #include "core/model/model_transforms.h"
 #include "core/shard/shared_output_check.h"
 #include "core/train/compute_device.h"
+#include "core/train/numeric_guard.h"
 #include "core/train/output_model_files.h"
 #include "core/train/rank_agreement.h"
 #include "core/train/resume.h"
@@ -202,6 +203,7 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
   checkpoint::ModelDirFiles model_files = output_model_files(config, *parts.tokenizer);
   std::optional<checkpoint::LoadedCheckpoint> resumed =
       read_resume_checkpoint(resume_checkpoint, plugin.info().name, options.resolved_config_toml, *parts.policy);
+  if (resumed) NumericGuard::check_record(resumed->trainer.numeric_guard, resumed->trainer.source);
   run_dir->create(options.resolved_config_toml);
   if (config.distributed.sharding != config::ShardingMode::kNone && communicator.world_size() > 1) {
     shard::check_output_dir_shared(communicator, output_dir);

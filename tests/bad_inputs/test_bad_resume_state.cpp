@@ -1,7 +1,8 @@
 // A checkpoint whose trainer_state.json holds a damaged record of the
 // numeric guard or of best/ (hand-edited): the guard's is refused naming the
-// file and the key; best/'s is set aside with a warning (the resumed run
-// starts a new best/). The checkpoint itself is kept either way.
+// file and the key, before the run directory is touched; best/'s is set aside
+// with a warning (the resumed run starts a new best/). The checkpoint itself
+// is kept either way.
 #include "catch.h"
 
 #include "support/run_command.h"
@@ -11,8 +12,11 @@
 #include <zlib.h>
 
 #include <filesystem>
+#include <cstdint>
 #include <fstream>
+#include <map>
 #include <string>
+#include <utility>
 
 using namespace ptrain;
 namespace fs = std::filesystem;
@@ -46,10 +50,24 @@ void rewrite_checkpoint_file(const fs::path& dir, const std::string& name, const
   std::ofstream(dir / "manifest.json") << manifest.dump(2);
 }
 
+// Every file under a directory with its size and modification time (clock ticks).
+using Listing = std::map<std::string, std::pair<std::uintmax_t, int64_t>>;
+
+Listing listing(const fs::path& dir) {
+  Listing files;
+  for (const fs::directory_entry& entry : fs::recursive_directory_iterator(dir)) {
+    const std::uintmax_t size = entry.is_regular_file() ? entry.file_size() : 0;
+    files[entry.path().string()] = {size, static_cast<int64_t>(entry.last_write_time().time_since_epoch().count())};
+  }
+  return files;
+}
+
 // Trains the two steps, then replaces `key` of step_2's trainer_state.json
-// with `value` and resumes for a third step. Returns the resumed run.
-testing::CommandResult resume_spoiled(const fs::path& dir, const nlohmann::json::json_pointer& key,
-                                      const nlohmann::json& value) {
+// with `value` and resumes for a third step. Returns the resumed run;
+// `before`, if given, gets the run directory's listing just before it.
+testing::CommandResult resume_spoiled(
+    const fs::path& dir, const nlohmann::json::json_pointer& key, const nlohmann::json& value,
+    Listing* before = nullptr) {
   const fs::path config = write_config(dir);
   const testing::CommandResult first = testing::run_ptrain("train -c " + config.string() + " 2>&1");
   INFO(first.output);
@@ -59,6 +77,7 @@ testing::CommandResult resume_spoiled(const fs::path& dir, const nlohmann::json:
   REQUIRE(state.contains(key));
   state[key] = value;
   rewrite_checkpoint_file(checkpoint, "trainer_state.json", state.dump(2));
+  if (before != nullptr) *before = listing(dir / "run");
   return testing::run_ptrain("train -c " + config.string() + " --set train.max_steps=3 --resume auto 2>&1");
 }
 
@@ -67,8 +86,9 @@ testing::CommandResult resume_spoiled(const fs::path& dir, const nlohmann::json:
 TEST_CASE("a checkpoint's numeric guard record of the wrong type is refused naming the file and the key",
           "[bad_inputs][checkpoint][resume]") {
   const fs::path dir = testing::fresh_test_dir("bad_guard_record");
+  Listing before;
   const testing::CommandResult result =
-      resume_spoiled(dir, nlohmann::json::json_pointer("/numeric_guard/loss_spikes"), "3");
+      resume_spoiled(dir, nlohmann::json::json_pointer("/numeric_guard/loss_spikes"), "3", &before);
   INFO(result.output);
   CHECK(result.exit_code != 0);
   const fs::path state_path = dir / "run" / "checkpoints" / "step_2" / "trainer_state.json";
@@ -76,6 +96,16 @@ TEST_CASE("a checkpoint's numeric guard record of the wrong type is refused nami
                                              ": key 'numeric_guard.loss_spikes': expected an integer, got string \"3\""));
   CHECK(fs::exists(state_path));
   CHECK_FALSE(fs::exists(dir / "run" / "checkpoints" / "step_3"));
+  // Refused before the run directory is touched: not a file written, added or
+  // removed, but for the lock every start takes first (it holds the pid).
+  Listing after = listing(dir / "run");
+  for (Listing* files : {&before, &after}) files->erase((dir / "run" / "ptrain.lock").string());
+  CHECK(after.size() == before.size());
+  for (const auto& [path, file] : before) {
+    INFO(path);
+    REQUIRE(after.count(path) == 1);
+    CHECK(after.at(path) == file);
+  }
 }
 
 TEST_CASE("a checkpoint's best/ record of another metric is set aside with a warning", "[bad_inputs][checkpoint][resume]") {
