@@ -68,6 +68,7 @@ std::optional<checkpoint::LoadedCheckpoint> read_resume_checkpoint(const std::op
   if (!dir) return std::nullopt;
   checkpoint::LoadedCheckpoint loaded = checkpoint::read_checkpoint(*dir);
   check_resume_fits(loaded, plugin_name, resolved_config_toml, policy);
+  NumericGuard::check_record(loaded.trainer.numeric_guard, loaded.trainer.source);
   return loaded;
 }
 
@@ -203,7 +204,6 @@ std::unique_ptr<TrainingRun> build_training_run(const config::RunConfig& config,
   checkpoint::ModelDirFiles model_files = output_model_files(config, *parts.tokenizer);
   std::optional<checkpoint::LoadedCheckpoint> resumed =
       read_resume_checkpoint(resume_checkpoint, plugin.info().name, options.resolved_config_toml, *parts.policy);
-  if (resumed) NumericGuard::check_record(resumed->trainer.numeric_guard, resumed->trainer.source);
   run_dir->create(options.resolved_config_toml);
   if (config.distributed.sharding != config::ShardingMode::kNone && communicator.world_size() > 1) {
     shard::check_output_dir_shared(communicator, output_dir);

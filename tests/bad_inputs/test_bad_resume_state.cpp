@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <zlib.h>
 
-#include <filesystem>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
