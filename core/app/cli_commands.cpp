@@ -2,6 +2,8 @@
 
 #include "core/app/cli_options.h"
 #include "core/app/commands.h"
+#include "core/app/eval_command.h"
+#include "core/app/generate_command.h"
 #include "core/app/report_command.h"
 #include "core/app/tokenize_command.h"
 #include "ptrain/sdk/errors.h"
@@ -155,6 +157,12 @@ const std::vector<CliCommand>& cli_commands() {
        "--tokenizer PATH|bytes [--template NAME [--render] [--generation-prompt] [--mask]] [--jsonl FIELD] [--decode] "
        "< input",
        run_tokenize},
+      {"generate", "completions from a model:      ptrain generate -m runs/sft --prompt '12+7='",
+       "-m MODEL|RUN|ADAPTER [--base DIR] (--prompt TEXT... | --prompts FILE.jsonl|-) [--format text|jsonl] "
+       "[sampling options] [-o FILE]",
+       run_generate},
+      {"eval", "score a model by generation:   ptrain eval -m runs/sft -d data/arith/test.jsonl -r accuracy",
+       "-m MODEL|RUN|ADAPTER -d FILE.jsonl [-r REWARD]... [sampling options] [-o FILE.json]", run_eval},
       {"launch", "run N local worker processes:  ptrain launch --nproc 2 -- train -c configs/sft.toml",
        "--nproc N [--nnodes N --node-rank R --master-addr ADDR] [--master-port P] -- <ptrain command or program> "
        "[args...]",

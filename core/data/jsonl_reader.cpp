@@ -9,7 +9,10 @@ namespace ptrain::data {
 std::vector<sdk::Example> read_jsonl(const std::filesystem::path& path, std::vector<std::string>* skipped) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw sdk::DataError(path.string() + ": cannot open dataset file");
+  return read_jsonl(in, path.string(), skipped);
+}
 
+std::vector<sdk::Example> read_jsonl(std::istream& in, const std::string& name, std::vector<std::string>* skipped) {
   std::vector<sdk::Example> examples;
   std::string line;
   int64_t line_number = 0;
@@ -17,7 +20,7 @@ std::vector<sdk::Example> read_jsonl(const std::filesystem::path& path, std::vec
     ++line_number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    const std::string location = path.string() + ":" + std::to_string(line_number);
+    const std::string location = name + ":" + std::to_string(line_number);
     std::string problem;
     nlohmann::json fields;
     try {
@@ -37,7 +40,7 @@ std::vector<sdk::Example> read_jsonl(const std::filesystem::path& path, std::vec
   }
   if (examples.empty()) {
     const size_t bad = skipped ? skipped->size() : 0;
-    throw sdk::DataError(path.string() + ": dataset has no examples" +
+    throw sdk::DataError(name + ": dataset has no examples" +
                          (bad ? " (all " + std::to_string(bad) + " non-blank lines are unreadable; first: " +
                                     skipped->front() + ")"
                               : ""));

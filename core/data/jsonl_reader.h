@@ -4,6 +4,7 @@
 #include "ptrain/sdk/batch.h"
 
 #include <filesystem>
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -15,5 +16,8 @@ namespace ptrain::data {
 // With `skipped` given, a bad line is not thrown but its message appended
 // there (data.on_error = "skip"); a file with no usable line still throws.
 std::vector<sdk::Example> read_jsonl(const std::filesystem::path& path, std::vector<std::string>* skipped = nullptr);
+// The same from a stream (standard input), its locations "<name>:<line>".
+std::vector<sdk::Example> read_jsonl(std::istream& in, const std::string& name,
+                                     std::vector<std::string>* skipped = nullptr);
 
 }  // namespace ptrain::data

@@ -193,12 +193,12 @@ void check_reward_names(const sdk::ConfigValues& values, const C& config) {
                            ": expected at least one reward function (or a reward model in module.reward_models), or "
                            "a module.environment (whose reward counts)");
   }
-  const std::vector<std::string> builtins = builtin_reward_list();
+  const std::vector<std::string> builtins = sdk::builtin_reward_names();
   for (const std::string& name : config.reward_funcs) {
     if (std::count(config.reward_funcs.begin(), config.reward_funcs.end(), name) > 1) {
       throw sdk::ConfigError(values.where("reward_funcs") + ": '" + name + "' is listed twice");
     }
-    if (const std::optional<RewardSource> source = reward_source_of(name)) {
+    if (const std::optional<sdk::RewardSource> source = sdk::reward_source_of(name)) {
       check_reward_source(values, name, *source);
     } else if (config.reward_plugins.empty() && std::find(builtins.begin(), builtins.end(), name) == builtins.end()) {
       throw sdk::ConfigError(values.where("reward_funcs") + ": unknown reward function '" + name +
@@ -224,7 +224,7 @@ void check_reward_names(const sdk::ConfigValues& values, const C& config) {
 void resolve_reward_names(const sdk::ConfigValues& values, C& config) {
   config.reward_names.clear();
   for (const std::string& entry : config.reward_funcs) {
-    const std::optional<RewardSource> source = reward_source_of(entry);
+    const std::optional<sdk::RewardSource> source = sdk::reward_source_of(entry);
     const std::string name = source ? source->metric_name : entry;
     if (std::find(config.reward_names.begin(), config.reward_names.end(), name) != config.reward_names.end()) {
       throw sdk::ConfigError(values.where("reward_funcs") + ": two reward functions are named '" + name +

@@ -189,7 +189,7 @@ std::vector<sdk::MetricSpec> GrpoModule::metric_specs() const {
   return specs;
 }
 
-// A prompt is checked as prompt_token_ids() will use it, so that a bad one
+// A prompt is checked as sdk::prompt_token_ids() will use it, so that a bad one
 // fails before training rather than when it is first sampled.
 void GrpoModule::check_example(const sdk::Example& example) const {
   if (sdk::has_field(example, "messages")) {

@@ -3,6 +3,7 @@
 #include "ptrain/sdk/chat.h"
 #include "ptrain/sdk/errors.h"
 #include "ptrain/sdk/util/example_fields.h"
+#include "ptrain/sdk/util/prompt_tokens.h"
 
 #include <ATen/ATen.h>
 
@@ -46,32 +47,6 @@ std::vector<double> checked_scores(sdk::RewardFunction& function, const std::str
 
 }  // namespace
 
-std::vector<int64_t> prompt_token_ids(const sdk::Context& ctx, const sdk::Example& example, std::string& text) {
-  const sdk::Tokenizer& tokenizer = ctx.tokenizer();
-  std::vector<int64_t> ids;
-  if (sdk::has_field(example, "messages")) {
-    const sdk::ChatTemplate* chat = tokenizer.chat_template();
-    if (chat == nullptr) {
-      throw sdk::DataError(example.location + ": field 'messages': the run's tokenizer has no chat template");
-    }
-    const std::vector<sdk::ChatSegment> segments = chat->render(sdk::read_messages(example), true, example.location);
-    ids = sdk::tokenize_chat(tokenizer, segments).ids;
-    text = sdk::segments_to_text(segments, "", "");
-  } else {
-    text = sdk::require_string(example, "prompt");
-    if (tokenizer.bos_id() >= 0) ids.push_back(tokenizer.bos_id());
-    const std::vector<int64_t> encoded = tokenizer.encode(text);
-    ids.insert(ids.end(), encoded.begin(), encoded.end());
-  }
-  if (ids.empty()) {
-    throw sdk::DataError(example.location + ": the prompt is empty and the tokenizer has no <bos>");
-  }
-  // A prompt keeps its end (as TRL's left truncation) and leaves room for one completion token.
-  const int64_t max_prompt = ctx.run_info().max_length - 1;
-  if (static_cast<int64_t>(ids.size()) > max_prompt) ids.erase(ids.begin(), ids.end() - max_prompt);
-  return ids;
-}
-
 RolloutGroups generate_rollouts(sdk::Context& ctx, const GrpoConfig& config,
                                 const std::vector<const sdk::Example*>& examples, int64_t first_generation_index,
                                 sdk::Environment* environment) {
@@ -85,7 +60,7 @@ RolloutGroups generate_rollouts(sdk::Context& ctx, const GrpoConfig& config,
   groups.with_environment = environment != nullptr;
   for (const sdk::Example* example : examples) {
     std::string text;
-    std::vector<int64_t> ids = prompt_token_ids(ctx, *example, text);
+    std::vector<int64_t> ids = sdk::prompt_token_ids(ctx.tokenizer(), *example, max_length, text);
     const int64_t room = std::min(config.max_completion_length, max_length - static_cast<int64_t>(ids.size()));
     for (int64_t k = 0; k < config.num_generations; ++k)
       groups.requests.push_back({ids, example->index, first_generation_index + k, room});

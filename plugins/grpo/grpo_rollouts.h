@@ -19,13 +19,6 @@
 
 namespace ptrain::grpo {
 
-// The prompt as the policy reads it: its chat template's rendering of
-// "messages", or <bos> and the "prompt" text, left-truncated (as TRL) to leave
-// room for one completion token. `text` receives the text reward functions see.
-// Throws sdk::DataError naming the example for an empty prompt or chat data
-// without a chat template.
-std::vector<int64_t> prompt_token_ids(const sdk::Context& ctx, const sdk::Example& example, std::string& text);
-
 // Rollout i completes prompt i / G (prompt-major, G = num_generations).
 struct RolloutGroups {
   int64_t num_generations = 0;  // G

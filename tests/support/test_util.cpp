@@ -1,7 +1,9 @@
 #include "support/test_util.h"
 
 #include "core/checkpoint/remove_tree.h"
+#include "core/model/causal_lm.h"
 #include "core/model/safetensors.h"
+#include "core/tokenizer/byte_tokenizer_files.h"
 #include "ptrain/sdk/errors.h"
 
 #include <ATen/ATen.h>
@@ -114,6 +116,12 @@ model::ModelConfig byte_llama_config(int64_t hidden_size, int64_t intermediate_s
   config.max_position_embeddings = max_position_embeddings;
   config.tie_word_embeddings = true;
   return config;
+}
+
+void write_byte_model_dir(const std::filesystem::path& dir, uint64_t seed) {
+  model::CausalLm::init_random(byte_llama_config(32, 64, 1, 2, 1, 32), seed)->save_hf_dir(dir);
+  std::ofstream(dir / "tokenizer.json") << tokenizer::byte_tokenizer_json().dump(2);
+  std::ofstream(dir / "tokenizer_config.json") << tokenizer::byte_tokenizer_config().dump(2);
 }
 
 model::ModelConfig tiny_model_config() {

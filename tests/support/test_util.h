@@ -85,6 +85,12 @@ model::ModelConfig tiny_model_config();
 model::ModelConfig byte_llama_config(int64_t hidden_size, int64_t intermediate_size, int64_t num_layers,
                                      int64_t num_heads, int64_t num_kv_heads, int64_t max_position_embeddings);
 
+// A complete model directory as ptrain saves one (config.json,
+// model.safetensors, the byte tokenizer's tokenizer.json and
+// tokenizer_config.json) of a seeded 1-layer byte Llama with 32 positions:
+// what `ptrain generate` and `ptrain eval` read.
+void write_byte_model_dir(const std::filesystem::path& dir, uint64_t seed);
+
 // The model's trainable tensors, in named_parameters() order.
 std::vector<at::Tensor> parameters_of(const sdk::LanguageModel& model);
 

@@ -333,7 +333,7 @@ TEST_CASE("the built-in rewards score what their definitions say", "[grpo]") {
   };
   const std::vector<sdk::RewardInput> inputs{input("42", 3, false), input(" 42\n", 5, false), input("45", 7, false),
                                              input("4x", 8, true), input("1234567890", 10, true)};
-  auto scores = [&](const char* name) { return grpo::make_builtin_reward(name, config)->score(inputs); };
+  auto scores = [&](const char* name) { return sdk::make_builtin_reward(name, grpo::builtin_reward_settings(config))->score(inputs); };
   CHECK(scores("accuracy") == std::vector<double>{1, 1, 0, 0, 0});
   CHECK(scores("format") == std::vector<double>{1, 1, 1, 0, 0});
   // Free up to 8 − 4 = 4 tokens, then (4 − |y|) / 4, −1 beyond 8.
@@ -344,7 +344,7 @@ TEST_CASE("the built-in rewards score what their definitions say", "[grpo]") {
   CHECK(closeness[3] == 0.0);
   CHECK(closeness[4] == 0.0);
   const sdk::Example no_answer{1, "prompts.jsonl:2", nlohmann::json{{"prompt", "1+1="}}};
-  CHECK_THROWS_WITH(grpo::make_builtin_reward("accuracy", config)->score({{&no_answer, "", "2", 2, false}}),
+  CHECK_THROWS_WITH(sdk::make_builtin_reward("accuracy", grpo::builtin_reward_settings(config))->score({{&no_answer, "", "2", 2, false}}),
                     Catch::Contains("prompts.jsonl:2") && Catch::Contains("answer"));
 }
 

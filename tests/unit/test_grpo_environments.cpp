@@ -14,6 +14,7 @@
 #include "grpo_episodes.h"
 #include "grpo_module.h"
 #include "grpo_rollouts.h"
+#include "ptrain/sdk/util/prompt_tokens.h"
 
 #include <ATen/ATen.h>
 
@@ -124,7 +125,7 @@ TEST_CASE("episodes: observations are context, turns end by the environment, the
       for (int64_t k = 0; k < 3; ++k) {
         per_request.push_back(&example);
         std::string text;
-        requests.push_back({grpo::prompt_token_ids(context, example, text), example.index, k, 56});
+        requests.push_back({sdk::prompt_token_ids(context.tokenizer(), example, context.run_info().max_length, text), example.index, k, 56});
       }
     }
     std::vector<grpo::EpisodeOutcome> outcomes;
@@ -170,7 +171,7 @@ TEST_CASE("episodes: observations are context, turns end by the environment, the
 
   SECTION("an observation that does not fit ends the episode as truncated") {
     std::string text;
-    const sdk::RolloutRequest request{grpo::prompt_token_ids(context, setup.examples[0], text), 0, 2, 25};
+    const sdk::RolloutRequest request{sdk::prompt_token_ids(context.tokenizer(), setup.examples[0], context.run_info().max_length, text), 0, 2, 25};
     std::vector<grpo::EpisodeOutcome> outcomes;
     const std::vector<sdk::Rollout> rollouts =
         grpo::run_episodes(context, environment, config, {&setup.examples[0]}, {request}, config.sampling, outcomes);

@@ -27,6 +27,7 @@ CHECKS = {
     "trl_grpo_losses": ("trl_grpo", "check_grpo_losses", {}),
     "trl_kto_losses": ("trl_kto", "check_kto_losses", {}),
     "trl_kto_pairs": ("trl_kto", "check_kto_pairs", {}),
+    "transformers_generation": ("generation", "check_transformers_generation", {}),
 }
 
 

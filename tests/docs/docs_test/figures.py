@@ -8,6 +8,8 @@ run directories (`[runs]`: name = folder; `[groups]`: name = [runs]):
     mean(RUN, "METRIC", FIRST, LAST)   METRIC averaged over steps FIRST..LAST
     at(RUN, "METRIC", STEP)            METRIC at STEP
     lo(X), hi(X)                       the least and greatest of X over a group
+    evaluated("FILE", "REWARD")        REWARD's mean in FILE, what `ptrain eval -o FILE` wrote
+    empty_answers("FILE")              how many of FILE's completions are empty
 
 A figure whose runs the session did not make (a block it skipped) is taken
 from tests/docs/figures.json, which `--write-figures` rewrites from a session
@@ -44,6 +46,18 @@ class Runs:
             self.cache[run] = {record["step"]: record for record in records}
         return self.cache[run]
 
+    def evaluation(self, path):
+        file = self.checkout / path
+        if not file.is_file():
+            raise MissingRun(path)
+        return json.loads(file.read_text())
+
+    def evaluated(self, path, reward):
+        return self.evaluation(path)["means"][reward]
+
+    def empty_answers(self, path):
+        return sum(1 for completion in self.evaluation(path)["completions"] if completion["completion"] == "")
+
     def value(self, run, metric, step):
         record = self.steps(run).get(step)
         if record is None or metric not in record:
@@ -63,7 +77,8 @@ def functions(runs, groups):
         return each(run, lambda one: runs.value(one, metric, step))
 
     names = {name: name for name in list(runs.folders) + list(groups)}
-    return {**names, "mean": mean, "at": at, "lo": min, "hi": max}
+    return {**names, "mean": mean, "at": at, "lo": min, "hi": max, "evaluated": runs.evaluated,
+            "empty_answers": runs.empty_answers}
 
 
 def fields(text):
