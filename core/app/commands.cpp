@@ -74,6 +74,13 @@ std::string display_path(const fs::path& path) {
   return relative.string();
 }
 
+// ", by generation scored with accuracy, closeness" with eval.rewards, else "".
+std::string generation_note(const config::EvalSection& eval) {
+  std::string note;
+  for (const std::string& reward : eval.rewards) note += (note.empty() ? ", by generation scored with " : ", ") + reward;
+  return note;
+}
+
 // What `ptrain validate` prints once everything loaded.
 void print_validated(const ConfigOptions& options, const plugin::LoadedPlugin& plugin, const config::RunConfig& config,
                      const train::RunParts& parts, const data::GlobalBatchSampler& sampler) {
@@ -93,7 +100,7 @@ void print_validated(const ConfigOptions& options, const plugin::LoadedPlugin& p
     std::cout << "  eval       " << parts.eval_examples.size() << " held-out examples in " << config.eval.data << ", "
               << (config.eval.every_steps > 0 ? "every " + std::to_string(config.eval.every_steps) + " steps and "
                                               : std::string())
-              << "after the last\n";
+              << "after the last" << generation_note(config.eval) << "\n";
   }
   std::cout << "  training   " << config.train.max_steps << " steps (" << epochs_text << " epochs) into "
             << config.output_dir << "\n";

@@ -7,7 +7,6 @@
 #include "core/generation/completion_rewards.h"
 #include "core/log/logger.h"
 #include "ptrain/sdk/errors.h"
-#include "ptrain/sdk/util/prompt_tokens.h"
 
 #include <nlohmann/json.hpp>
 
@@ -20,38 +19,12 @@ namespace {
 
 // The held-out prompts, each checked as generation will read it.
 std::vector<sdk::Example> read_eval_prompts(const EvalOptions& options, const GenerationSession& session) {
-  std::vector<sdk::Example> prompts = data::read_jsonl(options.data);
+  std::vector<sdk::Example> prompts = generation::held_out_prompts(data::read_jsonl(options.data));
   if (options.max_examples > 0 && static_cast<int64_t>(prompts.size()) > options.max_examples) {
     prompts.resize(static_cast<size_t>(options.max_examples));
   }
-  const int64_t max_length = session.loaded.model->config().max_position_embeddings;
-  for (const sdk::Example& prompt : prompts) {
-    std::string text;
-    sdk::prompt_token_ids(*session.loaded.tokenizer, prompt, max_length, text);
-  }
+  generation::check_prompts(*session.loaded.tokenizer, prompts, session.loaded.model->config().max_position_embeddings);
   return prompts;
-}
-
-// --answer-field, or without it "answer", or "completion" in a file of SFT
-// examples (whose completion is the reference answer). Throws sdk::DataError
-// naming the first line without the field, when a reward reads it.
-std::string answer_field(const EvalOptions& options, const std::vector<sdk::Example>& prompts) {
-  const bool needed = std::any_of(options.rewards.begin(), options.rewards.end(),
-                                  [](const std::string& name) { return name == "accuracy" || name == "closeness"; });
-  auto lacking = [&](const std::string& field) {
-    return std::find_if(prompts.begin(), prompts.end(),
-                        [&](const sdk::Example& prompt) { return !prompt.fields.contains(field); });
-  };
-  std::string field = options.answer_field.empty() ? "answer" : options.answer_field;
-  if (options.answer_field.empty() && lacking("answer") != prompts.end() && lacking("completion") == prompts.end()) {
-    field = "completion";
-  }
-  const auto first_lacking = lacking(field);
-  if (needed && first_lacking != prompts.end()) {
-    throw sdk::DataError(first_lacking->location + ": no field '" + field +
-                         "', which the accuracy and closeness rewards compare with (--answer-field names another)");
-  }
-  return field;
 }
 
 void print_table(const EvalOptions& options, const GenerationSession& session, size_t num_prompts,
@@ -113,7 +86,8 @@ int command_eval(const EvalOptions& options) {
   if (!options.output.empty()) check_output_dir(options.output, "--output");
   const std::vector<sdk::Example> prompts = read_eval_prompts(options, session);
   sdk::BuiltinRewardSettings reward_settings = options.reward_settings;
-  reward_settings.answer_field = answer_field(options, prompts);
+  reward_settings.answer_field =
+      generation::resolve_answer_field(options.answer_field, options.rewards, prompts, "--answer-field");
   std::vector<generation::NamedReward> rewards =
       generation::make_rewards(options.rewards, reward_settings, "--reward");
   const std::vector<generation::Completion> completions = generation::generate_completions(

@@ -259,7 +259,20 @@ CoreSection eval_section() {
           .key("every_steps", &EvalSection::every_steps, 0,
                "evaluate every N updates; 0: only after the last step (which is always evaluated)", at_least(0))
           .key("max_examples", &EvalSection::max_examples, sdk::unset,
-               "evaluate on the first N examples of data only; default: all of them", at_least(1));
+               "evaluate on the first N examples of data only; default: all of them", at_least(1))
+          .key("rewards", &EvalSection::rewards, std::vector<std::string>{},
+               "also generate for each held-out prompt and score the completions with these rewards, logged as "
+               "eval/<reward>: accuracy (exact match), closeness, format, length, python:FILE.py:FUNCTION or an "
+               "http:// reward server (docs/evaluation.md#evaluation-by-generation); empty: no generation")
+          .key("max_new_tokens", &EvalSection::max_new_tokens, 64, "with rewards: tokens per completion at most",
+               at_least(1))
+          .key("temperature", &EvalSection::temperature, 0.0, "with rewards: sampling temperature; 0: greedy",
+               at_least(0.0))
+          .key("num_generations", &EvalSection::num_generations, 1, "with rewards: completions per held-out prompt",
+               at_least(1))
+          .key("answer_field", &EvalSection::answer_field, sdk::unset,
+               "with rewards: the field accuracy and closeness compare with; default: answer, or completion in a "
+               "file of SFT examples");
   return bind_section("eval", &RunConfig::eval, std::move(binder));
 }
 

@@ -273,6 +273,13 @@ class CrossChecks {
     if (!evaluates && user("eval", "every_steps") && has("eval", "every_steps") && i("eval", "every_steps") != 0)
       needs_data("every_steps");
     if (!evaluates && user("eval", "max_examples")) needs_data("max_examples");
+    if (!evaluates && has("eval", "rewards") && !sec("eval").get_string_list("rewards").empty())
+      needs_data("rewards");
+    // The generation settings act only with rewards to score the completions with.
+    const bool generates = has("eval", "rewards") && !sec("eval").get_string_list("rewards").empty();
+    for (const char* key : {"max_new_tokens", "temperature", "num_generations", "answer_field"}) {
+      if (!generates) reject_unused("eval", key, "eval", "rewards", "evaluation by generation (eval.rewards)");
+    }
     if (nonempty("checkpoint", "best_metric")) {
       const std::string& metric = str("checkpoint", "best_metric");
       if (metric.rfind("eval/", 0) != 0) {

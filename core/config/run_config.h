@@ -111,6 +111,13 @@ struct EvalSection {
   std::string data;          // held-out JSONL in the plugin's format; empty: no evaluation
   int64_t every_steps = 0;   // 0: only after the last step
   int64_t max_examples = 0;  // the first N examples of data; 0: all of them
+  // Evaluation by generation (train/generation_eval.h): the held-out prompts'
+  // completions scored by these rewards, logged as eval/<reward>; empty: none.
+  std::vector<std::string> rewards;
+  int64_t max_new_tokens = 64;
+  double temperature = 0.0;  // 0: greedy
+  int64_t num_generations = 1;
+  std::string answer_field;  // empty: "answer", or "completion" in a file of SFT examples
 };
 
 // What data-parallel ranks split among themselves (docs/distributed.md#sharding-distributedsharding): kNone

@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <optional>
 
 namespace ptrain::generation {
@@ -22,6 +23,31 @@ NamedReward make_reward(const std::string& entry, const sdk::BuiltinRewardSettin
 }
 
 }  // namespace
+
+std::string reward_name(const std::string& entry) {
+  const std::optional<sdk::RewardSource> source = sdk::reward_source_of(entry);
+  return source ? source->metric_name : entry;
+}
+
+std::string resolve_answer_field(const std::string& given, const std::vector<std::string>& rewards,
+                                 const std::vector<sdk::Example>& prompts, const std::string& option) {
+  const bool needed = std::any_of(rewards.begin(), rewards.end(),
+                                  [](const std::string& name) { return name == "accuracy" || name == "closeness"; });
+  auto lacking = [&](const std::string& field) {
+    return std::find_if(prompts.begin(), prompts.end(),
+                        [&](const sdk::Example& prompt) { return !prompt.fields.contains(field); });
+  };
+  std::string field = given.empty() ? "answer" : given;
+  if (given.empty() && lacking("answer") != prompts.end() && lacking("completion") == prompts.end()) {
+    field = "completion";
+  }
+  const auto first_lacking = lacking(field);
+  if (needed && first_lacking != prompts.end()) {
+    throw sdk::DataError(first_lacking->location + ": no field '" + field +
+                         "', which the accuracy and closeness rewards compare with (" + option + " names another)");
+  }
+  return field;
+}
 
 std::vector<NamedReward> make_rewards(const std::vector<std::string>& entries, const sdk::BuiltinRewardSettings& settings,
                                       const std::string& option) {

@@ -39,6 +39,16 @@ at::Tensor score_completions(std::vector<NamedReward>& rewards, const std::vecto
                              const std::vector<sdk::Example>& prompts, const sdk::Tokenizer& tokenizer,
                              dist::Communicator& communicator, at::Device device);
 
+// The answer field of `given` (may be empty: "answer", or "completion" when
+// no prompt has "answer" and every one a completion, as in a file of SFT
+// examples). Throws sdk::DataError naming the first prompt without it when
+// an entry of `rewards` reads it (accuracy, closeness) and naming `option`.
+std::string resolve_answer_field(const std::string& given, const std::vector<std::string>& rewards,
+                                 const std::vector<sdk::Example>& prompts, const std::string& option);
+
+// The metric name make_rewards gives `entry`, without opening its source.
+std::string reward_name(const std::string& entry);
+
 // Column means, summed in completion order: the same for any world size.
 std::vector<double> reward_means(const at::Tensor& scores);
 

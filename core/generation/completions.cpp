@@ -2,6 +2,8 @@
 
 #include "core/generation/rollout_engine.h"
 #include "core/log/progress.h"
+#include "ptrain/sdk/chat.h"
+#include "ptrain/sdk/util/example_fields.h"
 #include "ptrain/sdk/util/prompt_tokens.h"
 
 #include <ATen/ATen.h>
@@ -123,8 +125,32 @@ std::vector<Completion> generate_completions(model::CausalLm& model, const sdk::
     std::copy(round.begin(), round.end(), all.begin() + first * n);
     progress.advance(end - first);
   }
-  progress.finish();
+  if (settings.show_progress) {
+    progress.finish();
+  } else {
+    progress.dismiss();
+  }
   return all;
+}
+
+std::vector<sdk::Example> held_out_prompts(const std::vector<sdk::Example>& examples) {
+  std::vector<sdk::Example> prompts = examples;
+  for (sdk::Example& prompt : prompts) {
+    if (!sdk::has_field(prompt, "messages")) continue;
+    const std::vector<sdk::ChatMessage> messages = sdk::read_messages(prompt);
+    if (messages.empty() || messages.back().role != "assistant") continue;
+    nlohmann::json& listed = prompt.fields["messages"];
+    listed.erase(listed.size() - 1);
+    if (!prompt.fields.contains("answer")) prompt.fields["answer"] = messages.back().content;
+  }
+  return prompts;
+}
+
+void check_prompts(const sdk::Tokenizer& tokenizer, const std::vector<sdk::Example>& prompts, int64_t max_length) {
+  for (const sdk::Example& prompt : prompts) {
+    std::string text;
+    sdk::prompt_token_ids(tokenizer, prompt, max_length, text);
+  }
 }
 
 const char* stop_reason_name(sdk::StopReason reason) {

@@ -25,6 +25,7 @@ struct GenerationSettings {
   int64_t per_prompt = 1;        // completions per prompt (n)
   int64_t max_batch = 0;         // sequences decoded together on a rank; 0: all of a round
   bool with_logprobs = false;    // also each completion token's log-probability
+  bool show_progress = true;     // a progress bar and a closing line (rank 0)
 };
 
 struct Completion {
@@ -47,6 +48,16 @@ struct Completion {
 std::vector<Completion> generate_completions(model::CausalLm& model, const sdk::Tokenizer& tokenizer,
                                              const std::vector<sdk::Example>& prompts,
                                              const GenerationSettings& settings, dist::Communicator& communicator);
+
+// The prompts of held-out examples: each as it is, except a chat whose last
+// message is the assistant's (an SFT example), which becomes the messages
+// before it, with that message's content as "answer" unless the example has
+// an "answer" field. Throws sdk::DataError naming a malformed "messages".
+std::vector<sdk::Example> held_out_prompts(const std::vector<sdk::Example>& examples);
+
+// Throws sdk::DataError naming the first prompt sdk::prompt_token_ids
+// cannot read (no "prompt" or "messages", chat data without a template, ...).
+void check_prompts(const sdk::Tokenizer& tokenizer, const std::vector<sdk::Example>& prompts, int64_t max_length);
 
 // "eos", "stop_string" or "length".
 const char* stop_reason_name(sdk::StopReason reason);

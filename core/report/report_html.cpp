@@ -2,6 +2,7 @@
 
 #include "core/log/progress.h"
 #include "core/report/run_summary.h"
+#include "core/report/sample_table.h"
 
 #include <nlohmann/json.hpp>
 
@@ -93,7 +94,7 @@ std::string run_section(const RunData& run, const RunSummary& summary) {
             number(metric.min_value) + " (" + std::to_string(metric.min_step) + ")</td><td>" +
             number(metric.max_value) + " (" + std::to_string(metric.max_step) + ")</td></tr>\n";
   }
-  html += "</table>\n<details><summary>config.toml</summary><pre>" +
+  html += "</table>\n" + sample_completions_table(run) + "<details><summary>config.toml</summary><pre>" +
           escape_html(run.config_toml.empty() ? "(no config.toml in the run directory)" : run.config_toml) +
           "</pre></details></section>\n";
   return html;

@@ -23,6 +23,26 @@ std::optional<std::pair<int64_t, nlohmann::json>> parse_line(const std::string& 
   return std::make_pair(step, std::move(object));
 }
 
+// The lines of a per-step JSONL file with their step; a malformed last line is dropped.
+std::vector<std::pair<int64_t, nlohmann::json>> read_step_lines(std::istream& in, const fs::path& path) {
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  while (!lines.empty() && lines.back().empty()) lines.pop_back();
+  std::vector<std::pair<int64_t, nlohmann::json>> parsed_lines;
+  for (size_t number = 1; number <= lines.size(); ++number) {
+    const std::string& line = lines[number - 1];
+    if (line.empty()) continue;
+    auto parsed = parse_line(line);
+    if (!parsed) {
+      if (number == lines.size()) break;  // cut short by a crash while it was written
+      throw sdk::DataError(path.string() + ":" + std::to_string(number) +
+                           ": not a JSON object with an integer \"step\"");
+    }
+    parsed_lines.push_back(std::move(*parsed));
+  }
+  return parsed_lines;
+}
+
 }  // namespace
 
 RunData read_run(const fs::path& dir) {
@@ -35,21 +55,10 @@ RunData read_run(const fs::path& dir) {
   if (run.name.empty()) run.name = fs::absolute(dir).lexically_normal().parent_path().filename().string();
   if (fs::exists(dir / "config.toml")) run.config_toml = io::try_read_file(dir / "config.toml").value_or("");
 
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  while (!lines.empty() && lines.back().empty()) lines.pop_back();
-  for (size_t number = 1; number <= lines.size(); ++number) {
-    const std::string& line = lines[number - 1];
-    if (line.empty()) continue;
-    const auto parsed = parse_line(line);
-    if (!parsed) {
-      if (number == lines.size()) break;  // cut short by a crash while it was written
-      throw sdk::DataError(metrics_path.string() + ":" + std::to_string(number) +
-                           ": not a JSON object with an integer \"step\"");
-    }
+  for (const auto& [step, values] : read_step_lines(in, metrics_path)) {
     const size_t index = run.steps.size();
-    run.steps.push_back(parsed->first);
-    for (const auto& [name, value] : parsed->second.items()) {
+    run.steps.push_back(step);
+    for (const auto& [name, value] : values.items()) {
       if (name == "step") continue;
       auto& series = run.metrics[name];
       series.resize(index + 1);
@@ -57,6 +66,10 @@ RunData read_run(const fs::path& dir) {
     }
   }
   for (auto& [name, series] : run.metrics) series.resize(run.steps.size());
+  const fs::path samples_path = dir / "eval_samples.jsonl";
+  if (std::ifstream samples{samples_path}) {
+    for (auto& [step, line] : read_step_lines(samples, samples_path)) run.eval_samples.push_back(std::move(line));
+  }
   return run;
 }
 

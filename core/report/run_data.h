@@ -2,6 +2,8 @@
 // metrics.jsonl (one object per step) and the resolved config.toml.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -19,11 +21,15 @@ struct RunData {
   // Per metric, one entry per step: nullopt where the line lacks the metric
   // or holds null (a non-finite value).
   std::map<std::string, std::vector<std::optional<double>>> metrics;
+  // eval_samples.jsonl's lines (train/eval_samples.h): {"step", "samples"},
+  // one per evaluation by generation; empty without the file.
+  std::vector<nlohmann::json> eval_samples;
 };
 
 // Throws sdk::Error when dir has no metrics.jsonl, sdk::DataError naming
-// file:line for a line that is not a JSON object with an integer "step". A
-// malformed last line (a crash mid-write) is skipped.
+// file:line for a line of it, or of eval_samples.jsonl, that is not a JSON
+// object with an integer "step". A malformed last line (a crash mid-write)
+// is skipped.
 RunData read_run(const std::filesystem::path& dir);
 
 // The metrics whose value is the same at every step that logs them, in

@@ -28,7 +28,7 @@ const char* mode_name(config::BestMode mode) { return mode == config::BestMode::
 void check_best_metric(const config::RunConfig& config, const sdk::TrainModule& module) {
   const std::string& metric = config.checkpoint.best_metric;
   if (metric.empty()) return;
-  const std::vector<std::string> names = eval_metric_names(module);
+  const std::vector<std::string> names = eval_metric_names(module, config.eval);
   if (std::find(names.begin(), names.end(), metric) != names.end()) return;
   std::string listed;
   for (const std::string& name : names) listed += (listed.empty() ? "" : ", ") + name;

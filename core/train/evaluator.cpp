@@ -96,13 +96,14 @@ void log_evaluation(int64_t step, const EvalResult& result, size_t examples) {
 
 }  // namespace
 
-std::vector<std::string> eval_metric_names(const sdk::TrainModule& module) {
+std::vector<std::string> eval_metric_names(const sdk::TrainModule& module, const config::EvalSection& eval) {
   std::vector<std::string> names{"eval/loss"};
   const std::vector<sdk::LossTerm> terms = module.loss_terms();
   if (terms.size() > 1) {
     for (const sdk::LossTerm& term : terms) names.push_back("eval/loss/" + term.name);
   }
   for (const sdk::MetricSpec& spec : module.metric_specs()) names.push_back("eval/" + spec.name);
+  for (const std::string& name : generation_eval_metric_names(eval)) names.push_back(name);
   return names;
 }
 
@@ -154,6 +155,11 @@ EvalResult Evaluator::evaluate() {
     if (name.rfind("core/", 0) != 0) result.metrics["eval/" + name] = value;
   }
   result.metrics["eval/tokens"] = reduced.at(kEvalTokens);
+  if (parts_.generation != nullptr) {
+    GenerationEval::Result generated = parts_.generation->evaluate(parts_.communicator);
+    result.metrics.insert(generated.metrics.begin(), generated.metrics.end());
+    result.samples = std::move(generated.samples);
+  }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

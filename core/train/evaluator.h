@@ -11,12 +11,17 @@
 // over the whole set, with the sums and the plugin's metrics reduced by the
 // same metrics::MetricReducer as a step's, so every figure is the same for
 // any world size and microbatch split. Metrics are named eval/<metric>.
+// With eval.rewards it then generates and scores (generation_eval.h).
 #pragma once
 
 #include "core/dist/communicator.h"
+#include "core/config/run_config.h"
 #include "core/plugin/host_context.h"
+#include "core/train/generation_eval.h"
 #include "ptrain/sdk/batch.h"
 #include "ptrain/sdk/train_module.h"
+
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <map>
@@ -28,14 +33,15 @@ namespace ptrain::train {
 // What an evaluation adds to the step's record.
 struct EvalResult {
   bool ran = false;
-  std::map<std::string, double> metrics;  // eval/loss, eval/<term losses>, eval/<plugin metric>
+  std::map<std::string, double> metrics;  // eval/loss, eval/<term losses>, eval/<plugin metric>, eval/<reward>
+  nlohmann::json samples = nlohmann::json::array();  // with eval.rewards: scored completions (eval_samples.h)
   double seconds = 0.0;
 };
 
 // Every metric an evaluation of `module` may report: eval/loss,
-// eval/loss/<term> with several loss terms, and eval/<metric> for each of
-// the plugin's metric specs.
-std::vector<std::string> eval_metric_names(const sdk::TrainModule& module);
+// eval/loss/<term> with several loss terms, eval/<metric> for each of the
+// plugin's metric specs, and eval/<reward> for each of eval.rewards.
+std::vector<std::string> eval_metric_names(const sdk::TrainModule& module, const config::EvalSection& eval);
 
 struct EvalParts {
   sdk::TrainModule& module;
@@ -45,6 +51,7 @@ struct EvalParts {
   const std::vector<sdk::Example>& examples;  // the held-out set; empty: no evaluation
   sdk::MicrobatchPlan plan;
   int64_t chunk_size = 1;  // examples prepared at once over all ranks (batch.global_size)
+  GenerationEval* generation = nullptr;  // with eval.rewards: eval/<reward> by generation
 };
 
 class Evaluator {

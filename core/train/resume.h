@@ -35,8 +35,9 @@ void check_resume_fits(const checkpoint::LoadedCheckpoint& loaded, const std::st
 // Copies the checkpoint's weights (check_resume_fits() passed) into `policy`.
 void restore_policy(const checkpoint::LoadedCheckpoint& loaded, model::CausalLm& policy);
 
-// Drops the metrics.jsonl lines of steps after `completed_steps` (written
-// after the checkpoint by the run that stopped), so the file reads as one run.
+// Drops the lines of a per-step JSONL file (metrics.jsonl, eval_samples.jsonl)
+// whose "step" is after `completed_steps` (written after the checkpoint by
+// the run that stopped), so the file reads as one run. No file: nothing.
 void truncate_metrics(const std::filesystem::path& metrics_path, int64_t completed_steps);
 
 }  // namespace ptrain::train

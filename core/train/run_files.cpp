@@ -22,6 +22,7 @@ bool is_fixed_run_file(const std::string& name) {
                                            kStartJournalDir,
                                            "config.toml",
                                            "metrics.jsonl",
+                                           "eval_samples.jsonl",
                                            "checkpoints",
                                            "final",
                                            "best",

@@ -223,13 +223,18 @@ RunParts load_run_parts(const config::RunConfig& config, const ModuleFactory& ma
   check_console_metrics(config, *module);
   std::vector<sdk::Example> examples = load_examples(config, *module);
   std::vector<sdk::Example> eval_examples = load_eval_examples(config, *module);
+  std::unique_ptr<GenerationEval> generation_eval;
+  if (!config.eval.rewards.empty()) {
+    generation_eval = std::make_unique<GenerationEval>(config, *policy, *tokenizer, eval_examples);
+  }
   return {device,
           std::move(tokenizer),
           std::move(policy),
           std::move(module),
           std::move(context),
           std::move(examples),
-          std::move(eval_examples)};
+          std::move(eval_examples),
+          std::move(generation_eval)};
 }
 
 }  // namespace ptrain::train

@@ -7,6 +7,7 @@
 #include "core/model/causal_lm.h"
 #include "core/plugin/host_context.h"
 #include "core/plugin/plugin_loader.h"
+#include "core/train/generation_eval.h"
 #include "ptrain/sdk/batch.h"
 #include "ptrain/sdk/chat.h"
 #include "ptrain/sdk/tokenizer.h"
@@ -79,6 +80,7 @@ struct RunParts {
   std::unique_ptr<plugin::HostContext> context;
   std::vector<sdk::Example> examples;       // checked by the plugin
   std::vector<sdk::Example> eval_examples;  // eval.data, checked the same way; empty without it
+  std::unique_ptr<GenerationEval> generation_eval;  // with eval.rewards: eval/<reward> by generation
 
   // The module's prepare_dataset() over `examples`, with `later_batches`
   // dealing the examples of later steps the context is asked for

@@ -43,7 +43,7 @@ void set_aside(const fs::path& run_dir, StartMode mode, const fs::path& previous
     }
     return;
   }
-  for (const char* name : {"config.toml", "metrics.jsonl"}) {
+  for (const char* name : {"config.toml", "metrics.jsonl", "eval_samples.jsonl"}) {
     std::error_code error;
     if (fs::is_regular_file(fs::symlink_status(run_dir / name, error))) {
       fs::copy_file(run_dir / name, previous / name);

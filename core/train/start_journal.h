@@ -5,8 +5,8 @@
 //   .ptrain-start/start.json   {"mode": "replace" | "resume", "created_dir": bool}
 //   .ptrain-start/previous/    what the start set aside: "replace" moves every
 //                              ptrain entry (run_files.h) of the run it
-//                              replaces there; "resume" copies config.toml and
-//                              metrics.jsonl, which it rewrites
+//                              replaces there; "resume" copies config.toml,
+//                              metrics.jsonl and eval_samples.jsonl, which it rewrites
 //   .ptrain-start/set_aside    written once all of it is there
 //
 // Rank 0 calls these while it holds the directory's lock (run_lock.h).

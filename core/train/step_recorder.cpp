@@ -59,7 +59,7 @@ void check_console_metrics(const config::RunConfig& config, const sdk::TrainModu
   for (const sdk::MetricSpec& spec : step_metric_specs(module)) {
     if (spec.name.rfind("core/", 0) != 0) known.push_back(spec.name);
   }
-  for (const std::string& name : eval_metric_names(module)) known.push_back(name);
+  for (const std::string& name : eval_metric_names(module, config.eval)) known.push_back(name);
   for (size_t i = 0; i < log::kStepPhaseCount; ++i) {
     known.push_back(std::string("time/") + log::step_phase_name(static_cast<log::StepPhase>(i)) + "_s");
   }
@@ -84,6 +84,7 @@ StepRecorder::StepRecorder(const TrainingRun& run)
   const config::RunConfig& config = run.config;
   const std::filesystem::path output_dir = config.output_dir;
   truncate_metrics(output_dir / "metrics.jsonl", run.first_step);
+  eval_samples_ = std::make_unique<EvalSamplesFile>(output_dir, run.first_step);
   log_every_ = std::max<int64_t>(1, config.train.log_every);
   max_steps_ = config.train.max_steps;
   phases_ = std::make_unique<log::StepPhaseTimer>(run.parts.device);
@@ -131,6 +132,7 @@ void StepRecorder::record(const StepRecord& record) {
   if (evaluated) {
     values[step_metric::kEvalS] = eval_s;
     values.insert(record.eval->metrics.begin(), record.eval->metrics.end());
+    if (eval_samples_) eval_samples_->append(record.step, record.eval->samples);
   }
   const std::string phases = add_phase_times(record.step, values);
   if (step_log_) step_log_->record(record.step, values);

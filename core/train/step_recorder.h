@@ -11,6 +11,7 @@
 #include "core/dist/communicator.h"
 #include "core/log/step_phases.h"
 #include "core/metrics/step_log.h"
+#include "core/train/eval_samples.h"
 #include "core/train/evaluator.h"
 #include "core/train/step_reduction.h"
 #include "core/train/update_step.h"
@@ -66,6 +67,7 @@ class StepRecorder {
   int64_t num_parameters_;
   double peak_flops_per_s_;
   std::unique_ptr<metrics::StepLog> step_log_;  // rank 0 only
+  std::unique_ptr<EvalSamplesFile> eval_samples_;  // rank 0 only
   std::unique_ptr<log::StepPhaseTimer> phases_;  // rank 0 only
   int64_t log_every_ = 1;
   int64_t max_steps_ = 0;

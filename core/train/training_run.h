@@ -85,7 +85,8 @@ struct TrainingRun {
   }
   // What the evaluator works with: the held-out set and the same plan as a step.
   EvalParts eval_parts() {
-    return {module(), plugin_name, context(), communicator, parts.eval_examples, plan, config.batch.global_size};
+    return {module(),      plugin_name, context(), communicator, parts.eval_examples, plan, config.batch.global_size,
+            parts.generation_eval.get()};
   }
   // The global batch of `step` (0-based), with this rank's slice of it.
   sdk::GlobalBatch global_batch(int64_t step) const;

@@ -227,3 +227,45 @@ TEST_CASE("ptrain generate: a LoRA adapter on its base generates as its merged m
   CHECK(largest_gap < 1e-4);     // W + (alpha / r)·B·A folded in, or applied as adapters: the same model
   CHECK(changed > 0);  // and the adapter changed the base: the comparison proves something
 }
+
+TEST_CASE("eval.rewards: eval/<reward> during training equals ptrain eval on the saved model, on one rank or two",
+          "[integration][generate][eval]") {
+  const fs::path dir = testing::fresh_test_dir("eval_rewards_run");
+  const fs::path config = testing::write_small_sft_config(dir, "sft", 1e-2, 40);
+  std::ofstream(config, std::ios::app) << "[eval]\ndata = \"" << kTestData << "\"\nevery_steps = 20\nmax_examples = 50\n"
+                                       << "rewards = [\"accuracy\", \"closeness\"]\nnum_generations = 2\n"
+                                       << "temperature = 1.0\nmax_new_tokens = 6\n"
+                                       << "[checkpoint]\nbest_metric = \"eval/closeness\"\nbest_mode = \"max\"\n";
+  const std::string scored = " -d " + kTestData + " --max-examples 50 -r accuracy -r closeness --n 2 --temperature 1 "
+                             "--max-new-tokens 6 --seed 1 --cpu-kernels native";
+  for (const char* launch : {"", "launch --nproc 2 -- "}) {
+    DYNAMIC_SECTION((*launch ? "two ranks" : "one rank")) {
+      const fs::path run = dir / (*launch ? "two" : "one");
+      const testing::CommandResult trained = testing::run_ptrain(std::string(launch) + "train -c " + config.string() +
+                                                                 " --set output_dir=" + run.string() + " 2>&1");
+      INFO(trained.output);
+      REQUIRE(trained.exit_code == 0);
+      CHECK(testing::contains(trained.output, "eval/closeness"));
+      const std::vector<json> records = testing::read_metrics_jsonl(run / "metrics.jsonl");
+      REQUIRE(records.size() == 40u);
+      CHECK(records[19].contains("eval/accuracy"));
+      CHECK(records[19].contains("eval/closeness"));
+      CHECK_FALSE(records[18].contains("eval/closeness"));
+      const json evaluated = json::parse(output_of("eval -m " + run.string() + scored, dir / "eval.json"));
+      CHECK(records[39].at("eval/accuracy") == evaluated.at("means").at("accuracy"));
+      CHECK(records[39].at("eval/closeness") == evaluated.at("means").at("closeness"));
+      CHECK(fs::exists(run / "best" / "model.safetensors"));
+
+      // The samples of each evaluation: the first prompts' first completions, as ptrain eval scored them.
+      const std::vector<json> samples = jsonl_lines(io::read_file(run / "eval_samples.jsonl"));
+      REQUIRE(samples.size() == 2u);
+      CHECK(samples[0].at("step") == 20);
+      REQUIRE(samples[1].at("samples").size() == 4u);
+      for (size_t i = 0; i < 4; ++i) {
+        const json& scored = evaluated.at("completions")[2 * i];  // generation 0 of prompt i
+        CHECK(samples[1].at("samples")[i].at("completion") == scored.at("completion"));
+        CHECK(samples[1].at("samples")[i].at("rewards") == scored.at("rewards"));
+      }
+    }
+  }
+}

@@ -4,6 +4,7 @@
 // raises stops the run with its name and traceback.
 #include "catch.h"
 
+#include "integration/small_sft_run.h"
 #include "support/reward_server.h"
 #include "support/run_command.h"
 #include "support/test_util.h"
@@ -12,6 +13,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 
 namespace fs = std::filesystem;
 
@@ -77,4 +80,45 @@ TEST_CASE("a Python reward that raises stops training with its name and tracebac
                                             " raised an exception:") &&
                                 Catch::Contains("Traceback (most recent call last):") &&
                                 Catch::Contains("in _score_or_fail") && Catch::Contains("ValueError: cannot score"));
+}
+
+TEST_CASE("ptrain eval scores with a Python function and a reward server, on one rank or two",
+          "[e2e][generate][rewards]") {
+  const fs::path dir = ptrain::testing::fresh_test_dir("eval_python_http");
+  ptrain::testing::RewardServer server;
+  // A model whose answers are text (a random byte model's are mostly bytes that are no UTF-8).
+  const CommandResult trained =
+      run_ptrain("train -c " + ptrain::testing::write_small_sft_config(dir, "sft", 1e-2, 60).string() + " 2>&1");
+  INFO(trained.output);
+  REQUIRE(trained.exit_code == 0);
+  const fs::path model = dir / "sft";
+  const std::string eval = "eval -m " + model.string() + " -d " + PTRAIN_SOURCE_DIR +
+                           "/data/arith/test.jsonl --max-examples 20 --n 2 --temperature 1 --max-new-tokens 6 "
+                           "-r python:" + kRewardFile + ":digit_count -r " + server.url("/digits");
+  std::string written[2];
+  for (int ranks = 1; ranks <= 2; ++ranks) {
+    const fs::path out = dir / ("eval" + std::to_string(ranks) + ".json");
+    const CommandResult result =
+        run_ptrain((ranks == 2 ? "launch --nproc 2 -- " : "") + eval + " -o " + out.string() + " 2>&1");
+    INFO(result.output);
+    REQUIRE(result.exit_code == 0);
+    std::ifstream in(out);
+    written[ranks - 1].assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  CHECK(written[1] == written[0]);
+  const nlohmann::json result = nlohmann::json::parse(written[0]);
+  const std::string server_name = server.url("/digits").substr(std::string("http://").size());
+  double digits = 0.0;
+  for (const nlohmann::json& completion : result.at("completions")) {
+    const std::string text = completion.at("completion");
+    double count = 0.0;
+    for (const char c : text) count += (c >= '0' && c <= '9') ? 1.0 : 0.0;
+    CHECK(completion.at("rewards").at("digit_count") == count);
+    CHECK(completion.at("rewards").at(server_name) == count);
+    digits += count;
+  }
+  REQUIRE(result.at("completions").size() == 40u);
+  CHECK(digits > 0.0);  // the reference is not vacuous
+  CHECK(result.at("means").at("digit_count").get<double>() == Approx(digits / 40.0).epsilon(1e-12));
+  CHECK(result.at("means").at(server_name).get<double>() == Approx(digits / 40.0).epsilon(1e-12));
 }
