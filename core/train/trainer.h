@@ -6,21 +6,13 @@
 #include "core/dist/communicator.h"
 #include "core/plugin/plugin_loader.h"
 #include "core/train/stop_signals.h"
-
-#include <c10/core/Device.h>
+#include "core/train/train_options.h"
 
 #include <cstdint>
 #include <filesystem>
 #include <string>
 
 namespace ptrain::train {
-
-struct TrainOptions {
-  at::Device device = at::kCPU;      // runtime.device resolved (compute_device.h), the communicator's too
-  bool overwrite = false;            // replace an existing non-empty output_dir
-  std::string resolved_config_toml;  // written to <output_dir>/config.toml
-  std::string resume;                // "": start fresh; "auto": the latest checkpoint if any; else a path
-};
 
 struct TrainSummary {
   int64_t steps = 0;          // run by this invocation

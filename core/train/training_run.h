@@ -21,7 +21,7 @@
 #include "core/train/global_batches.h"
 #include "core/train/run_directory.h"
 #include "core/train/run_setup.h"
-#include "core/train/trainer.h"
+#include "core/train/train_options.h"
 #include "core/train/update_step.h"
 #include "core/train/weight_update.h"
 

@@ -137,6 +137,28 @@ std::vector<ScoredCompletion> scored_completions(const RolloutGroups& groups, co
   return completions;
 }
 
+// Row i of a collated microbatch: the completion's trained positions in the
+// loss mask, and its advantage, rewards, length and episode figures.
+void fill_row(GrpoMicrobatch& batch, int64_t i, const ScoredCompletion& completion) {
+  const auto n = static_cast<int64_t>(completion.completion_ids.size());
+  if (completion.trained) {
+    at::Tensor trained = batch.tokens.loss_mask[i].narrow(0, static_cast<int64_t>(completion.prompt_ids.size()) - 1, n);
+    // An episode trains only the policy's own tokens; its observations are context.
+    if (completion.policy_mask.empty()) {
+      trained.fill_(true);
+    } else {
+      trained.copy_(policy_mask_tensor(completion));
+    }
+  }
+  batch.advantages[i] = completion.advantage;
+  batch.rewards[i] = completion.reward;
+  batch.function_rewards[i].copy_(at::tensor(completion.function_rewards, at::kDouble));
+  batch.group_stds[i] = completion.group_std;
+  batch.lengths[i] = static_cast<double>(n);
+  batch.truncated[i] = completion.truncated;
+  batch.turns[i] = static_cast<double>(completion.turns);
+}
+
 }  // namespace
 
 void GrpoModule::setup(sdk::Context& ctx) {
@@ -321,27 +343,7 @@ std::unique_ptr<GrpoMicrobatch> GrpoModule::collate(const std::vector<int64_t>& 
   batch->lengths = at::zeros({b}, at::kDouble);
   batch->truncated = at::zeros({b}, at::kBool);
   batch->turns = at::zeros({b}, at::kDouble);
-  for (int64_t i = 0; i < b; ++i) {
-    const ScoredCompletion& completion = *rows[i];
-    const auto n = static_cast<int64_t>(completion.completion_ids.size());
-    if (completion.trained) {
-      at::Tensor trained =
-          batch->tokens.loss_mask[i].narrow(0, static_cast<int64_t>(completion.prompt_ids.size()) - 1, n);
-      // An episode trains only the policy's own tokens; its observations are context.
-      if (completion.policy_mask.empty()) {
-        trained.fill_(true);
-      } else {
-        trained.copy_(policy_mask_tensor(completion));
-      }
-    }
-    batch->advantages[i] = completion.advantage;
-    batch->rewards[i] = completion.reward;
-    batch->function_rewards[i].copy_(at::tensor(completion.function_rewards, at::kDouble));
-    batch->group_stds[i] = completion.group_std;
-    batch->lengths[i] = static_cast<double>(n);
-    batch->truncated[i] = completion.truncated;
-    batch->turns[i] = static_cast<double>(completion.turns);
-  }
+  for (int64_t i = 0; i < b; ++i) fill_row(*batch, i, *rows[i]);
   const bool scored = !rows.empty() && rows.front()->old_log_probs.defined();
   if (scored && config_.num_iterations > 1) {
     batch->old_log_probs = scatter_completion_values(rows, &ScoredCompletion::old_log_probs, length, at::kDouble);
