@@ -7,6 +7,7 @@
 #include "ptrain/sdk/util/prompt_tokens.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 
