@@ -17,13 +17,12 @@
 namespace ptrain::app {
 namespace {
 
-// The held-out prompts, each checked as generation will read it.
-std::vector<sdk::Example> read_eval_prompts(const EvalOptions& options, const GenerationSession& session) {
+// The held-out prompts (generate_completions reads each before it generates any).
+std::vector<sdk::Example> read_eval_prompts(const EvalOptions& options) {
   std::vector<sdk::Example> prompts = generation::held_out_prompts(data::read_jsonl(options.data));
   if (options.max_examples > 0 && static_cast<int64_t>(prompts.size()) > options.max_examples) {
     prompts.resize(static_cast<size_t>(options.max_examples));
   }
-  generation::check_prompts(*session.loaded.tokenizer, prompts, session.loaded.model->config().max_position_embeddings);
   return prompts;
 }
 
@@ -84,7 +83,7 @@ nlohmann::ordered_json result_json(const EvalOptions& options, const GenerationS
 int command_eval(const EvalOptions& options) {
   GenerationSession session = open_generation_session(options.model);
   if (!options.output.empty()) check_output_dir(options.output, "--output");
-  const std::vector<sdk::Example> prompts = read_eval_prompts(options, session);
+  const std::vector<sdk::Example> prompts = read_eval_prompts(options);
   sdk::BuiltinRewardSettings reward_settings = options.reward_settings;
   reward_settings.answer_field =
       generation::resolve_answer_field(options.answer_field, options.rewards, prompts, "--answer-field");

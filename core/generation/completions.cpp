@@ -58,14 +58,13 @@ RoundTensors pack(const std::vector<Completion>& own, int64_t first_prompt, int6
 
 void unpack(const RoundTensors& summed, bool with_logprobs, std::vector<Completion>& round) {
   for (size_t row = 0; row < round.size(); ++row) {
-    const at::Tensor line = summed.tokens[static_cast<int64_t>(row)];
-    const int64_t length = line[0].item<int64_t>();
-    const int64_t* ids = line.data_ptr<int64_t>() + 2;
-    round[row].completion_ids.assign(ids, ids + length);
-    round[row].stop_reason = static_cast<sdk::StopReason>(line[1].item<int64_t>());
+    // [length, stop reason, ids...], read in place rather than one item() at a time.
+    const int64_t* line = summed.tokens[static_cast<int64_t>(row)].data_ptr<int64_t>();
+    round[row].completion_ids.assign(line + 2, line + 2 + line[0]);
+    round[row].stop_reason = static_cast<sdk::StopReason>(line[1]);
     if (!with_logprobs) continue;
     const double* logprobs = summed.logprobs[static_cast<int64_t>(row)].data_ptr<double>();
-    round[row].logprobs.assign(logprobs, logprobs + length);
+    round[row].logprobs.assign(logprobs, logprobs + line[0]);
   }
 }
 
